@@ -1,0 +1,25 @@
+// JSON encoding of the ledger's records, shared by the Redis store, the CLI and
+// the trace and audit formats. Decoding validates shape and types and reports
+// Corruption with the offending field instead of throwing. Thread-safe.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "taskledger/ledger/state.h"
+#include "taskledger/status.h"
+
+namespace taskledger {
+
+nlohmann::json EncodeEntry(const Entry& e);
+Result<Entry> DecodeEntry(const nlohmann::json& j);
+nlohmann::json EncodeUpdate(const Update& u);
+Result<Update> DecodeUpdate(const nlohmann::json& j);
+nlohmann::json EncodeCall(const CallRecord& c);
+Result<CallRecord> DecodeCall(const nlohmann::json& j);
+nlohmann::json EncodeTurn(const TurnRecord& t);
+Result<TurnRecord> DecodeTurn(const nlohmann::json& j);
+nlohmann::json EncodeState(const LedgerState& s);
+Result<LedgerState> DecodeState(const nlohmann::json& j);
+nlohmann::json EncodeDiff(const StateDiff& d);
+
+}  // namespace taskledger

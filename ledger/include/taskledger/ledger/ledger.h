@@ -1,0 +1,84 @@
+// Ledger: one conversation's task state as an agent loop uses it.
+//
+// It holds the head version read from the Store and the turn being built.
+// Staged updates apply at once to the working state (so a policy check later in
+// the same turn sees the user's "yes"), and reach the store only on Commit,
+// atomically, in one store call. If another writer committed first, Commit
+// returns Conflict and keeps the staged turn; Rebase() reloads the head and
+// re-applies it, so nothing is lost.
+//
+// Not thread-safe: one Ledger per conversation per thread. Any number of
+// Ledgers over one Store are fine.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "taskledger/ledger/clock.h"
+#include "taskledger/ledger/state.h"
+#include "taskledger/ledger/store.h"
+
+namespace taskledger {
+
+class Ledger {
+ public:
+  // Reads the head state of `id` from `store` (which must outlive the Ledger).
+  static Result<std::unique_ptr<Ledger>> Open(Store& store, ConversationId id,
+                                              const Clock& clock = SystemClock());
+
+  const ConversationId& id() const { return id_; }
+  // The last committed version.
+  uint64_t version() const { return head_.version; }
+  // The turn being built: version() + 1.
+  uint64_t turn() const { return head_.version + 1; }
+  // The committed head state.
+  const LedgerState& head() const { return head_; }
+  // Head plus everything staged in the current turn; what policies see.
+  const LedgerState& working() const { return working_; }
+  // Number of updates staged in the current turn (with version(), it names
+  // exactly what a decision saw).
+  size_t staged_updates() const { return pending_.updates.size(); }
+  // Changes every time working() changes; lets readers cache derived views.
+  uint64_t generation() const { return generation_; }
+  const Clock& clock() const { return clock_; }
+
+  // Stages one update (its provenance.turn is set to turn()). InvalidArgument
+  // for an empty key; the working state is unchanged then.
+  Status Stage(Update u);
+  // Stages a batch atomically: all or none.
+  Status StageAll(std::vector<Update> updates);
+  void StageCall(CallRecord call);
+  void StageDecision(nlohmann::json decision);
+  void StageError(nlohmann::json error);
+  const TurnRecord& pending() const { return pending_; }
+  bool has_pending() const;
+
+  // Commits the staged turn as version()+1. On Conflict (another writer got
+  // there first), Unavailable or Timeout the turn stays staged and may be
+  // committed again (after Rebase() for a Conflict). A turn with nothing
+  // staged is still committed: a turn happened.
+  Result<uint64_t> Commit();
+  // Reloads the head from the store and re-applies the staged turn on top.
+  Status Rebase();
+  // Discards the staged turn.
+  void Abandon();
+
+  // Reads a past version / diffs two versions (from the store).
+  Result<LedgerState> At(uint64_t version) const;
+  Result<StateDiff> DiffVersions(uint64_t from, uint64_t to) const;
+
+ private:
+  Ledger(Store& store, ConversationId id, const Clock& clock, LedgerState head);
+  Status Reapply();
+
+  Store& store_;
+  ConversationId id_;
+  const Clock& clock_;
+  LedgerState head_;
+  LedgerState working_;
+  TurnRecord pending_;
+  uint64_t generation_ = 0;
+};
+
+}  // namespace taskledger

@@ -1,0 +1,92 @@
+// LedgerState (the state of one conversation at one version), TurnRecord (one
+// committed turn: the delta from version N-1 to N) and the pure functions that
+// apply a turn and diff two versions.
+//
+// Version N is the state after N committed turns; version 0 is empty. A turn
+// record carries everything the turn did: the entry updates, the tool calls
+// made (so rules can count them), the policy decisions taken and any extraction
+// errors, so that an auditor reading version N sees exactly what the agent saw.
+// All functions here are pure and deterministic (wall-clock expiry is judged by
+// the turn's own committed_at_ms), so any version can be rebuilt exactly from a
+// snapshot plus the turns after it. Thread-compatible.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "taskledger/ledger/entry.h"
+#include "taskledger/status.h"
+
+namespace taskledger {
+
+// A tool call as the ledger remembers it, for rules that count calls.
+struct CallRecord {
+  uint64_t turn = 0;
+  std::string call_id;
+  std::string tool;
+  nlohmann::json arguments = nlohmann::json::object();
+  bool writes = false;
+  std::string outcome;  // "ok", "error" (the tool refused), "denied" (the gate refused)
+  bool operator==(const CallRecord&) const = default;
+};
+
+struct TurnRecord {
+  uint64_t turn = 0;            // the version this turn produces
+  int64_t committed_at_ms = 0;  // wall clock when the turn was committed
+  std::vector<Update> updates;
+  std::vector<CallRecord> calls;
+  std::vector<nlohmann::json> decisions;  // policy decision log records
+  std::vector<nlohmann::json> errors;     // structured extraction errors
+  bool operator==(const TurnRecord&) const = default;
+};
+
+struct LedgerState {
+  uint64_t version = 0;
+  std::array<std::map<std::string, Entry, std::less<>>, kCategoryCount> entries;
+  std::vector<CallRecord> calls;  // every call ever recorded, in order
+
+  const std::map<std::string, Entry, std::less<>>& of(Category c) const {
+    return entries[static_cast<int>(c)];
+  }
+  std::map<std::string, Entry, std::less<>>& of(Category c) { return entries[static_cast<int>(c)]; }
+  // The entry if present and live at (version, now_ms), else nullptr.
+  const Entry* FindLive(Category c, std::string_view key, int64_t now_ms) const;
+  size_t size() const;
+  bool operator==(const LedgerState&) const = default;
+};
+
+// Applies one update to `state` as part of turn `turn` (at `now_ms`).
+// Rules: a set overwrites (history keeps the old value in its turn record),
+// except that a claim (verified=false) never overwrites verified evidence with a
+// different value: the evidence stays and the conflict is recorded as the
+// condition "conflict.<category>.<key>" = {"claimed", "verified", "claimed_by"}.
+// Remove erases; expire makes the entry not live from this version on.
+// Returns InvalidArgument for an empty key and leaves `state` unchanged.
+Status ApplyUpdate(LedgerState& state, const Update& u, uint64_t turn, int64_t now_ms);
+
+// Applies a whole turn atomically: either every update applies and
+// state.version becomes turn.turn, or `state` is left untouched.
+// REQUIRES: turn.turn == state.version + 1 (else FailedPrecondition).
+// Entries whose expiry has passed at turn.turn / turn.committed_at_ms are
+// dropped from the state (they remain in the turn records).
+Status ApplyTurn(LedgerState& state, const TurnRecord& turn);
+
+struct EntryChange {
+  Category category;
+  std::string key;
+  std::optional<Entry> before;  // absent for "added"
+  std::optional<Entry> after;   // absent for "removed"
+};
+
+struct StateDiff {
+  std::vector<EntryChange> added, changed, removed;
+  bool empty() const { return added.empty() && changed.empty() && removed.empty(); }
+};
+
+// Diffs the live entries of two states, judged at now_ms. Ordered by category then key.
+StateDiff Diff(const LedgerState& from, const LedgerState& to, int64_t now_ms);
+
+}  // namespace taskledger

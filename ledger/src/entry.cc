@@ -1,0 +1,42 @@
+// Names of categories and source kinds, as rules, codecs and renderers write them.
+#include "taskledger/ledger/entry.h"
+
+namespace taskledger {
+
+std::string_view CategoryName(Category c) {
+  switch (c) {
+    case Category::kFact: return "fact";
+    case Category::kIdentifier: return "identifier";
+    case Category::kConstraint: return "constraint";
+    case Category::kCondition: return "condition";
+  }
+  return "fact";
+}
+
+std::optional<Category> ParseCategory(std::string_view name) {
+  if (!name.empty() && name.back() == 's') name.remove_suffix(1);
+  for (Category c : kAllCategories) {
+    if (CategoryName(c) == name) return c;
+  }
+  return std::nullopt;
+}
+
+std::string_view SourceKindName(SourceKind k) {
+  switch (k) {
+    case SourceKind::kToolOutput: return "tool";
+    case SourceKind::kUserMessage: return "user";
+    case SourceKind::kAgent: return "agent";
+    case SourceKind::kOperator: return "operator";
+  }
+  return "agent";
+}
+
+std::optional<SourceKind> ParseSourceKind(std::string_view name) {
+  for (SourceKind k : {SourceKind::kToolOutput, SourceKind::kUserMessage, SourceKind::kAgent,
+                       SourceKind::kOperator}) {
+    if (SourceKindName(k) == name) return k;
+  }
+  return std::nullopt;
+}
+
+}  // namespace taskledger

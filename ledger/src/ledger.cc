@@ -1,0 +1,106 @@
+// Ledger: the per-conversation working copy over a Store. See ledger.h for the
+// staging / commit / rebase contract.
+#include "taskledger/ledger/ledger.h"
+
+namespace taskledger {
+
+Ledger::Ledger(Store& store, ConversationId id, const Clock& clock, LedgerState head)
+    : store_(store), id_(std::move(id)), clock_(clock), head_(std::move(head)), working_(head_) {}
+
+Result<std::unique_ptr<Ledger>> Ledger::Open(Store& store, ConversationId id, const Clock& clock) {
+  if (id.conversation.empty()) return Status::InvalidArgument("empty conversation id");
+  auto head = store.ReadHead(id);
+  if (!head.has_value()) return head.error();
+  return std::unique_ptr<Ledger>(new Ledger(store, std::move(id), clock, std::move(head.value())));
+}
+
+bool Ledger::has_pending() const {
+  return !pending_.updates.empty() || !pending_.calls.empty() || !pending_.decisions.empty() ||
+         !pending_.errors.empty();
+}
+
+Status Ledger::Stage(Update u) {
+  u.provenance.turn = turn();
+  if (Status s = ApplyUpdate(working_, u, turn(), clock_.NowMs()); !s.ok()) return s;
+  pending_.updates.push_back(std::move(u));
+  ++generation_;
+  return Status::Ok();
+}
+
+Status Ledger::StageAll(std::vector<Update> updates) {
+  LedgerState next = working_;
+  int64_t now = clock_.NowMs();
+  for (Update& u : updates) {
+    u.provenance.turn = turn();
+    if (Status s = ApplyUpdate(next, u, turn(), now); !s.ok()) return s;
+  }
+  working_ = std::move(next);
+  for (Update& u : updates) pending_.updates.push_back(std::move(u));
+  ++generation_;
+  return Status::Ok();
+}
+
+void Ledger::StageCall(CallRecord call) {
+  call.turn = turn();
+  working_.calls.push_back(call);
+  pending_.calls.push_back(std::move(call));
+  ++generation_;
+}
+
+void Ledger::StageDecision(nlohmann::json decision) { pending_.decisions.push_back(std::move(decision)); }
+
+void Ledger::StageError(nlohmann::json error) { pending_.errors.push_back(std::move(error)); }
+
+Result<uint64_t> Ledger::Commit() {
+  pending_.turn = turn();
+  pending_.committed_at_ms = clock_.NowMs();
+  LedgerState next = head_;
+  if (Status s = ApplyTurn(next, pending_); !s.ok()) return s;
+  if (Status s = store_.CommitTurn(id_, pending_, next); !s.ok()) return s;
+  head_ = std::move(next);
+  working_ = head_;
+  pending_ = TurnRecord{};
+  ++generation_;
+  return head_.version;
+}
+
+Status Ledger::Rebase() {
+  auto head = store_.ReadHead(id_);
+  if (!head.has_value()) return head.error();
+  head_ = std::move(head.value());
+  return Reapply();
+}
+
+Status Ledger::Reapply() {
+  LedgerState next = head_;
+  int64_t now = clock_.NowMs();
+  for (Update& u : pending_.updates) {
+    u.provenance.turn = head_.version + 1;
+    if (Status s = ApplyUpdate(next, u, head_.version + 1, now); !s.ok()) return s;
+  }
+  for (CallRecord& c : pending_.calls) {
+    c.turn = head_.version + 1;
+    next.calls.push_back(c);
+  }
+  working_ = std::move(next);
+  ++generation_;
+  return Status::Ok();
+}
+
+void Ledger::Abandon() {
+  pending_ = TurnRecord{};
+  working_ = head_;
+  ++generation_;
+}
+
+Result<LedgerState> Ledger::At(uint64_t version) const { return store_.ReadVersion(id_, version); }
+
+Result<StateDiff> Ledger::DiffVersions(uint64_t from, uint64_t to) const {
+  auto a = store_.ReadVersion(id_, from);
+  if (!a.has_value()) return a.error();
+  auto b = store_.ReadVersion(id_, to);
+  if (!b.has_value()) return b.error();
+  return Diff(a.value(), b.value(), clock_.NowMs());
+}
+
+}  // namespace taskledger

@@ -1,0 +1,136 @@
+// MemoryStore: the embedded Store. Per conversation it keeps every turn
+// record, a full snapshot every `snapshot_every` turns and the head state, so
+// reading any version costs one snapshot copy plus fewer than K turns.
+// Retention is judged against the injected Clock on every access.
+#include "taskledger/ledger/memory_store.h"
+
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace taskledger {
+namespace {
+
+struct Conversation {
+  std::vector<TurnRecord> turns;              // turns[i] produced version i+1
+  std::map<uint64_t, LedgerState> snapshots;  // version -> state, every K turns
+  LedgerState head;
+  int64_t last_commit_ms = 0;
+};
+
+class MemoryStore final : public Store {
+ public:
+  MemoryStore(StoreOptions options, const Clock& clock) : options_(options), clock_(clock) {
+    if (options_.snapshot_every == 0) options_.snapshot_every = 1;
+  }
+
+  Status CommitTurn(const ConversationId& id, const TurnRecord& turn,
+                    const LedgerState& after) override {
+    if (turn.turn == 0 || after.version != turn.turn) {
+      return Status::InvalidArgument("commit: the state after the turn must carry its version");
+    }
+    std::lock_guard lock(mu_);
+    Conversation* c = Find(id);
+    uint64_t head = c ? c->head.version : 0;
+    if (turn.turn != head + 1) {
+      return Status::Conflict("conversation '" + id.conversation + "' is at version " +
+                              std::to_string(head) + "; this turn was built on version " +
+                              std::to_string(turn.turn - 1));
+    }
+    if (!c) c = &conversations_[id];
+    c->turns.push_back(turn);
+    c->head = after;
+    if (turn.turn % options_.snapshot_every == 0) c->snapshots[turn.turn] = after;
+    c->last_commit_ms = clock_.NowMs();
+    return Status::Ok();
+  }
+
+  Result<uint64_t> Head(const ConversationId& id) override {
+    std::lock_guard lock(mu_);
+    Conversation* c = Find(id);
+    return c ? c->head.version : uint64_t{0};
+  }
+
+  Result<LedgerState> ReadHead(const ConversationId& id) override {
+    std::lock_guard lock(mu_);
+    Conversation* c = Find(id);
+    return c ? c->head : LedgerState{};
+  }
+
+  Result<LedgerState> ReadVersion(const ConversationId& id, uint64_t version) override {
+    std::lock_guard lock(mu_);
+    Conversation* c = Find(id);
+    uint64_t head = c ? c->head.version : 0;
+    if (version > head) return NotFound(id, version, head);
+    if (version == 0) return LedgerState{};
+    if (version == head) return c->head;
+    LedgerState state;
+    auto snap = c->snapshots.upper_bound(version);
+    if (snap != c->snapshots.begin()) state = std::prev(snap)->second;
+    for (uint64_t v = state.version + 1; v <= version; ++v) {
+      if (Status s = ApplyTurn(state, c->turns[v - 1]); !s.ok()) return s;
+    }
+    return state;
+  }
+
+  Result<std::vector<TurnRecord>> ReadTurns(const ConversationId& id, uint64_t first,
+                                            uint64_t last) override {
+    std::lock_guard lock(mu_);
+    Conversation* c = Find(id);
+    uint64_t head = c ? c->head.version : 0;
+    if (last > head) return NotFound(id, last, head);
+    std::vector<TurnRecord> out;
+    for (uint64_t v = std::max<uint64_t>(first, 1); v <= last; ++v) out.push_back(c->turns[v - 1]);
+    return out;
+  }
+
+  Result<std::vector<std::string>> ListConversations(const std::string& tenant) override {
+    std::lock_guard lock(mu_);
+    std::vector<std::string> out;
+    for (auto it = conversations_.lower_bound(ConversationId{tenant, ""});
+         it != conversations_.end() && it->first.tenant == tenant;) {
+      auto next = std::next(it);
+      if (Find(it->first)) out.push_back(it->first.conversation);
+      it = next;
+    }
+    return out;
+  }
+
+  Status DropConversation(const ConversationId& id) override {
+    std::lock_guard lock(mu_);
+    conversations_.erase(id);
+    return Status::Ok();
+  }
+
+ private:
+  // The live conversation, or nullptr; erases it if its retention ran out.
+  Conversation* Find(const ConversationId& id) {
+    auto it = conversations_.find(id);
+    if (it == conversations_.end()) return nullptr;
+    if (options_.retention &&
+        clock_.NowMs() - it->second.last_commit_ms >=
+            std::chrono::duration_cast<std::chrono::milliseconds>(*options_.retention).count()) {
+      conversations_.erase(it);
+      return nullptr;
+    }
+    return &it->second;
+  }
+
+  static Status NotFound(const ConversationId& id, uint64_t version, uint64_t head) {
+    return Status::NotFound("conversation '" + id.conversation + "' has no version " +
+                            std::to_string(version) + " (head is " + std::to_string(head) + ")");
+  }
+
+  StoreOptions options_;
+  const Clock& clock_;
+  std::mutex mu_;
+  std::map<ConversationId, Conversation> conversations_;
+};
+
+}  // namespace
+
+std::unique_ptr<Store> NewMemoryStore(StoreOptions options, const Clock& clock) {
+  return std::make_unique<MemoryStore>(options, clock);
+}
+
+}  // namespace taskledger

@@ -1,0 +1,20 @@
+// Default implementations of the Store's convenience calls, for stores that
+// have nothing faster to offer.
+#include "taskledger/ledger/store.h"
+
+namespace taskledger {
+
+std::vector<Status> Store::CommitTurns(std::span<const CommitRequest> batch) {
+  std::vector<Status> out;
+  out.reserve(batch.size());
+  for (const CommitRequest& r : batch) out.push_back(CommitTurn(r.id, *r.turn, *r.after));
+  return out;
+}
+
+Result<LedgerState> Store::ReadHead(const ConversationId& id) {
+  auto head = Head(id);
+  if (!head.has_value()) return head.error();
+  return ReadVersion(id, head.value());
+}
+
+}  // namespace taskledger

@@ -1,0 +1,162 @@
+// bench_extract: what extracting ledger updates from one tool output costs,
+// against the floor of parsing the same output with nlohmann::json alone.
+// The output is a ~1 KB retail order; the rules are ~20 mappings over it
+// (plain paths, array and object wildcards, templates, coercions, expiry).
+// Both are measured interleaved in one run so both see the same machine load;
+// the extraction includes everything it does (size and UTF-8 checks, the depth
+// pre-scan, the parse, every mapping, building the updates).
+//
+// Usage: bench_extract [--samples N] [--batch N]
+// The last line of output is one JSON object:
+// {"extract_p50_us":..,"parse_p50_us":..,"ratio":..,"extract_p99_us":..,
+//  "parse_p99_us":..,"output_bytes":..,"mappings":..,"updates":..}
+// Single-threaded.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "taskledger/extract/extraction_rules.h"
+#include "taskledger/extract/extractor.h"
+
+using namespace taskledger;
+using SteadyClock = std::chrono::steady_clock;
+using nlohmann::json;
+
+namespace {
+
+const char* kOutput = R"({
+  "order_id": "#W2378156", "user_id": "yusuf_rossi_9620", "status": "delivered",
+  "address": {"address1": "763 Broadway", "address2": "Suite 135", "city": "Philadelphia",
+              "country": "USA", "state": "PA", "zip": "19122"},
+  "items": [
+    {"name": "Headphones", "product_id": "6992792935", "item_id": "4202497723", "price": 342.81,
+     "options": {"type": "over-ear", "connectivity": "wireless", "color": "red"}},
+    {"name": "Vacuum Cleaner", "product_id": "1762337868", "item_id": "4602305039", "price": 561.05,
+     "options": {"type": "robotic", "bagged/bagless": "bagged", "features": "cordless"}},
+    {"name": "Mechanical Keyboard", "product_id": "1656367028", "item_id": "1151293680",
+     "price": 272.33, "options": {"switch type": "linear", "backlight": "RGB", "size": "full size"}},
+    {"name": "Smart Thermostat", "product_id": "4896585277", "item_id": "4983901480",
+     "price": 262.47, "options": {"compatibility": "Apple HomeKit", "color": "black"}},
+    {"name": "Smart Watch", "product_id": "6945232052", "item_id": "9408160950", "price": 381.26,
+     "options": {"color": "gold", "band material": "leather", "display": "LCD"}}
+  ],
+  "fulfillments": [{"tracking_id": ["843053632392"],
+                    "item_ids": ["4202497723", "4602305039", "1151293680", "4983901480", "9408160950"]}],
+  "payment_history": [{"transaction_type": "payment", "amount": 1819.92,
+                       "payment_method_id": "credit_card_9513926"}],
+  "hold": {"reason": "review", "days_remaining": 2}
+})";
+
+json Mapping(const char* id, const char* path, const char* key, json extra = json::object()) {
+  json m = {{"id", id}, {"path", path}, {"category", "fact"}, {"key", key}};
+  m.update(extra);
+  return m;
+}
+
+json Rules() {
+  json list = json::array({
+      Mapping("order.status", "/status", "order.{order_id}.status"),
+      Mapping("order.user", "/user_id", "order.{/order_id}.user_id"),
+      Mapping("order.zip", "/address/zip", "order.{/order_id}.zip"),
+      Mapping("order.city", "/address/city", "order.{/order_id}.city"),
+      Mapping("order.state", "/address/state", "order.{/order_id}.state"),
+      Mapping("order.address_fields", "/address/*", "order.{/order_id}.address.{$1}"),
+      Mapping("order.item_price", "/items/*/price", "order.{/order_id}.item.{item_id}.price",
+              {{"coerce", "number"}}),
+      Mapping("order.item_product", "/items/*/product_id", "item.{item_id}.product_id"),
+      Mapping("order.item_name", "/items/*/name", "item.{item_id}.name", {{"coerce", "string"}}),
+      Mapping("order.item_color", "/items/*/options/color", "item.{/items/0/item_id}.color.{$1}"),
+      Mapping("order.item_line", "/items/*/item_id", "order.{/order_id}.line.{$1}"),
+      Mapping("order.tracking", "/fulfillments/*/tracking_id/0", "order.{/order_id}.tracking.{$1}"),
+      Mapping("order.fulfilled", "/fulfillments/0/item_ids/*", "order.{/order_id}.fulfilled.{$1}",
+              {{"value", true}}),
+      Mapping("order.total", "/payment_history/0/amount", "order.{/order_id}.total",
+              {{"coerce", "number"}}),
+      Mapping("order.paid_with", "/payment_history/*/payment_method_id",
+              "order.{/order_id}.paid_with.{payment_method_id}", {{"value", true}}),
+      Mapping("order.payment_kind", "/payment_history/*/transaction_type",
+              "order.{/order_id}.payment.{$1}.kind"),
+      Mapping("order.summary", "/status", "order.{/order_id}.summary",
+              {{"value", "{/status} order of {/user_id}"}}),
+      Mapping("order.address", "/address", "order.{/order_id}.address"),
+      Mapping("order.hold", "/hold/reason", "order.{/order_id}.hold",
+              {{"expire", {{"seconds_from", "/hold/days_remaining"}, {"unit", "days"}}}}),
+      Mapping("order.hold_turns", "/hold/days_remaining", "order.{/order_id}.hold_days",
+              {{"coerce", "integer"}, {"expire", {{"turns", 5}}}}),
+  });
+  return {{"tools", {{"get_order_details", list}}}};
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t idx = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())));
+  return v[idx];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int samples = 2000;
+  int batch = 20;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--samples") == 0) {
+      samples = std::max(1, std::atoi(argv[i + 1]));
+    } else if (std::strcmp(argv[i], "--batch") == 0) {
+      batch = std::max(1, std::atoi(argv[i + 1]));
+    } else {
+      std::fprintf(stderr, "usage: bench_extract [--samples N] [--batch N]\n");
+      return 2;
+    }
+  }
+  json spec = Rules();
+  auto rules = ExtractionRules::FromJson(spec, "bench");
+  if (!rules.has_value()) {
+    std::fprintf(stderr, "bench_extract: %s\n", rules.error().ToString().c_str());
+    return 1;
+  }
+  Extractor extractor(rules.value());
+  ProposedCall call{"c1", "get_order_details", {{"order_id", "#W2378156"}}};
+  const std::string output = kOutput;
+
+  Extraction check = extractor.ExtractToolOutput(call, output);
+  if (!check.errors.empty()) {
+    std::fprintf(stderr, "bench_extract: unexpected error %s\n", check.errors[0].dump().c_str());
+    return 1;
+  }
+
+  std::vector<double> parse_us, extract_us;
+  size_t sink = 0;
+  for (int s = 0; s < samples; ++s) {
+    auto t0 = SteadyClock::now();
+    for (int b = 0; b < batch; ++b) sink += json::parse(output).size();
+    auto t1 = SteadyClock::now();
+    for (int b = 0; b < batch; ++b) sink += extractor.ExtractToolOutput(call, output).updates.size();
+    auto t2 = SteadyClock::now();
+    parse_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / batch);
+    extract_us.push_back(std::chrono::duration<double, std::micro>(t2 - t1).count() / batch);
+  }
+  double parse50 = Percentile(parse_us, 0.5), extract50 = Percentile(extract_us, 0.5);
+  std::printf("output %zu bytes, %zu mappings, %zu updates per extraction (sink %zu)\n",
+              output.size(), spec["tools"]["get_order_details"].size(), check.updates.size(), sink);
+  std::printf("parse   p50 %.2f us  p99 %.2f us\n", parse50, Percentile(parse_us, 0.99));
+  std::printf("extract p50 %.2f us  p99 %.2f us  (%.2fx parse)\n", extract50,
+              Percentile(extract_us, 0.99), extract50 / parse50);
+  json result = {{"extract_p50_us", std::round(extract50 * 100) / 100},
+                 {"parse_p50_us", std::round(parse50 * 100) / 100},
+                 {"ratio", std::round(extract50 / parse50 * 100) / 100},
+                 {"extract_p99_us", std::round(Percentile(extract_us, 0.99) * 100) / 100},
+                 {"parse_p99_us", std::round(Percentile(parse_us, 0.99) * 100) / 100},
+                 {"output_bytes", output.size()},
+                 {"mappings", spec["tools"]["get_order_details"].size()},
+                 {"updates", check.updates.size()}};
+  std::printf("%s\n", result.dump().c_str());
+  return 0;
+}

@@ -1,0 +1,197 @@
+// `taskledger replay TRACE.jsonl --rules DIR`: drives every conversation of a
+// trace through a Session (extraction, the policy gate, the ledger), prints
+// each gated call's decision, and scores the decisions the trace labels.
+// Exit 1 on any mismatch with a label, 2 on bad usage, an unreadable trace
+// line under --strict, or a store error.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli_common.h"
+#include "taskledger/ledger/clock.h"
+#include "taskledger/policy/checker.h"
+#include "taskledger/policy/rule_pack.h"
+#include "taskledger/session/replay.h"
+#include "taskledger/session/replay_tally.h"
+#include "taskledger/session/session.h"
+#include "taskledger/session/trace_reader.h"
+#include "verbs.h"
+
+namespace taskledger::cli {
+namespace {
+
+struct ReplayOptions {
+  CommonOptions common;
+  std::vector<std::string> traces;
+  std::string rules;
+  std::string prefix;
+  std::string audit_html;
+  bool strict = false;
+  bool quiet = false;
+  uint64_t limit = 0;
+};
+
+// A prefix no earlier run used, so a rerun against a durable store starts
+// every conversation at version 0 instead of conflicting with the last run.
+std::string RunUniquePrefix() {
+  auto now = std::chrono::system_clock::now().time_since_epoch();
+  return "replay-" + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now).count()) +
+         "-" + std::to_string(::getpid()) + "/";
+}
+
+void PrintDecision(const ReplayOptions& o, const std::string& conversation, const ReplayedCall& c) {
+  if (o.quiet || c.read_only) return;
+  std::string verdict;
+  if (c.expect) {
+    bool blocked = c.outcome != Outcome::kAllow;
+    bool as_expected = c.expect->decision == "allow" ? !blocked
+                       : c.expect->decision == "deny"
+                           ? blocked && (c.expect->rule.empty() || c.expect->rule == c.rule_id)
+                           : OutcomeName(c.outcome) == c.expect->decision;
+    verdict = as_expected ? "as expected" : "MISMATCH: expected " + c.expect->decision;
+    if (!as_expected && !c.expect->rule.empty()) verdict += " by " + c.expect->rule;
+  }
+  if (o.common.json) {
+    nlohmann::json j = {{"conversation", conversation}, {"call_id", c.call_id}, {"tool", c.tool},
+                        {"decision", OutcomeName(c.outcome)}, {"rule", c.rule_id},
+                        {"reason", c.reason}, {"version_seen", c.version_seen},
+                        {"executed", c.executed}};
+    if (c.expect) j["expect"] = {{"decision", c.expect->decision}, {"rule", c.expect->rule}};
+    PrintJson(j);
+    return;
+  }
+  std::cout << conversation << " " << c.call_id << " " << c.tool << " -> " << OutcomeName(c.outcome);
+  if (!c.rule_id.empty()) std::cout << " [" << c.rule_id << "]";
+  std::cout << " @v" << c.version_seen;
+  if (!c.reason.empty()) std::cout << ": " << c.reason;
+  if (!verdict.empty()) std::cout << " (" << verdict << ")";
+  std::cout << "\n";
+}
+
+void PrintSummary(const ReplayTally& t, double seconds) {
+  std::cout << "conversations: " << t.conversations() << "  calls: " << t.calls()
+            << "  events: " << t.events() << "  (" << static_cast<uint64_t>(t.events() / seconds)
+            << " events/s)\n";
+  std::cout << "expected allow: " << t.expected_allow() << "  allowed: " << t.allowed_as_expected()
+            << "\n";
+  std::cout << "expected deny:  " << t.expected_deny() << "  denied: " << t.denied_as_expected()
+            << "  by the labeled rule: " << t.right_rule() << "\n";
+  if (t.failed_conversations() > 0) {
+    std::cout << "unreadable or failed conversations: " << t.failed_conversations() << "\n";
+  }
+  std::cout << (t.all_as_expected() ? "all labeled decisions as expected\n"
+                                    : std::to_string(t.mismatches().size()) + " mismatches\n");
+}
+
+int RunReplay(ReplayOptions& o) {
+  auto pack = RulePack::Load(o.rules);
+  if (!pack) return ReportError("cannot load rule pack " + o.rules, pack.error());
+  auto store = OpenStoreOrReport(o.common);
+  if (!store) return kExitUsage;
+  if (o.prefix.empty() && o.common.store != "memory" && !o.common.store.empty()) {
+    o.prefix = RunUniquePrefix();
+  }
+  // One checker and one compiled extract.json for the whole run: sessions are
+  // opened one after another on this thread (see SessionOptions).
+  auto checker = PolicyChecker::Create(*pack);
+  if (!checker) return ReportError("cannot load the pack's Lua", checker.error());
+  auto rules = CompileExtractionRules(**pack);
+  if (!rules) return ReportError("cannot compile extract.json", rules.error());
+  SessionOptions session_options;
+  session_options.checker = checker->get();
+  session_options.extraction_rules = *rules;
+  ReplayTally tally;
+  std::vector<ConversationId> replayed;
+  const int64_t start = MonotonicMs();
+  ProgressBar progress("replay");
+  for (const std::string& path : o.traces) {
+    auto reader = TraceReader::Open(path);
+    if (!reader) return ReportError("cannot read trace", reader.error());
+    while (auto line = (*reader)->Next()) {
+      if (o.limit != 0 && tally.conversations() + tally.failed_conversations() >= o.limit) break;
+      const std::string where = path + ":" + std::to_string(line->line);
+      if (!line->conversation) {
+        std::cerr << where << ": " << line->conversation.error().ToString() << "\n";
+        tally.AddFailedConversation();
+        if (o.strict) return kExitUsage;
+        continue;
+      }
+      const TraceConversation& trace = *line->conversation;
+      ConversationId id{o.common.tenant, o.prefix + trace.conversation};
+      auto session = Session::Open(*store, id, *pack, session_options);
+      if (!session) return ReportError(where + ": cannot open session", session.error());
+      if ((*session)->ledger().version() != 0) {
+        // Replaying on top of an earlier run would mix two runs' turns.
+        return ReportError(where, Status::FailedPrecondition(
+                                      "conversation " + id.conversation +
+                                      " already has turns in the store; use another --prefix"));
+      }
+      auto result = ReplayConversation(**session, trace);
+      if (!result) {
+        std::cerr << where << ": " << result.error().ToString() << "\n";
+        tally.AddFailedConversation();
+        if (o.strict) return kExitUsage;
+        continue;
+      }
+      for (const ReplayedCall& c : result->calls) PrintDecision(o, trace.conversation, c);
+      tally.Add(*result);
+      replayed.push_back(id);
+      uint64_t elapsed = static_cast<uint64_t>(std::max<int64_t>(1, MonotonicMs() - start));
+      progress.Update((*reader)->bytes_read(), (*reader)->file_size(),
+                      std::to_string(tally.conversations()) + " conversations, " +
+                          std::to_string(tally.events() * 1000 / elapsed) + " events/s");
+    }
+  }
+  progress.Finish();
+  const double seconds = std::max<int64_t>(1, MonotonicMs() - start) / 1000.0;
+  if (o.common.json) {
+    nlohmann::json summary = tally.ToJson();
+    summary["events_per_s"] = static_cast<uint64_t>(tally.events() / seconds);
+    summary["seconds"] = seconds;
+    summary["pack"] = (*pack)->name();
+    summary["pack_version"] = (*pack)->version();
+    summary["store"] = o.common.store;
+    summary["prefix"] = o.prefix;
+    PrintJson(summary);
+  } else {
+    if (!tally.all_as_expected() && o.quiet) {
+      for (const ReplayMismatch& m : tally.mismatches()) {
+        std::cout << "MISMATCH " << m.conversation << " " << m.call_id << " " << m.tool
+                  << ": expected " << m.expected_decision
+                  << (m.expected_rule.empty() ? "" : " by " + m.expected_rule) << ", got "
+                  << m.decision << (m.rule.empty() ? "" : " by " + m.rule) << "\n";
+      }
+    }
+    PrintSummary(tally, seconds);
+  }
+  // Skipped lines were reported on stderr; without --strict they do not
+  // change the verdict on the conversations that could be read.
+  return tally.all_as_expected() ? kExitOk : kExitCheckFailed;
+}
+
+}  // namespace
+
+void AddReplayVerb(CLI::App& app, int& exit_code) {
+  auto options = std::make_shared<ReplayOptions>();
+  CLI::App* verb = app.add_subcommand(
+      "replay", "Replay recorded conversations (JSON Lines traces) through extraction, the policy "
+                "gate and the ledger; score the labeled decisions");
+  verb->add_option("trace", options->traces, "Trace files (docs/trace-format.md)")->required();
+  verb->add_option("--rules", options->rules, "Rule pack folder (rules/<pack>)")->required();
+  AddCommonOptions(*verb, options->common);
+  verb->add_option("--prefix", options->prefix,
+                   "Prefix for conversation ids in the store (default: run-unique for a durable "
+                   "store, none for memory)");
+  verb->add_flag("--strict", options->strict, "Stop at the first unreadable trace line (exit 2)");
+  verb->add_flag("-q,--quiet", options->quiet, "Print only mismatches and the summary");
+  verb->add_option("--limit", options->limit, "Replay at most this many conversations");
+  verb->add_option("--audit-html", options->audit_html,
+                   "Write a self-contained audit page of the replayed conversations");
+  verb->callback([options, &exit_code] { exit_code = RunReplay(*options); });
+}
+
+}  // namespace taskledger::cli

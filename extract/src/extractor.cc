@@ -1,0 +1,241 @@
+// Extractor, tool outputs: validation of the raw or decoded output, then
+// mappings, text rules and Lua extractors, each failing alone. See
+// extractor.h for the error model. Thread-compatible (one per thread).
+#include "taskledger/extract/extractor.h"
+
+#include <exception>
+
+#include "internal/compiled_rules.h"
+#include "internal/extraction_errors.h"
+#include "internal/input_check.h"
+#include "internal/update_builder.h"
+#include "taskledger/policy/checker.h"
+
+namespace taskledger {
+
+using extract_internal::BuildOutcome;
+using extract_internal::BuildProblem;
+using extract_internal::MatchContext;
+using nlohmann::json;
+
+struct Extractor::ToolContext {
+  const ProposedCall& call;
+  std::string source_id;  // "<tool>#<call id>"
+  int64_t now_ms;
+  bool has_rules;
+  bool has_lua;
+
+  json Error(std::string_view rule, std::string_view code, std::string message) const {
+    return extract_internal::ToolError(call, rule, code, std::move(message));
+  }
+};
+
+Extractor::Extractor(std::shared_ptr<const ExtractionRules> rules, ExtractorOptions options)
+    : rules_(rules ? std::move(rules) : ExtractionRules::Empty()),
+      clock_(options.clock ? *options.clock : SystemClock()),
+      checker_(options.checker) {}
+
+Extraction Extractor::ExtractToolOutput(const ProposedCall& call, std::string_view output) {
+  ToolContext tc{call, call.tool + "#" + call.id, clock_.NowMs(), rules_->HasRulesFor(call.tool),
+                 checker_ != nullptr && checker_->HasExtractors(call.tool)};
+  Extraction out;
+  if (!tc.has_rules && !tc.has_lua) return out;
+  const ExtractionLimits& limits = rules_->limits();
+  if (output.size() > limits.max_output_bytes) {
+    out.errors.push_back(tc.Error("", extraction_error::kTooLarge,
+                                  "output of " + std::to_string(output.size()) +
+                                      " bytes is larger than the limit of " +
+                                      std::to_string(limits.max_output_bytes)));
+    return out;
+  }
+  size_t bad = 0;
+  if (!extract_internal::IsValidUtf8(output, &bad)) {
+    out.errors.push_back(tc.Error("", extraction_error::kInvalidUtf8,
+                                  "output is not valid UTF-8 (byte " + std::to_string(bad) + ")"));
+    return out;
+  }
+  if (!extract_internal::LooksLikeJson(output)) {
+    if (output.size() > limits.max_text_bytes) {
+      out.errors.push_back(tc.Error("", extraction_error::kTooLarge,
+                                    "text output of " + std::to_string(output.size()) +
+                                        " bytes is larger than the text limit of " +
+                                        std::to_string(limits.max_text_bytes)));
+      return out;
+    }
+    return ExtractValidatedText(tc, output);
+  }
+  // Depth is enforced on the text, before a DOM exists: a DOM of 100,000
+  // nested arrays would be safe to build but not to copy, compare or print.
+  if (extract_internal::NestsDeeperThan(output, limits.max_depth)) {
+    out.errors.push_back(tc.Error("", extraction_error::kTooDeep,
+                                  "output nests deeper than " + std::to_string(limits.max_depth) +
+                                      " levels"));
+    return out;
+  }
+  json doc;
+  try {
+    doc = json::parse(output);
+  } catch (const std::exception& e) {
+    out.errors.push_back(tc.Error("", extraction_error::kMalformedJson, e.what()));
+    return out;
+  }
+  return ExtractValidatedJson(tc, doc);
+}
+
+Extraction Extractor::ExtractParsedToolOutput(const ProposedCall& call, const json& output) {
+  if (output.is_string()) return ExtractToolOutput(call, output.get_ref<const std::string&>());
+  if (!output.is_object() && !output.is_array()) return ExtractToolOutput(call, output.dump());
+  ToolContext tc{call, call.tool + "#" + call.id, clock_.NowMs(), rules_->HasRulesFor(call.tool),
+                 checker_ != nullptr && checker_->HasExtractors(call.tool)};
+  Extraction out;
+  if (!tc.has_rules && !tc.has_lua) return out;
+  const ExtractionLimits& limits = rules_->limits();
+  std::string detail;
+  switch (extract_internal::CheckParsed(output, limits.max_depth, limits.max_output_bytes, &detail)) {
+    case extract_internal::ParsedProblem::kNone:
+      return ExtractValidatedJson(tc, output);
+    case extract_internal::ParsedProblem::kTooDeep:
+      out.errors.push_back(tc.Error("", extraction_error::kTooDeep, detail));
+      break;
+    case extract_internal::ParsedProblem::kInvalidUtf8:
+      out.errors.push_back(tc.Error("", extraction_error::kInvalidUtf8, detail));
+      break;
+    case extract_internal::ParsedProblem::kTooLarge:
+      out.errors.push_back(tc.Error("", extraction_error::kTooLarge, detail));
+      break;
+  }
+  return out;
+}
+
+Extraction Extractor::ExtractValidatedJson(const ToolContext& tc, const json& doc) {
+  Extraction out;
+  try {
+    RunMappings(tc, doc, out);
+  } catch (const std::exception& e) {
+    // Only allocation failure can get here; drop everything rather than
+    // stage a partial, unexplained result.
+    out.updates.clear();
+    out.errors.push_back(tc.Error("", extraction_error::kInternal, e.what()));
+    return out;
+  }
+  if (tc.has_lua) RunLuaExtractors(tc, doc, out);
+  return out;
+}
+
+Extraction Extractor::ExtractValidatedText(const ToolContext& tc, std::string_view text) {
+  Extraction out;
+  try {
+    RunTextRules(tc, text, out);
+    if (tc.has_lua) RunLuaExtractors(tc, json(std::string(text)), out);
+  } catch (const std::exception& e) {
+    out.updates.clear();
+    out.errors.push_back(tc.Error("", extraction_error::kInternal, e.what()));
+  }
+  return out;
+}
+
+void Extractor::RunMappings(const ToolContext& tc, const json& doc, Extraction& out) const {
+  extract_internal::UpdateOrigin origin{SourceKind::kToolOutput, &tc.source_id,
+                                        &rules_->pack_version(), tc.now_ms};
+  rules_->compiled().ForEachToolRules(tc.call.tool, [&](const extract_internal::ToolRules& tr) {
+    for (const extract_internal::Mapping& m : tr.mappings) {
+      const size_t mark = out.updates.size();
+      size_t matches = 0;
+      bool failed = false;
+      BuildProblem problem;
+      std::string where;
+      m.path.ForEachMatch(doc, [&](const json&, const auto& chain, const auto& captures) {
+        if (failed) return;
+        ++matches;
+        MatchContext ctx{&doc, &chain, &captures, &tc.call.arguments};
+        Update u;
+        switch (extract_internal::BuildUpdate(m.spec, ctx, origin, u, problem)) {
+          case BuildOutcome::kBuilt:
+            out.updates.push_back(std::move(u));
+            break;
+          case BuildOutcome::kSkipped:
+            break;
+          case BuildOutcome::kFailed:
+            failed = true;
+            where = m.path.Describe(captures);
+            break;
+        }
+      });
+      if (!failed && matches == 0 && m.spec.required) {
+        failed = true;
+        problem = {std::string(extraction_error::kMissing), "path matched nothing"};
+        where = m.path.text();
+      }
+      if (failed) {
+        // A failing mapping loses all of its own updates, never another's.
+        out.updates.resize(mark);
+        out.errors.push_back(tc.Error(m.spec.id, problem.code, "at " + where + ": " + problem.message));
+      }
+    }
+  });
+}
+
+void Extractor::RunTextRules(const ToolContext& tc, std::string_view text, Extraction& out) const {
+  extract_internal::UpdateOrigin origin{SourceKind::kToolOutput, &tc.source_id,
+                                        &rules_->pack_version(), tc.now_ms};
+  extract_internal::RegexMatch match;
+  std::vector<extract_internal::Capture> captures;
+  rules_->compiled().ForEachToolRules(tc.call.tool, [&](const extract_internal::ToolRules& tr) {
+    for (const extract_internal::TextRule& r : tr.text_rules) {
+      if (!r.regex.Search(text, 0, match)) {
+        if (r.spec.required) {
+          out.errors.push_back(tc.Error(r.spec.id, extraction_error::kMissing,
+                                        "text rule did not match the output"));
+        }
+        continue;
+      }
+      extract_internal::CapturesFromMatch(text, match, captures);
+      MatchContext ctx{nullptr, nullptr, &captures, &tc.call.arguments};
+      Update u;
+      BuildProblem problem;
+      switch (extract_internal::BuildUpdate(r.spec, ctx, origin, u, problem)) {
+        case BuildOutcome::kBuilt:
+          out.updates.push_back(std::move(u));
+          break;
+        case BuildOutcome::kSkipped:
+          break;
+        case BuildOutcome::kFailed:
+          out.errors.push_back(tc.Error(r.spec.id, problem.code, problem.message));
+          break;
+      }
+    }
+  });
+}
+
+void Extractor::RunLuaExtractors(const ToolContext& tc, const json& output, Extraction& out) {
+  const ExtractionLimits& limits = rules_->limits();
+  for (ExtractorRun& run : checker_->RunExtractors(tc.call, output, tc.now_ms)) {
+    if (!run.updates.has_value()) {
+      out.errors.push_back(tc.Error(run.extractor_id, extraction_error::kExtractorFailed,
+                                    run.updates.error().ToString()));
+      continue;
+    }
+    // Lua strings are arbitrary bytes and Lua tables arbitrary shapes: hold
+    // what an extractor returns to the same standard as a tool output.
+    std::string problem;
+    for (const Update& u : run.updates.value()) {
+      std::string detail;
+      if (u.key.empty()) {
+        problem = "an update has an empty key";
+      } else if (!extract_internal::IsValidUtf8(u.key)) {
+        problem = "an update key is not valid UTF-8";
+      } else if (extract_internal::CheckParsed(u.value, limits.max_depth, limits.max_output_bytes,
+                                               &detail) != extract_internal::ParsedProblem::kNone) {
+        problem = "the value of '" + u.key + "': " + detail;
+      }
+      if (!problem.empty()) break;
+    }
+    if (!problem.empty()) {
+      out.errors.push_back(tc.Error(run.extractor_id, extraction_error::kInvalidUpdate, problem));
+      continue;
+    }
+    for (Update& u : run.updates.value()) out.updates.push_back(std::move(u));
+  }
+}
+
+}  // namespace taskledger

@@ -1,0 +1,69 @@
+// Template: a key or value template of extract.json ("order.{/order_id}.item.{item_id}"),
+// split into literal text and placeholders once, when the pack loads.
+//
+// Placeholders: {name} the scalar field of the matched node if it is an
+// object, else of the nearest enclosing object; {/a/b} an absolute pointer into
+// the output; {./a} (or {.}) a pointer relative to the matched node; {$N} the
+// N-th wildcard capture or regex group ({$0}: the whole regex match); {@arg}
+// the call argument `arg`. Which kinds are allowed depends on where the
+// template is used (a text rule has no JSON to point into, a user message no
+// call). Immutable after Parse; thread-safe to share.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "internal/json_pointer.h"
+#include "taskledger/status.h"
+
+namespace taskledger::extract_internal {
+
+// Where a template is evaluated, which decides the placeholders it may use.
+enum class TemplateScope { kJsonOutput, kTextOutput, kUserMessage };
+
+// Everything a placeholder can refer to for one match.
+struct MatchContext {
+  const nlohmann::json* root = nullptr;                       // the JSON output, if any
+  const std::vector<const nlohmann::json*>* chain = nullptr;  // root .. matched node
+  const std::vector<Capture>* captures = nullptr;             // [0] whole match, [i] i-th
+  const nlohmann::json* arguments = nullptr;                  // the call's arguments
+  const nlohmann::json& matched() const { return *chain->back(); }
+};
+
+class Template {
+ public:
+  enum class Kind { kLiteral, kField, kAbsPointer, kRelPointer, kCapture, kArg };
+  struct Part {
+    Kind kind = Kind::kLiteral;
+    std::string text;  // literal text, field or argument name
+    CompiledPointer pointer;
+    size_t capture = 0;
+  };
+
+  Template() = default;
+  static Result<Template> Parse(std::string_view text, TemplateScope scope);
+
+  const std::string& text() const { return text_; }
+  // True if the template is exactly one {/abs} or {./rel} placeholder: as a
+  // value it then yields the JSON node itself rather than a string.
+  bool is_single_pointer() const;
+
+  // Appends the rendering to `out`. Returns false if a placeholder did not
+  // resolve to a scalar (string, number, boolean); `*unresolved` then names it.
+  bool Render(const MatchContext& ctx, std::string& out, std::string* unresolved) const;
+  // REQUIRES: is_single_pointer(). The node it points to, or nullptr.
+  const nlohmann::json* ResolveSingle(const MatchContext& ctx) const;
+
+ private:
+  std::string text_;
+  std::vector<Part> parts_;
+};
+
+// Appends a scalar as template text ("abc", "42", "1.5", "true"); false for
+// null, arrays and objects.
+bool AppendScalar(const nlohmann::json& v, std::string& out);
+
+}  // namespace taskledger::extract_internal

@@ -1,0 +1,209 @@
+// Building one Update from one rule match: value, coercion, expiry and
+// provenance. Pure functions; thread-safe.
+#include "internal/update_builder.h"
+
+#include <cmath>
+#include <limits>
+
+#include "taskledger/extract/extractor.h"
+
+namespace taskledger::extract_internal {
+namespace {
+
+using nlohmann::json;
+
+// Longest expiry accepted: far beyond any real deadline, far below int64 ms.
+constexpr double kMaxExpiryMs = 1e15;
+
+// Parses a string holding a JSON number ("5", "2.5", " 7 "); nullopt otherwise.
+std::optional<json> NumberFromString(const std::string& s) {
+  if (s.empty() || s.size() > 64) return std::nullopt;
+  json v = json::parse(s, nullptr, /*allow_exceptions=*/false);
+  if (v.is_discarded() || !v.is_number()) return std::nullopt;
+  return v;
+}
+
+bool ToInteger(json& v) {
+  if (v.is_number_integer()) return true;
+  if (!v.is_number_float()) return false;
+  double d = v.get<double>();
+  if (!std::isfinite(d) || d != std::floor(d) || std::fabs(d) > 9.0e15) return false;
+  v = static_cast<int64_t>(d);
+  return true;
+}
+
+// The value of `spec` for this match; false to skip the match.
+bool MakeValue(const ValueSpec& spec, const MatchContext& ctx, json& out, std::string* unresolved) {
+  switch (spec.kind) {
+    case ValueSpec::Kind::kMatched:
+      out = ctx.matched();
+      return true;
+    case ValueSpec::Kind::kLiteral:
+      out = spec.literal;
+      return true;
+    case ValueSpec::Kind::kTemplate:
+      if (spec.tmpl.is_single_pointer()) {
+        const json* node = spec.tmpl.ResolveSingle(ctx);
+        if (node == nullptr) {
+          *unresolved = "{" + spec.tmpl.text() + "}";
+          return false;
+        }
+        out = *node;
+        return true;
+      }
+      std::string s;
+      if (!spec.tmpl.Render(ctx, s, unresolved)) return false;
+      out = std::move(s);
+      return true;
+  }
+  return false;
+}
+
+// Seconds-from: the number of units the field holds; nullopt if it is not a
+// non-negative number (or numeric string).
+std::optional<double> ExpiryUnits(const ExpirySpec& e, const MatchContext& ctx) {
+  json v;
+  if (e.from.is_single_pointer()) {
+    const json* node = e.from.ResolveSingle(ctx);
+    if (node == nullptr) return std::nullopt;
+    v = *node;
+  } else {
+    std::string s;
+    if (!e.from.Render(ctx, s, nullptr)) return std::nullopt;
+    v = s;
+  }
+  if (v.is_string()) {
+    auto n = NumberFromString(v.get<std::string>());
+    if (!n) return std::nullopt;
+    v = *n;
+  }
+  if (!v.is_number()) return std::nullopt;
+  double d = v.get<double>();
+  if (!std::isfinite(d) || d < 0) return std::nullopt;
+  return d;
+}
+
+}  // namespace
+
+void CapturesFromMatch(std::string_view text, const RegexMatch& match,
+                       std::vector<Capture>& captures) {
+  captures.assign(match.groups.size(), Capture{});
+  for (size_t i = 0; i < match.groups.size(); ++i) {
+    const RegexMatch::Group& g = match.groups[i];
+    if (g.begin == std::string::npos) {
+      captures[i].present = false;
+    } else {
+      captures[i].text = text.substr(g.begin, g.end - g.begin);
+    }
+  }
+}
+
+bool Coerce(Coercion c, json& v) {
+  switch (c) {
+    case Coercion::kNone:
+      return true;
+    case Coercion::kString: {
+      if (v.is_string()) return true;
+      std::string s;
+      if (!AppendScalar(v, s)) return false;
+      v = std::move(s);
+      return true;
+    }
+    case Coercion::kNumber:
+      if (v.is_string()) {
+        auto n = NumberFromString(v.get<std::string>());
+        if (!n) return false;
+        v = std::move(*n);
+      }
+      return v.is_number();
+    case Coercion::kInteger:
+      if (v.is_string()) {
+        auto n = NumberFromString(v.get<std::string>());
+        if (!n) return false;
+        v = std::move(*n);
+      }
+      return ToInteger(v);
+    case Coercion::kBoolean:
+      if (v.is_boolean()) return true;
+      if (v.is_string()) {
+        const auto& s = v.get_ref<const std::string&>();
+        if (s != "true" && s != "false") return false;
+        v = s == "true";
+        return true;
+      }
+      if (v.is_number() && (v == 0 || v == 1)) {
+        v = v == 1;
+        return true;
+      }
+      return false;
+  }
+  return false;
+}
+
+BuildOutcome BuildUpdate(const UpdateSpec& spec, const MatchContext& ctx,
+                         const UpdateOrigin& origin, Update& out, BuildProblem& problem) {
+  std::string unresolved;
+  auto skip = [&](std::string what) {
+    if (!spec.required) return BuildOutcome::kSkipped;
+    problem.code = std::string(extraction_error::kUnresolved);
+    problem.message = std::move(what);
+    return BuildOutcome::kFailed;
+  };
+  std::string key;
+  if (!spec.key.Render(ctx, key, &unresolved)) {
+    return skip("key placeholder " + unresolved + " did not resolve to a scalar");
+  }
+  if (key.empty()) return skip("key rendered empty");
+  json value;
+  if (!MakeValue(spec.value, ctx, value, &unresolved)) {
+    return skip("value placeholder " + unresolved + " did not resolve");
+  }
+  // A null with a coercion is an absent value ("tracking": null), not a
+  // failure: there is nothing to convert.
+  if (spec.coerce != Coercion::kNone && value.is_null()) return skip("value is null");
+  if (!Coerce(spec.coerce, value)) {
+    problem.code = std::string(extraction_error::kCoercionFailed);
+    std::string shown = value.dump(-1, ' ', false, json::error_handler_t::replace);
+    if (shown.size() > 80) shown = shown.substr(0, 77) + "...";
+    static constexpr const char* kNames[] = {"", "string", "number", "integer", "boolean"};
+    problem.message = "cannot coerce " + shown + " to " + kNames[static_cast<int>(spec.coerce)];
+    return BuildOutcome::kFailed;
+  }
+
+  out = Update{};
+  out.op = UpdateOp::kSet;
+  out.category = spec.category;
+  out.key = std::move(key);
+  out.value = std::move(value);
+  out.provenance.source = origin.source;
+  out.provenance.source_id = *origin.source_id;
+  out.provenance.verified = spec.verified;
+  out.provenance.rule_id = spec.id;
+  out.provenance.pack_version = *origin.pack_version;
+
+  switch (spec.expire.kind) {
+    case ExpirySpec::Kind::kNone:
+      break;
+    case ExpirySpec::Kind::kTurns:
+      out.expire_after_turns = spec.expire.turns;
+      break;
+    case ExpirySpec::Kind::kSeconds:
+      out.expire_at_ms = origin.now_ms + static_cast<int64_t>(std::llround(spec.expire.seconds * 1000));
+      break;
+    case ExpirySpec::Kind::kSecondsFrom: {
+      auto units = ExpiryUnits(spec.expire, ctx);
+      double ms = units ? *units * spec.expire.unit_seconds * 1000 : 0;
+      if (!units || ms > kMaxExpiryMs) {
+        problem.code = std::string(extraction_error::kInvalidExpiry);
+        problem.message = "expiry field " + spec.expire.from.text() +
+                          " is not a non-negative number of a sensible size";
+        return BuildOutcome::kFailed;
+      }
+      out.expire_at_ms = origin.now_ms + static_cast<int64_t>(std::llround(ms));
+      break;
+    }
+  }
+  return BuildOutcome::kBuilt;
+}
+
+}  // namespace taskledger::extract_internal

@@ -1,0 +1,68 @@
+// Shared by the libFuzzer targets in this folder: turning fuzz bytes into
+// views, checking properties (a failed property aborts, which libFuzzer
+// reports as a crash with the input saved), and loading the retail rule pack
+// the extraction targets run against. Single-threaded, like libFuzzer itself.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "taskledger/policy/rule_pack.h"
+
+namespace taskledger::fuzz {
+
+inline std::string_view AsView(const uint8_t* data, size_t size) {
+  return {reinterpret_cast<const char*>(data), size};
+}
+
+// Splits `input` at its first newline: {first line, rest}; no newline gives
+// {input, ""}. Targets use the first line as a name (tool, file path) so that
+// seeds stay readable.
+inline std::pair<std::string_view, std::string_view> SplitFirstLine(std::string_view input) {
+  const size_t nl = input.find('\n');
+  if (nl == std::string_view::npos) return {input, {}};
+  return {input.substr(0, nl), input.substr(nl + 1)};
+}
+
+[[noreturn]] inline void PropertyFailed(const char* file, int line, const char* expr,
+                                        const std::string& detail) {
+  std::fprintf(stderr, "%s:%d: property violated: %s\n  %s\n", file, line, expr, detail.c_str());
+  std::abort();
+}
+
+// A property of the code under test. Unlike assert() it stays on in release
+// builds: the fuzzers are built RelWithDebInfo.
+#define TL_FUZZ_CHECK(cond, detail)                                                     \
+  do {                                                                                  \
+    if (!(cond)) ::taskledger::fuzz::PropertyFailed(__FILE__, __LINE__, #cond, (detail)); \
+  } while (0)
+
+// The files of rules/<name>/ from the source tree. A fixture the targets
+// cannot run without: abort with the reason if it does not load.
+inline std::vector<PackFile> SourcePackFiles(const char* name) {
+  auto pack = RulePack::Load(std::string(TASKLEDGER_SOURCE_DIR) + "/rules/" + name);
+  if (!pack.has_value()) {
+    std::fprintf(stderr, "fuzz: cannot load rules/%s: %s\n", name, pack.error().ToString().c_str());
+    std::abort();
+  }
+  return pack.value()->files();
+}
+
+// Loads a pack from files or aborts: for fixtures only, never for fuzz input.
+inline std::shared_ptr<const RulePack> FixturePack(std::vector<PackFile> files) {
+  auto pack = RulePack::FromFiles(std::move(files));
+  if (!pack.has_value()) {
+    std::fprintf(stderr, "fuzz: fixture pack does not load: %s\n", pack.error().ToString().c_str());
+    std::abort();
+  }
+  return pack.value();
+}
+
+}  // namespace taskledger::fuzz

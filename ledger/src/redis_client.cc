@@ -1,0 +1,342 @@
+// RedisClient over hiredis (synchronous API): connection set-up, commands,
+// pipelines, function calls and the one place where hiredis and server errors
+// become Status values. See internal/redis_client.h for the contract.
+// Not thread-safe per instance (one connection).
+#include "internal/redis_client.h"
+
+#include <hiredis/hiredis.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <ctime>
+#include <pthread.h>
+#include <sys/time.h>
+
+namespace taskledger::internal {
+namespace {
+
+struct ReplyDeleter {
+  void operator()(redisReply* r) const { freeReplyObject(r); }
+};
+using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
+
+timeval ToTimeval(std::chrono::milliseconds ms) {
+  timeval tv;
+  tv.tv_sec = static_cast<time_t>(ms.count() / 1000);
+  tv.tv_usec = static_cast<suseconds_t>((ms.count() % 1000) * 1000);
+  return tv;
+}
+
+Reply Convert(const redisReply* r) {
+  switch (r->type) {
+    case REDIS_REPLY_INTEGER:
+      return Reply::Integer(r->integer);
+    case REDIS_REPLY_STRING:
+      return Reply::String(std::string(r->str, r->len));
+    case REDIS_REPLY_STATUS:
+      return Reply::StatusText(std::string(r->str, r->len));
+    case REDIS_REPLY_ERROR:
+      return Reply::Error(std::string(r->str, r->len));
+    case REDIS_REPLY_ARRAY: {
+      std::vector<Reply> elements;
+      elements.reserve(r->elements);
+      for (size_t i = 0; i < r->elements; ++i) elements.push_back(Convert(r->element[i]));
+      return Reply::Array(std::move(elements));
+    }
+    default:
+      return Reply();
+  }
+}
+
+// Shared by Command and Pipeline: hands argv to hiredis without copying.
+int AppendArgv(redisContext* c, const Argv& argv) {
+  constexpr size_t kInline = 16;
+  const char* ptrs_inline[kInline];
+  size_t lens_inline[kInline];
+  std::vector<const char*> ptrs_heap;
+  std::vector<size_t> lens_heap;
+  const char** ptrs = ptrs_inline;
+  size_t* lens = lens_inline;
+  if (argv.size() > kInline) {
+    ptrs_heap.resize(argv.size());
+    lens_heap.resize(argv.size());
+    ptrs = ptrs_heap.data();
+    lens = lens_heap.data();
+  }
+  for (size_t i = 0; i < argv.size(); ++i) {
+    ptrs[i] = argv[i].data();
+    lens[i] = argv[i].size();
+  }
+  return redisAppendCommandArgv(c, static_cast<int>(argv.size()), ptrs, lens);
+}
+
+// hiredis writes with write(), so a write to a connection the server reset
+// would raise SIGPIPE and kill the process. While a call runs, SIGPIPE is
+// blocked in this thread; one raised by our write is consumed before the
+// mask is restored, so it never reaches the application.
+class ScopedSigpipeBlock {
+ public:
+  ScopedSigpipeBlock() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    sigset_t pending;
+    sigpending(&pending);
+    already_pending_ = sigismember(&pending, SIGPIPE) == 1;
+    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
+  }
+  ~ScopedSigpipeBlock() {
+    if (!already_pending_) {
+      sigset_t pending;
+      sigpending(&pending);
+      if (sigismember(&pending, SIGPIPE) == 1) {
+        timespec zero{0, 0};
+        while (sigtimedwait(&pipe_, nullptr, &zero) == -1 && errno == EINTR) {
+        }
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  ScopedSigpipeBlock(const ScopedSigpipeBlock&) = delete;
+  ScopedSigpipeBlock& operator=(const ScopedSigpipeBlock&) = delete;
+
+ private:
+  sigset_t pipe_, old_;
+  bool already_pending_ = false;
+};
+
+bool StartsWith(const std::string& s, std::string_view prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+}  // namespace
+
+Reply Reply::Integer(int64_t v) {
+  Reply r;
+  r.type_ = Type::kInteger;
+  r.integer_ = v;
+  return r;
+}
+Reply Reply::String(std::string s) {
+  Reply r;
+  r.type_ = Type::kString;
+  r.str_ = std::move(s);
+  return r;
+}
+Reply Reply::StatusText(std::string s) {
+  Reply r;
+  r.type_ = Type::kStatus;
+  r.str_ = std::move(s);
+  return r;
+}
+Reply Reply::Error(std::string s) {
+  Reply r;
+  r.type_ = Type::kError;
+  r.str_ = std::move(s);
+  return r;
+}
+Reply Reply::Array(std::vector<Reply> elements) {
+  Reply r;
+  r.type_ = Type::kArray;
+  r.elements_ = std::move(elements);
+  return r;
+}
+
+std::string Reply::Describe() const {
+  switch (type_) {
+    case Type::kNil: return "nil";
+    case Type::kInteger: return "integer " + std::to_string(integer_);
+    case Type::kString: return "string '" + str_.substr(0, 80) + "'";
+    case Type::kStatus: return "status " + str_;
+    case Type::kError: return "error " + str_;
+    case Type::kArray: return "array of " + std::to_string(elements_.size());
+  }
+  return "unknown";
+}
+
+Status ServerErrorToStatus(const Reply& reply, std::string_view context) {
+  const std::string& e = reply.str();
+  std::string message = std::string(context) + ": redis: " + e;
+  for (std::string_view transient :
+       {"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "READONLY", "OOM"}) {
+    if (StartsWith(e, transient)) return Status::Unavailable(std::move(message));
+  }
+  if (StartsWith(e, "NOAUTH") || StartsWith(e, "WRONGPASS")) {
+    return Status::InvalidArgument(std::move(message));
+  }
+  if (StartsWith(e, "NOPERM")) return Status::FailedPrecondition(std::move(message));
+  return Status::Internal(std::move(message));
+}
+
+bool IsFunctionNotFound(const Reply& reply) {
+  return reply.is_error() && StartsWith(reply.str(), "ERR Function not found");
+}
+
+Argv MakeFCall(std::string_view function, const std::vector<std::string>& keys,
+               const std::vector<std::string>& args) {
+  Argv argv;
+  argv.reserve(3 + keys.size() + args.size());
+  argv.emplace_back("FCALL");
+  argv.emplace_back(function);
+  argv.push_back(std::to_string(keys.size()));
+  argv.insert(argv.end(), keys.begin(), keys.end());
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+void RedisClient::ContextDeleter::operator()(redisContext* c) const { redisFree(c); }
+
+RedisClient::RedisClient(RedisEndpoint endpoint, RedisClientOptions options)
+    : endpoint_(std::move(endpoint)), options_(options) {}
+
+RedisClient::~RedisClient() = default;
+
+void RedisClient::Disconnect() { context_.reset(); }
+
+std::string RedisClient::Where() const {
+  if (endpoint_.unix_socket) return "unix:" + endpoint_.socket_path;
+  return endpoint_.host + ":" + std::to_string(endpoint_.port);
+}
+
+Status RedisClient::TransportFailure(std::string_view during) {
+  int saved_errno = errno;
+  int err = context_ ? context_->err : REDIS_ERR_OTHER;
+  std::string detail = context_ ? context_->errstr : "no connection";
+  context_.reset();
+  std::string message = "redis " + Where() + ": " + std::string(during) + ": " + detail;
+  // hiredis reports an expired SO_RCVTIMEO/SO_SNDTIMEO as an I/O error with
+  // errno EAGAIN ("Resource temporarily unavailable"), and an expired connect
+  // timeout as ETIMEDOUT.
+  bool timed_out = saved_errno == EAGAIN || saved_errno == EWOULDBLOCK || saved_errno == ETIMEDOUT ||
+                   detail.find("temporarily unavailable") != std::string::npos ||
+                   detail.find("timed out") != std::string::npos;
+  if (err == REDIS_ERR_IO && timed_out) return Status::Timeout(std::move(message));
+  if (err == REDIS_ERR_OOM) return Status::Internal(std::move(message));
+  return Status::Unavailable(std::move(message));
+}
+
+Status RedisClient::Connect() {
+  if (context_) return Status::Ok();
+  timeval connect_tv = ToTimeval(options_.connect_timeout);
+  errno = 0;
+  context_.reset(endpoint_.unix_socket
+                     ? redisConnectUnixWithTimeout(endpoint_.socket_path.c_str(), connect_tv)
+                     : redisConnectWithTimeout(endpoint_.host.c_str(), endpoint_.port, connect_tv));
+  if (!context_) return Status::Internal("redis " + Where() + ": out of memory allocating a connection");
+  if (context_->err) return TransportFailure("connect");
+  if (redisSetTimeout(context_.get(), ToTimeval(options_.command_timeout)) != REDIS_OK) {
+    return TransportFailure("set timeout");
+  }
+  if (!endpoint_.unix_socket) redisEnableKeepAlive(context_.get());
+
+  std::vector<Argv> setup;
+  if (!endpoint_.password.empty()) {
+    if (endpoint_.user.empty()) {
+      setup.push_back({"AUTH", endpoint_.password});
+    } else {
+      setup.push_back({"AUTH", endpoint_.user, endpoint_.password});
+    }
+  }
+  if (endpoint_.db != 0) setup.push_back({"SELECT", std::to_string(endpoint_.db)});
+  if (setup.empty()) return Status::Ok();
+  auto replies = Pipeline(setup);
+  if (!replies) return replies.error();
+  for (const Reply& r : *replies) {
+    if (r.is_error()) {
+      Status s = ServerErrorToStatus(r, "redis " + Where() + ": connection set-up");
+      context_.reset();
+      return s;
+    }
+  }
+  return Status::Ok();
+}
+
+Result<Reply> RedisClient::Command(const Argv& argv) {
+  if (Status s = Connect(); !s.ok()) return s;
+  ScopedSigpipeBlock no_sigpipe;
+  errno = 0;
+  if (AppendArgv(context_.get(), argv) != REDIS_OK) return TransportFailure("send");
+  void* raw = nullptr;
+  if (redisGetReply(context_.get(), &raw) != REDIS_OK || raw == nullptr) {
+    return TransportFailure(argv.empty() ? "command" : argv.front());
+  }
+  ReplyPtr reply(static_cast<redisReply*>(raw));
+  return Convert(reply.get());
+}
+
+Result<std::vector<Reply>> RedisClient::Pipeline(const std::vector<Argv>& commands) {
+  if (Status s = Connect(); !s.ok()) return s;
+  ScopedSigpipeBlock no_sigpipe;
+  errno = 0;
+  for (const Argv& argv : commands) {
+    if (AppendArgv(context_.get(), argv) != REDIS_OK) return TransportFailure("send pipeline");
+  }
+  std::vector<Reply> replies;
+  replies.reserve(commands.size());
+  for (size_t i = 0; i < commands.size(); ++i) {
+    void* raw = nullptr;
+    if (redisGetReply(context_.get(), &raw) != REDIS_OK || raw == nullptr) {
+      return TransportFailure("pipeline");
+    }
+    ReplyPtr reply(static_cast<redisReply*>(raw));
+    replies.push_back(Convert(reply.get()));
+  }
+  return replies;
+}
+
+Result<Reply> RedisClient::FCall(const FunctionLibrary& library, std::string_view function,
+                                 const std::vector<std::string>& keys,
+                                 const std::vector<std::string>& args) {
+  Argv argv = MakeFCall(function, keys, args);
+  auto reply = Command(argv);
+  if (!reply || !IsFunctionNotFound(*reply)) return reply;
+  auto loaded = Command({"FUNCTION", "LOAD", "REPLACE", library.source});
+  if (!loaded) return loaded.error();
+  if (loaded->is_error()) return ServerErrorToStatus(*loaded, "FUNCTION LOAD " + library.name);
+  return Command(argv);
+}
+
+Result<std::vector<Reply>> RedisClient::FCallPipeline(const FunctionLibrary& library,
+                                                      const std::vector<Argv>& fcalls) {
+  auto replies = Pipeline(fcalls);
+  if (!replies) return replies;
+  std::vector<size_t> missing;
+  for (size_t i = 0; i < replies->size(); ++i) {
+    if (IsFunctionNotFound((*replies)[i])) missing.push_back(i);
+  }
+  if (missing.empty()) return replies;
+  std::vector<Argv> again;
+  again.reserve(missing.size() + 1);
+  again.push_back({"FUNCTION", "LOAD", "REPLACE", library.source});
+  for (size_t i : missing) again.push_back(fcalls[i]);
+  auto retried = Pipeline(again);
+  if (!retried) return retried.error();
+  if ((*retried)[0].is_error()) {
+    return ServerErrorToStatus((*retried)[0], "FUNCTION LOAD " + library.name);
+  }
+  for (size_t k = 0; k < missing.size(); ++k) (*replies)[missing[k]] = std::move((*retried)[k + 1]);
+  return replies;
+}
+
+Status RedisClient::EnsureLoaded(const FunctionLibrary& library) {
+  auto listed = Command({"FUNCTION", "LIST", "LIBRARYNAME", library.name, "WITHCODE"});
+  if (!listed) return listed.error();
+  if (listed->is_error()) return ServerErrorToStatus(*listed, "FUNCTION LIST");
+  // Each library is a flat array of field/value pairs; LIBRARYNAME is a
+  // pattern, so compare the name exactly.
+  for (const Reply& lib : listed->elements()) {
+    const auto& kv = lib.elements();
+    std::string name, code;
+    for (size_t i = 0; i + 1 < kv.size(); i += 2) {
+      if (kv[i].str() == "library_name") name = kv[i + 1].str();
+      if (kv[i].str() == "library_code") code = kv[i + 1].str();
+    }
+    if (name == library.name && code == library.source) return Status::Ok();
+  }
+  auto loaded = Command({"FUNCTION", "LOAD", "REPLACE", library.source});
+  if (!loaded) return loaded.error();
+  if (loaded->is_error()) return ServerErrorToStatus(*loaded, "FUNCTION LOAD " + library.name);
+  return Status::Ok();
+}
+
+}  // namespace taskledger::internal

@@ -1,0 +1,106 @@
+// PolicyChecker: runs a rule pack's Lua rules for proposed tool calls, and its
+// Lua extractors for tool outputs, in a sandboxed lua_State it owns.
+//
+// Thread safety: a PolicyChecker is NOT thread-safe and must never be shared
+// between threads: create one per thread from the shared
+// std::shared_ptr<const RulePack>. Checkers of different threads share
+// nothing mutable, so a pack reload on one thread (SetPack) never disturbs a
+// check in flight on another.
+//
+// Failure model: nothing throws. A rule that errors, exceeds its instruction
+// budget, deadline or memory cap, or returns anything but a verdict fails
+// CLOSED (deny, "policy error in rule <id>: ..."), and the next check on the
+// same checker is healthy. See docs/rule-api.md for the sandbox.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "taskledger/ledger/state.h"
+#include "taskledger/policy/decision.h"
+#include "taskledger/policy/proposed_call.h"
+#include "taskledger/policy/rule_pack.h"
+#include "taskledger/status.h"
+
+namespace taskledger {
+
+struct CheckerLimits {
+  // Lua VM instructions one check (all its rules) or one extractor may run.
+  int64_t instruction_budget = 2'000'000;
+  // Wall-clock bound on one check / one extractor, polled from the instruction
+  // hook (catches time spent in library functions between instructions).
+  int64_t deadline_ms = 250;
+  // Cap on everything the lua_State allocates (pack code, views, rule data).
+  size_t memory_limit_bytes = 32u << 20;
+  // string.find/match/gmatch/gsub: longest subject and pattern accepted, and
+  // the largest estimated backtracking work (see docs/rule-api.md).
+  size_t pattern_max_subject = 64u << 10;
+  size_t pattern_max_pattern = 256;
+  double pattern_max_work = 2e7;
+};
+
+// Identifies the ledger state a check sees, so the checker can reuse what it
+// derived from it (the observed-value index) across checks. Two checks with
+// equal non-empty keys MUST be given equal states; use the conversation id
+// plus Ledger::generation(). An empty conversation disables reuse.
+struct ViewKey {
+  std::string conversation;
+  uint64_t generation = 0;
+  bool operator==(const ViewKey&) const = default;
+};
+
+// The result of one Lua extractor: its updates, or why it failed. One
+// extractor failing never loses another's updates.
+struct ExtractorRun {
+  std::string extractor_id;
+  Result<std::vector<Update>> updates = std::vector<Update>{};
+};
+
+class PolicyChecker {
+ public:
+  // Creates a sandboxed lua_State and runs the pack's Lua in it. Errors:
+  // InvalidArgument (the pack's Lua fails to load here: syntax, bad rule),
+  // LimitExceeded (loading the pack ran out of budget or memory), Internal.
+  static Result<std::unique_ptr<PolicyChecker>> Create(std::shared_ptr<const RulePack> pack,
+                                                      CheckerLimits limits = {});
+  ~PolicyChecker();
+  PolicyChecker(const PolicyChecker&) = delete;
+  PolicyChecker& operator=(const PolicyChecker&) = delete;
+
+  // Switches to `pack`. A no-op if it has the version already loaded;
+  // otherwise builds a fresh lua_State first and only swaps it in when the
+  // new pack loaded, so on error the checker keeps working with the old pack.
+  Status SetPack(std::shared_ptr<const RulePack> pack);
+  const std::shared_ptr<const RulePack>& pack() const;
+
+  // Decides `call` against `state` as of `now_ms` (Unix ms; wall-clock expiry
+  // of entries is judged at this time). Read-only tools are allowed without
+  // running any rule. Never fails: every error becomes a deny decision.
+  PolicyDecision Check(const ProposedCall& call, const LedgerState& state, const ViewKey& key,
+                       int64_t now_ms);
+
+  // True if some extractor{} of the pack applies to `tool`.
+  bool HasExtractors(std::string_view tool) const;
+  // Runs every extractor applying to call.tool over `output` (decoded JSON, or
+  // a JSON string for a text output), each in its own budget. Updates carry
+  // provenance {source tool, source_id "<tool>#<call id>", verified, rule_id =
+  // extractor id, pack_version}; expire_seconds is resolved against now_ms.
+  // Results are in extractor order (by file, then declaration order).
+  std::vector<ExtractorRun> RunExtractors(const ProposedCall& call, const nlohmann::json& output,
+                                          int64_t now_ms);
+
+  // Bytes the lua_State currently holds (diagnostics, tests).
+  size_t memory_in_use() const;
+
+ private:
+  struct Impl;
+  explicit PolicyChecker(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace taskledger

@@ -1,0 +1,76 @@
+// PolicyDecision: the gate's answer for one proposed call, with everything an
+// auditor needs to see why (every rule evaluated and what it said), and the
+// decision-log record built from it.
+//
+// Plain value types and pure functions; thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "taskledger/policy/proposed_call.h"
+#include "taskledger/policy/rule_pack.h"
+
+namespace taskledger {
+
+// Ordered by strength: a deny beats everything, approval beats confirmation,
+// confirmation beats allow.
+enum class Outcome { kAllow = 0, kConfirm = 1, kRequireApproval = 2, kDeny = 3 };
+// "allow", "confirm", "require_approval", "deny".
+std::string_view OutcomeName(Outcome o);
+std::optional<Outcome> ParseOutcome(std::string_view name);
+
+// What one rule said. `error` is true when the rule failed (error, budget,
+// memory, bad return value): its outcome is then kDeny and `reason` reads
+// "policy error in rule <id>: <message>".
+struct RuleEvaluation {
+  std::string rule_id;
+  Outcome outcome = Outcome::kDeny;
+  std::string reason;
+  bool error = false;
+  bool operator==(const RuleEvaluation&) const = default;
+};
+
+// Reserved rule ids for decisions no pack rule made.
+inline constexpr std::string_view kUnknownToolRule = "taskledger.unknown_tool";
+inline constexpr std::string_view kCheckerErrorRule = "taskledger.checker";
+
+struct PolicyDecision {
+  Outcome outcome = Outcome::kDeny;
+  // The deciding rule: the first deny, else the highest-priority rule with the
+  // strongest outcome. Empty when no rule ran (read-only tool, or a write tool
+  // no rule applies to, which is allowed).
+  std::string rule_id;
+  // For deny / require_approval: why, written for the model to act on; for
+  // confirm: the question to put to the user; for allow: usually empty.
+  std::string reason;
+  std::vector<RuleEvaluation> rules;  // in evaluation order
+  std::string pack_version;
+  ToolClass tool_class = ToolClass::kUnknown;
+  bool read_only = false;  // tool_class == kReadOnly: no rule ran
+  int64_t latency_us = 0;  // wall time of the check
+
+  bool allowed() const { return outcome == Outcome::kAllow; }
+};
+
+// What the caller knows that the checker does not: where the decision sits.
+struct DecisionContext {
+  std::string conversation;
+  uint64_t turn = 0;          // the turn being built
+  uint64_t version_seen = 0;  // committed version the ledger view was built on
+  uint64_t staged_seen = 0;   // updates staged in the turn at decision time
+};
+
+// The decision-log record (staged into the turn record; see docs/rule-api.md):
+// {conversation, turn, version_seen, staged_seen, tool, call_id, args_hash,
+//  rules: [{id, outcome, reason[, error]}], decision, rule, reason,
+//  pack_version, read_only, latency_us}
+nlohmann::json DecisionLogRecord(const PolicyDecision& d, const ProposedCall& call,
+                                 const DecisionContext& ctx);
+
+}  // namespace taskledger

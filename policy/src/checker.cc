@@ -1,0 +1,359 @@
+// PolicyChecker: the decision procedure over a CompiledPack (see checker.h).
+// Rule order, the first-deny rule, outcome strength and fail-closed handling
+// live here; everything touching Lua internals is in sandbox.cc,
+// lua_json.cc, ledger_view.cc and compiled_pack.cc. Not thread-safe.
+#include "taskledger/policy/checker.h"
+
+#include <chrono>
+#include <cmath>
+#include <exception>
+#include <unordered_map>
+
+#include "internal/compiled_pack.h"
+#include "internal/lua_json.h"
+
+namespace taskledger {
+
+using policy_internal::CompiledPack;
+using policy_internal::Sandbox;
+
+namespace {
+
+constexpr size_t kMaxReasonBytes = 2000;
+constexpr size_t kRuleCacheEntries = 4096;
+constexpr size_t kMaxExtractedUpdates = 10000;
+
+std::string Truncate(std::string s) {
+  if (s.size() > kMaxReasonBytes) {
+    s.resize(kMaxReasonBytes);
+    s += "...";
+  }
+  return s;
+}
+
+// Pushes the read-only `call` object {id, tool, args}.
+void PushCall(lua_State* L, const ProposedCall& call) {
+  lua_createtable(L, 0, 3);
+  lua_pushlstring(L, call.id.data(), call.id.size());
+  lua_setfield(L, -2, "id");
+  lua_pushlstring(L, call.tool.data(), call.tool.size());
+  lua_setfield(L, -2, "tool");
+  if (call.arguments.is_object() || call.arguments.is_array()) {
+    policy_internal::PushReadOnly(L, call.arguments);
+  } else {
+    policy_internal::PushReadOnly(L, nlohmann::json::object());
+  }
+  lua_setfield(L, -2, "args");
+  policy_internal::WrapReadOnly(L, -1);
+}
+
+std::optional<Outcome> TokenOutcome(const void* token) {
+  if (token == &policy_internal::kAllowToken) return Outcome::kAllow;
+  if (token == &policy_internal::kDenyToken) return Outcome::kDeny;
+  if (token == &policy_internal::kApprovalToken) return Outcome::kRequireApproval;
+  if (token == &policy_internal::kConfirmToken) return Outcome::kConfirm;
+  return std::nullopt;
+}
+
+Result<Update> UpdateFromJson(const nlohmann::json& u, const std::string& source_id,
+                              const std::string& extractor, const std::string& pack_version,
+                              int64_t now_ms) {
+  if (!u.is_object()) return Status::InvalidArgument("each update must be a table");
+  for (const auto& [k, v] : u.items()) {
+    if (k != "category" && k != "key" && k != "value" && k != "op" && k != "expire_turns" &&
+        k != "expire_seconds") {
+      return Status::InvalidArgument("unknown update field '" + k +
+                                     "' (fields: category, key, value, op, expire_turns, "
+                                     "expire_seconds)");
+    }
+  }
+  Update out;
+  auto cat = u.find("category");
+  std::optional<Category> c;
+  if (cat != u.end() && cat->is_string()) c = ParseCategory(cat->get<std::string>());
+  if (!c) return Status::InvalidArgument("update category must be fact, identifier, constraint or condition");
+  out.category = *c;
+  auto key = u.find("key");
+  if (key == u.end() || !key->is_string() || key->get_ref<const std::string&>().empty()) {
+    return Status::InvalidArgument("update key must be a non-empty string");
+  }
+  out.key = key->get<std::string>();
+  std::string op = u.value("op", std::string("set"));
+  if (op == "set") {
+    out.op = UpdateOp::kSet;
+    auto v = u.find("value");
+    if (v == u.end() || v->is_null()) {
+      return Status::InvalidArgument("update of '" + out.key + "' has no value (op set)");
+    }
+    out.value = *v;
+  } else if (op == "remove") {
+    out.op = UpdateOp::kRemove;
+  } else if (op == "expire") {
+    out.op = UpdateOp::kExpire;
+  } else {
+    return Status::InvalidArgument("update op must be set, remove or expire, not '" + op + "'");
+  }
+  if (auto t = u.find("expire_turns"); t != u.end()) {
+    if (!t->is_number_integer() || t->get<int64_t>() < 1) {
+      return Status::InvalidArgument("expire_turns must be an integer >= 1");
+    }
+    out.expire_after_turns = t->get<uint64_t>();
+  }
+  if (auto s = u.find("expire_seconds"); s != u.end()) {
+    if (!s->is_number() || !(s->get<double>() > 0) || s->get<double>() > 1e11) {
+      return Status::InvalidArgument("expire_seconds must be a positive number");
+    }
+    out.expire_at_ms = now_ms + std::llround(s->get<double>() * 1000.0);
+  }
+  out.provenance.source = SourceKind::kToolOutput;
+  out.provenance.source_id = source_id;
+  out.provenance.verified = true;
+  out.provenance.rule_id = extractor;
+  out.provenance.pack_version = pack_version;
+  return out;
+}
+
+}  // namespace
+
+struct PolicyChecker::Impl {
+  std::shared_ptr<const RulePack> pack;
+  CheckerLimits limits;
+  std::unique_ptr<CompiledPack> compiled;
+  std::unordered_map<std::string, std::vector<size_t>> rules_by_tool;
+
+  const std::vector<size_t>& RulesFor(const std::string& tool) {
+    auto it = rules_by_tool.find(tool);
+    if (it != rules_by_tool.end()) return it->second;
+    if (rules_by_tool.size() >= kRuleCacheEntries) rules_by_tool.clear();
+    std::vector<size_t> idx;
+    for (size_t i = 0; i < compiled->rules.size(); ++i) {
+      for (const std::string& glob : compiled->rules[i].info.tools) {
+        if (GlobMatch(glob, tool)) {
+          idx.push_back(i);
+          break;
+        }
+      }
+    }
+    return rules_by_tool.emplace(tool, std::move(idx)).first->second;
+  }
+
+  void Decide(PolicyDecision& d, const ProposedCall& call, const LedgerState& state,
+              const ViewKey& key, int64_t now_ms);
+};
+
+void PolicyChecker::Impl::Decide(PolicyDecision& d, const ProposedCall& call,
+                                 const LedgerState& state, const ViewKey& key, int64_t now_ms) {
+  d.pack_version = pack->version();
+  d.tool_class = pack->Classify(call.tool);
+  if (d.tool_class == ToolClass::kReadOnly) {
+    d.outcome = Outcome::kAllow;
+    d.read_only = true;
+    return;
+  }
+  if (d.tool_class == ToolClass::kUnknown && !pack->allow_unknown_tools()) {
+    d.outcome = Outcome::kDeny;
+    d.rule_id = kUnknownToolRule;
+    d.reason = "tool '" + call.tool + "' is not declared by rule pack '" + pack->name() +
+               "' and undeclared tools are denied; use one of the declared tools";
+    return;
+  }
+  const std::vector<size_t>& applicable = RulesFor(call.tool);
+  d.outcome = Outcome::kAllow;
+  if (applicable.empty()) return;
+
+  Sandbox& sb = *compiled->sandbox;
+  compiled->view.Bind(state, call, key, now_ms);
+  d.rules.reserve(applicable.size());
+  sb.ArmBudget(limits.instruction_budget);
+  Status st = sb.Protected([&](lua_State* L) {
+    PushCall(L, call);
+    int call_idx = lua_gettop(L);
+    compiled->view.Push(L);
+    int ledger_idx = lua_gettop(L);
+    for (size_t i : applicable) {
+      const policy_internal::CompiledRule& rule = compiled->rules[i];
+      lua_rawgeti(L, LUA_REGISTRYINDEX, rule.ref);
+      lua_pushvalue(L, call_idx);
+      lua_pushvalue(L, ledger_idx);
+      Status cs = sb.Call(2, 2);
+      RuleEvaluation& ev = d.rules.emplace_back();
+      ev.rule_id = rule.info.id;
+      std::optional<Outcome> o;
+      if (cs.ok()) {
+        o = lua_type(L, -2) == LUA_TLIGHTUSERDATA ? TokenOutcome(lua_touserdata(L, -2))
+                                                  : std::nullopt;
+        if (!o) {
+          cs = Status::PolicyError(std::string("check returned ") + luaL_typename(L, -2) +
+                                   "; it must return allow(), deny(reason), "
+                                   "require_approval(reason) or confirm(question)");
+        } else if (*o != Outcome::kAllow) {
+          size_t n = 0;
+          const char* s = lua_tolstring(L, -1, &n);
+          ev.reason = Truncate(std::string(s, n));
+        }
+        lua_pop(L, 2);
+      }
+      if (!cs.ok()) {
+        ev.error = true;
+        ev.outcome = Outcome::kDeny;
+        ev.reason = Truncate("policy error in rule " + rule.info.id + ": " + cs.message());
+        return;
+      }
+      ev.outcome = *o;
+      if (ev.outcome == Outcome::kDeny) return;
+    }
+  });
+  compiled->view.Unbind();
+  sb.DisarmBudget();
+  bool failed = !st.ok();
+  for (const RuleEvaluation& ev : d.rules) failed = failed || ev.error;
+  if (failed) sb.Recover();
+  if (!st.ok()) {
+    d.outcome = Outcome::kDeny;
+    d.rule_id = kCheckerErrorRule;
+    d.reason = Truncate("policy error: the rules could not be evaluated: " + st.message());
+    return;
+  }
+  const RuleEvaluation* decider = nullptr;
+  for (const RuleEvaluation& ev : d.rules) {
+    if (decider == nullptr || ev.outcome > decider->outcome) decider = &ev;
+    if (ev.outcome == Outcome::kDeny) break;
+  }
+  if (decider == nullptr) return;
+  d.outcome = decider->outcome;
+  d.rule_id = decider->rule_id;
+  d.reason = decider->reason;
+}
+
+PolicyChecker::PolicyChecker(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+PolicyChecker::~PolicyChecker() = default;
+
+Result<std::unique_ptr<PolicyChecker>> PolicyChecker::Create(std::shared_ptr<const RulePack> pack,
+                                                            CheckerLimits limits) {
+  if (!pack) return Status::InvalidArgument("PolicyChecker needs a rule pack");
+  try {
+    auto compiled = policy_internal::CompilePack(pack->lua_files(), limits);
+    if (!compiled) return compiled.error();
+    auto impl = std::make_unique<Impl>();
+    impl->pack = std::move(pack);
+    impl->limits = limits;
+    impl->compiled = std::move(compiled.value());
+    return std::unique_ptr<PolicyChecker>(new PolicyChecker(std::move(impl)));
+  } catch (const std::exception& e) {
+    return Status::Internal(std::string("creating a policy checker: ") + e.what());
+  }
+}
+
+Status PolicyChecker::SetPack(std::shared_ptr<const RulePack> pack) {
+  if (!pack) return Status::InvalidArgument("SetPack needs a rule pack");
+  if (pack == impl_->pack || pack->version() == impl_->pack->version()) {
+    impl_->pack = std::move(pack);
+    return Status::Ok();
+  }
+  try {
+    auto compiled = policy_internal::CompilePack(pack->lua_files(), impl_->limits);
+    if (!compiled) return compiled.error();
+    impl_->compiled = std::move(compiled.value());
+    impl_->pack = std::move(pack);
+    impl_->rules_by_tool.clear();
+    return Status::Ok();
+  } catch (const std::exception& e) {
+    return Status::Internal(std::string("reloading the rule pack: ") + e.what());
+  }
+}
+
+const std::shared_ptr<const RulePack>& PolicyChecker::pack() const { return impl_->pack; }
+
+PolicyDecision PolicyChecker::Check(const ProposedCall& call, const LedgerState& state,
+                                    const ViewKey& key, int64_t now_ms) {
+  auto start = std::chrono::steady_clock::now();
+  PolicyDecision d;
+  try {
+    impl_->Decide(d, call, state, key, now_ms);
+  } catch (const std::exception& e) {
+    impl_->compiled->view.Unbind();
+    impl_->compiled->sandbox->DisarmBudget();
+    d.outcome = Outcome::kDeny;
+    d.rule_id = kCheckerErrorRule;
+    d.reason = std::string("policy error: ") + e.what();
+  }
+  d.latency_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                     std::chrono::steady_clock::now() - start)
+                     .count();
+  return d;
+}
+
+bool PolicyChecker::HasExtractors(std::string_view tool) const {
+  for (const auto& x : impl_->compiled->extractors) {
+    for (const std::string& glob : x.info.tools) {
+      if (GlobMatch(glob, tool)) return true;
+    }
+  }
+  return false;
+}
+
+std::vector<ExtractorRun> PolicyChecker::RunExtractors(const ProposedCall& call,
+                                                       const nlohmann::json& output,
+                                                       int64_t now_ms) {
+  std::vector<ExtractorRun> runs;
+  Sandbox& sb = *impl_->compiled->sandbox;
+  const std::string source_id = call.tool + "#" + call.id;
+  for (const auto& x : impl_->compiled->extractors) {
+    bool applies = false;
+    for (const std::string& glob : x.info.tools) applies = applies || GlobMatch(glob, call.tool);
+    if (!applies) continue;
+    ExtractorRun& run = runs.emplace_back();
+    run.extractor_id = x.info.id;
+    try {
+      nlohmann::json result;
+      Status failure;
+      sb.ArmBudget(impl_->limits.instruction_budget);
+      Status st = sb.Protected([&](lua_State* L) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, x.ref);
+        policy_internal::PushReadOnly(L, output);
+        PushCall(L, call);
+        failure = sb.Call(2, 1);
+        if (failure.ok()) result = policy_internal::ToJson(L, -1);
+      });
+      sb.DisarmBudget();
+      if (st.ok()) st = failure;
+      if (!st.ok()) {
+        sb.Recover();
+        run.updates = Status(st.code(), "extractor " + x.info.id + ": " + st.message());
+        continue;
+      }
+      std::vector<Update> updates;
+      if (!result.is_null()) {
+        if (!result.is_array()) {
+          run.updates = Status::PolicyError("extractor " + x.info.id +
+                                            ": extract must return an array of updates");
+          continue;
+        }
+        if (result.size() > kMaxExtractedUpdates) {
+          run.updates = Status::LimitExceeded("extractor " + x.info.id + ": more than " +
+                                              std::to_string(kMaxExtractedUpdates) + " updates");
+          continue;
+        }
+        for (const auto& u : result) {
+          Result<Update> up = UpdateFromJson(u, source_id, x.info.id, impl_->pack->version(), now_ms);
+          if (!up) {
+            updates.clear();
+            run.updates = Status::PolicyError("extractor " + x.info.id + ": " + up.error().message());
+            break;
+          }
+          updates.push_back(std::move(up.value()));
+        }
+        if (!run.updates.has_value()) continue;
+      }
+      run.updates = std::move(updates);
+    } catch (const std::exception& e) {
+      sb.DisarmBudget();
+      run.updates = Status::Internal("extractor " + x.info.id + ": " + e.what());
+    }
+  }
+  return runs;
+}
+
+size_t PolicyChecker::memory_in_use() const { return impl_->compiled->sandbox->memory_in_use(); }
+
+}  // namespace taskledger

@@ -1,0 +1,64 @@
+// LedgerView: the read-only `ledger` object rules receive, backed directly by
+// the LedgerState of the current check (no copy of the ledger is made).
+//
+// The object is built once per sandbox; Bind() points it at the state, the
+// call and the time of one check. What is derived from the whole state (the
+// index of observed values) is built on first use and reused while the
+// ViewKey stays the same and no entry's wall-clock expiry has passed.
+// Not thread-safe: belongs to one Sandbox.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <unordered_set>
+
+#include "lua.hpp"
+#include "taskledger/ledger/state.h"
+#include "taskledger/policy/checker.h"
+#include "taskledger/policy/proposed_call.h"
+
+namespace taskledger::policy_internal {
+
+class LedgerView {
+ public:
+  // Inside Protected(): creates the `ledger` object in the registry.
+  void Install(lua_State* L);
+  // `state` and `call` must stay alive until Unbind().
+  void Bind(const LedgerState& state, const ProposedCall& call, const ViewKey& key, int64_t now_ms);
+  void Unbind();
+  // Inside Protected(): pushes the ledger object for the bound state.
+  void Push(lua_State* L);
+
+  // Times the observed-value index was (re)built; tests check reuse with it.
+  uint64_t index_builds() const { return index_builds_; }
+
+ private:
+  static LedgerView& Self(lua_State* L);
+  const Entry* Find(Category c, std::string_view key) const;
+  void BuildObservedIndex();
+
+  static int Value(lua_State* L);
+  static int EntryOf(lua_State* L);
+  static int Verified(lua_State* L);
+  static int Keys(lua_State* L);
+  static int Observed(lua_State* L);
+  static int Confirmed(lua_State* L);
+  static int Calls(lua_State* L);
+
+  const LedgerState* state_ = nullptr;
+  const ProposedCall* call_ = nullptr;
+  int64_t now_ms_ = 0;
+  ViewKey key_;
+  int ledger_ref_ = LUA_NOREF;
+  int data_ref_ = LUA_NOREF;
+  uint64_t pushed_version_ = std::numeric_limits<uint64_t>::max();
+
+  bool index_valid_ = false;
+  int64_t index_from_ms_ = 0;   // the index holds for now_ms in [from, until)
+  int64_t index_until_ms_ = 0;
+  std::unordered_set<std::string> observed_;
+  uint64_t index_builds_ = 0;
+};
+
+}  // namespace taskledger::policy_internal

@@ -1,0 +1,44 @@
+// Conversions between nlohmann::json and Lua values, and the read-only proxy
+// through which rules see call arguments, tool outputs and the libraries.
+//
+// A read-only proxy is a zero-size userdata whose own metatable indexes a
+// hidden data table and refuses writes (__newindex raises, __metatable hides
+// the metatable). Being userdata, rawset/rawget/next cannot reach the data;
+// pairs, ipairs and # work through __pairs/__index/__len.
+// All functions raise Lua errors (call them inside Sandbox::Protected).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "lua.hpp"
+
+namespace taskledger::policy_internal {
+
+inline constexpr int kMaxJsonDepth = 64;
+
+// Pushes `v` as read-only proxies (objects and arrays) or plain scalars. JSON
+// null becomes nil.
+void PushReadOnly(lua_State* L, const nlohmann::json& v, int depth = 0);
+// Pushes `v` as fresh plain tables: a copy the rule may change freely.
+void PushCopy(lua_State* L, const nlohmann::json& v, int depth = 0);
+// Replaces the table at `idx` with a read-only proxy over it (for libraries).
+void WrapReadOnly(lua_State* L, int idx);
+bool IsReadOnlyProxy(lua_State* L, int idx);
+// Converts the Lua value at `idx` (plain tables or proxies) to JSON. Raises on
+// functions, userdata, cycles / depth over kMaxJsonDepth, NaN or infinity,
+// invalid UTF-8 and tables mixing array and string keys. An empty table is [].
+nlohmann::json ToJson(lua_State* L, int idx, int depth = 0);
+
+// Typed keys for "is this scalar observed": equal scalars (2 and 2.0 alike)
+// map to equal keys; strings never equal numbers. nullopt for non-scalars.
+std::optional<std::string> JsonScalarKey(const nlohmann::json& v);
+std::optional<std::string> LuaScalarKey(lua_State* L, int idx);
+
+// Raises a Lua error "<where>: <message>" located at the Lua code that called
+// the running C function.
+[[noreturn]] void RaiseError(lua_State* L, const std::string& message);
+
+}  // namespace taskledger::policy_internal

@@ -1,0 +1,265 @@
+// The `ledger` object of the rule API (see internal/ledger_view.h and
+// docs/rule-api.md): lookups straight into the bound LedgerState, copies of
+// values pushed to Lua, and a per-view index for ledger.observed().
+#include "internal/ledger_view.h"
+
+#include <algorithm>
+
+#include "internal/lua_json.h"
+#include "taskledger/ledger/entry.h"
+#include "taskledger/policy/rule_pack.h"
+
+namespace taskledger::policy_internal {
+namespace {
+
+Category CheckCategory(lua_State* L, int idx, const char* fn) {
+  size_t n = 0;
+  const char* s = lua_type(L, idx) == LUA_TSTRING ? lua_tolstring(L, idx, &n) : nullptr;
+  std::optional<Category> c = s ? ParseCategory(std::string_view(s, n)) : std::nullopt;
+  if (!c) {
+    RaiseError(L, std::string(fn) +
+                      ": category must be \"fact\", \"identifier\", \"constraint\" or \"condition\"");
+  }
+  return *c;
+}
+
+std::string_view CheckKey(lua_State* L, int idx, const char* fn) {
+  if (lua_type(L, idx) != LUA_TSTRING) {
+    RaiseError(L, std::string(fn) + ": key must be a string, got " + luaL_typename(L, idx));
+  }
+  size_t n = 0;
+  const char* s = lua_tolstring(L, idx, &n);
+  return {s, n};
+}
+
+bool ActionMatches(const nlohmann::json& action, const ProposedCall& call) {
+  if (action.is_null()) return true;
+  if (!action.is_object()) return false;
+  auto tool = action.find("tool");
+  if (tool == action.end() || !tool->is_string() || *tool != call.tool) return false;
+  auto args = action.find("args");
+  if (args == action.end()) args = action.find("arguments");
+  if (args == action.end()) return true;  // bound to the tool only
+  return *args == call.arguments;
+}
+
+}  // namespace
+
+LedgerView& LedgerView::Self(lua_State* L) {
+  auto* v = static_cast<LedgerView*>(lua_touserdata(L, lua_upvalueindex(1)));
+  if (v->state_ == nullptr) RaiseError(L, "the ledger can only be read during a check");
+  return *v;
+}
+
+void LedgerView::Install(lua_State* L) {
+  lua_createtable(L, 0, 16);
+  auto add = [&](const char* name, lua_CFunction fn, int category) {
+    lua_pushlightuserdata(L, this);
+    if (category >= 0) {
+      lua_pushinteger(L, category);
+      lua_pushcclosure(L, fn, 2);
+    } else {
+      lua_pushcclosure(L, fn, 1);
+    }
+    lua_setfield(L, -2, name);
+  };
+  add("fact", Value, static_cast<int>(Category::kFact));
+  add("identifier", Value, static_cast<int>(Category::kIdentifier));
+  add("constraint", Value, static_cast<int>(Category::kConstraint));
+  add("condition", Value, static_cast<int>(Category::kCondition));
+  add("entry", EntryOf, -1);
+  add("verified", Verified, -1);
+  add("keys", Keys, -1);
+  add("observed", Observed, -1);
+  add("confirmed", Confirmed, -1);
+  add("calls", Calls, -1);
+  lua_pushinteger(L, 0);
+  lua_setfield(L, -2, "version");
+  lua_pushinteger(L, 1);
+  lua_setfield(L, -2, "turn");
+  lua_pushvalue(L, -1);
+  data_ref_ = luaL_ref(L, LUA_REGISTRYINDEX);
+  WrapReadOnly(L, -1);
+  ledger_ref_ = luaL_ref(L, LUA_REGISTRYINDEX);
+}
+
+void LedgerView::Bind(const LedgerState& state, const ProposedCall& call, const ViewKey& key,
+                      int64_t now_ms) {
+  state_ = &state;
+  call_ = &call;
+  now_ms_ = now_ms;
+  bool same = !key.conversation.empty() && key == key_;
+  if (!same || now_ms < index_from_ms_ || now_ms >= index_until_ms_) index_valid_ = false;
+  if (!same) key_ = key;
+}
+
+void LedgerView::Unbind() {
+  state_ = nullptr;
+  call_ = nullptr;
+}
+
+void LedgerView::Push(lua_State* L) {
+  if (state_->version != pushed_version_) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, data_ref_);
+    lua_pushinteger(L, static_cast<lua_Integer>(state_->version));
+    lua_setfield(L, -2, "version");
+    lua_pushinteger(L, static_cast<lua_Integer>(state_->version + 1));
+    lua_setfield(L, -2, "turn");
+    lua_pop(L, 1);
+    pushed_version_ = state_->version;
+  }
+  lua_rawgeti(L, LUA_REGISTRYINDEX, ledger_ref_);
+}
+
+const Entry* LedgerView::Find(Category c, std::string_view key) const {
+  const auto& m = state_->of(c);
+  auto it = m.find(key);
+  if (it == m.end() || !it->second.LiveAt(state_->version, now_ms_)) return nullptr;
+  return &it->second;
+}
+
+void LedgerView::BuildObservedIndex() {
+  observed_.clear();
+  index_from_ms_ = now_ms_;
+  index_until_ms_ = std::numeric_limits<int64_t>::max();
+  for (Category c : kAllCategories) {
+    for (const auto& [key, e] : state_->of(c)) {
+      // Wall-clock expiry bounds how long this index stays right.
+      if (e.expires_at_ms && *e.expires_at_ms > now_ms_) {
+        index_until_ms_ = std::min(index_until_ms_, *e.expires_at_ms);
+      }
+      if (e.provenance.source != SourceKind::kToolOutput) continue;
+      if (!e.LiveAt(state_->version, now_ms_)) continue;
+      if (e.value.is_array()) {
+        for (const auto& x : e.value) {
+          if (auto k = JsonScalarKey(x)) observed_.insert(std::move(*k));
+        }
+      } else if (auto k = JsonScalarKey(e.value)) {
+        observed_.insert(std::move(*k));
+      }
+    }
+  }
+  index_valid_ = true;
+  ++index_builds_;
+}
+
+int LedgerView::Value(lua_State* L) {
+  LedgerView& v = Self(L);
+  auto c = static_cast<Category>(lua_tointeger(L, lua_upvalueindex(2)));
+  std::string_view key = CheckKey(L, 1, "ledger.fact");
+  const Entry* e = v.Find(c, key);
+  if (e == nullptr) {
+    lua_pushnil(L);
+    return 1;
+  }
+  PushCopy(L, e->value);
+  return 1;
+}
+
+int LedgerView::EntryOf(lua_State* L) {
+  LedgerView& v = Self(L);
+  Category c = CheckCategory(L, 1, "ledger.entry");
+  const Entry* e = v.Find(c, CheckKey(L, 2, "ledger.entry"));
+  if (e == nullptr) {
+    lua_pushnil(L);
+    return 1;
+  }
+  lua_createtable(L, 0, 8);
+  PushCopy(L, e->value);
+  lua_setfield(L, -2, "value");
+  lua_pushinteger(L, static_cast<lua_Integer>(e->provenance.turn));
+  lua_setfield(L, -2, "turn");
+  std::string_view source = SourceKindName(e->provenance.source);
+  lua_pushlstring(L, source.data(), source.size());
+  lua_setfield(L, -2, "source");
+  lua_pushlstring(L, e->provenance.source_id.data(), e->provenance.source_id.size());
+  lua_setfield(L, -2, "source_id");
+  lua_pushboolean(L, e->provenance.verified);
+  lua_setfield(L, -2, "verified");
+  lua_pushlstring(L, e->provenance.rule_id.data(), e->provenance.rule_id.size());
+  lua_setfield(L, -2, "rule");
+  if (e->expires_at_turn) {
+    lua_pushinteger(L, static_cast<lua_Integer>(*e->expires_at_turn));
+    lua_setfield(L, -2, "expires_at_turn");
+  }
+  if (e->expires_at_ms) {
+    lua_pushinteger(L, static_cast<lua_Integer>(*e->expires_at_ms));
+    lua_setfield(L, -2, "expires_at_ms");
+  }
+  return 1;
+}
+
+int LedgerView::Verified(lua_State* L) {
+  LedgerView& v = Self(L);
+  Category c = CheckCategory(L, 1, "ledger.verified");
+  const Entry* e = v.Find(c, CheckKey(L, 2, "ledger.verified"));
+  lua_pushboolean(L, e != nullptr && e->provenance.verified);
+  return 1;
+}
+
+int LedgerView::Keys(lua_State* L) {
+  LedgerView& v = Self(L);
+  Category c = CheckCategory(L, 1, "ledger.keys");
+  std::string_view prefix;
+  if (!lua_isnoneornil(L, 2)) prefix = CheckKey(L, 2, "ledger.keys");
+  const auto& m = v.state_->of(c);
+  lua_createtable(L, 0, 0);
+  lua_Integer n = 0;
+  for (auto it = m.lower_bound(prefix); it != m.end(); ++it) {
+    if (it->first.compare(0, prefix.size(), prefix) != 0) break;
+    if (!it->second.LiveAt(v.state_->version, v.now_ms_)) continue;
+    lua_pushlstring(L, it->first.data(), it->first.size());
+    lua_rawseti(L, -2, ++n);
+  }
+  return 1;
+}
+
+int LedgerView::Observed(lua_State* L) {
+  LedgerView& v = Self(L);
+  std::optional<std::string> key = LuaScalarKey(L, 1);
+  if (!key) {
+    lua_pushboolean(L, 0);
+    return 1;
+  }
+  if (!v.index_valid_) v.BuildObservedIndex();
+  lua_pushboolean(L, v.observed_.count(*key) > 0);
+  return 1;
+}
+
+int LedgerView::Confirmed(lua_State* L) {
+  LedgerView& v = Self(L);
+  const Entry* e = v.Find(Category::kCondition, "confirmation");
+  bool ok = false;
+  if (e != nullptr && e->value.is_object()) {
+    auto action = e->value.find("action");
+    ok = action == e->value.end() || ActionMatches(*action, *v.call_);
+  }
+  lua_pushboolean(L, ok);
+  return 1;
+}
+
+int LedgerView::Calls(lua_State* L) {
+  LedgerView& v = Self(L);
+  std::string_view tool = CheckKey(L, 1, "ledger.calls");
+  bool by_arg = !lua_isnoneornil(L, 2);
+  std::string_view arg;
+  nlohmann::json want;
+  if (by_arg) {
+    arg = CheckKey(L, 2, "ledger.calls");
+    want = ToJson(L, 3);
+  }
+  lua_Integer n = 0;
+  for (const CallRecord& c : v.state_->calls) {
+    if (c.outcome != "ok" || !GlobMatch(tool, c.tool)) continue;
+    if (by_arg) {
+      if (!c.arguments.is_object()) continue;
+      auto it = c.arguments.find(arg);
+      if (it == c.arguments.end() || *it != want) continue;
+    }
+    ++n;
+  }
+  lua_pushinteger(L, n);
+  return 1;
+}
+
+}  // namespace taskledger::policy_internal

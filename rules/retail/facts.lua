@@ -1,0 +1,116 @@
+-- Look before acting. The other retail rules judge a write on what tool
+-- outputs showed in this conversation and deny on evidence only, so that a call
+-- is denied for the rule it breaks. This rule, which runs after all of them,
+-- denies a write whose facts were not looked up at all: the order it acts on
+-- (status, owner, items, payments: get_order_details), the product of each new
+-- item (variants and availability: get_product_details), and the payment
+-- methods of the user when a payment method is used (get_user_details). An id
+-- that no tool output showed (an item that is not in the order, a variant of
+-- no product looked up) is made up and denied here too. Pure function of call
+-- and ledger.
+
+-- The user this conversation serves: the earliest verified authentication
+-- (the reading of identity.lua; rule files cannot share code).
+local function conversation_user(ledger)
+  local user, turn = nil, nil
+  for _, key in ipairs(ledger.keys("identifier", "user.authenticated.")) do
+    local entry = ledger.entry("identifier", key)
+    if entry ~= nil and entry.verified and (turn == nil or entry.turn < turn) then
+      user, turn = entry.value, entry.turn
+    end
+  end
+  return user
+end
+
+-- The arguments each retail write needs before anything can be checked.
+local required_arguments = {
+  cancel_pending_order = {"order_id", "reason"},
+  modify_pending_order_address = {"order_id"},
+  modify_pending_order_payment = {"order_id", "payment_method_id"},
+  modify_pending_order_items = {"order_id", "item_ids", "new_item_ids", "payment_method_id"},
+  return_delivered_order_items = {"order_id", "item_ids", "payment_method_id"},
+  exchange_delivered_order_items = {"order_id", "item_ids", "new_item_ids", "payment_method_id"},
+  modify_user_address = {"user_id"},
+}
+
+local function known(ledger, key)
+  return ledger.fact(key) ~= nil and ledger.verified("fact", key)
+end
+
+-- The JSON array `value` (call arguments are read-only views: tables or
+-- userdata proxies) as a plain array of strings, or nil if it is not an array.
+local function string_list(value)
+  local kind = type(value)
+  if kind ~= "table" and kind ~= "userdata" then
+    return nil
+  end
+  local out = {}
+  for i = 1, #value do
+    out[i] = tostring(value[i])
+  end
+  return out
+end
+
+-- What is missing for the order and its items, or nil.
+local function missing_order_facts(call, ledger)
+  local order_id = call.args.order_id
+  if order_id == nil then
+    return nil
+  end
+  order_id = tostring(order_id)
+  local order = "order." .. order_id
+  if not known(ledger, order .. ".status") or not known(ledger, order .. ".user_id") then
+    return "look up order " .. order_id .. " with get_order_details (its status, owner, " ..
+           "items and payment) before changing it"
+  end
+  local old, new = string_list(call.args.item_ids), string_list(call.args.new_item_ids)
+  if old == nil then
+    return nil
+  end
+  for i = 1, #old do
+    local item = old[i]
+    if not known(ledger, order .. ".item." .. item .. ".price") then
+      return "item " .. item .. " is not an item of order " .. order_id .. ": use the item " ..
+             "ids get_order_details lists for the order"
+    end
+    local replacement = new ~= nil and new[i] or nil
+    if replacement ~= nil then
+      local facts = "item." .. replacement
+      if not known(ledger, facts .. ".product_id") or not known(ledger, facts .. ".available") or
+         not known(ledger, facts .. ".price") then
+        local product = ledger.fact("item." .. item .. ".product_id")
+        return "item " .. replacement .. " was not shown by get_product_details: look up " ..
+               "product " .. tostring(product) .. " (the product of item " .. item ..
+               ") and pick one of its variants"
+      end
+    end
+  end
+  return nil
+end
+
+rule {
+  id = "retail.facts_from_tools",
+  tools = {"*"},
+  priority = 20,
+  description = "Before a write, look up with the tools every fact the policy checks for it: "
+             .. "the order, the products of new items, the user's payment methods.",
+  check = function(call, ledger)
+    for _, name in ipairs(required_arguments[call.tool] or {}) do
+      if call.args[name] == nil then
+        return deny(call.tool .. " needs the argument " .. name)
+      end
+    end
+    local missing = missing_order_facts(call, ledger)
+    if missing ~= nil then
+      return deny(missing)
+    end
+    local method = call.args.payment_method_id
+    local user = conversation_user(ledger)
+    if method ~= nil and user ~= nil and
+       not known(ledger, "user." .. user .. ".payment." .. tostring(method) .. ".source") then
+      return deny("look up the payment methods of " .. user .. " with get_user_details and " ..
+                  "use one of them")
+    end
+    return allow()
+  end,
+}

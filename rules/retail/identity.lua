@@ -1,0 +1,72 @@
+-- Who the conversation is for. The retail policy serves exactly one user per
+-- conversation, and that user must first be authenticated: their user id must
+-- have come back from find_user_id_by_email or find_user_id_by_name_zip in this
+-- conversation (extract.json records each such id as the verified identifier
+-- user.authenticated.<id>). A user id the user merely typed, or one read from an
+-- order or a profile, authenticates nobody. If the agent looked up a second user
+-- later, the conversation still belongs to the first one.
+--
+-- Like every retail rule that judges facts, single_user denies on evidence:
+-- a fact no tool has shown yet is left to retail.facts_from_tools, which runs
+-- after all rules that judge evidence, so a call that both lacks a fact and
+-- breaks a rule on the facts it has is denied for what it breaks.
+-- Rules are pure functions of the call and the ledger snapshot; no state.
+
+-- The user this conversation serves: the earliest verified authentication.
+local function conversation_user(ledger)
+  local user, turn = nil, nil
+  for _, key in ipairs(ledger.keys("identifier", "user.authenticated.")) do
+    local entry = ledger.entry("identifier", key)
+    if entry ~= nil and entry.verified and (turn == nil or entry.turn < turn) then
+      user, turn = entry.value, entry.turn
+    end
+  end
+  return user
+end
+
+rule {
+  id = "retail.auth_before_action",
+  tools = {"*"},
+  priority = 100,
+  description = "Authenticate the user (find_user_id_by_email or find_user_id_by_name_zip) "
+             .. "before any action, even when the user already gave a user id.",
+  check = function(call, ledger)
+    if conversation_user(ledger) == nil then
+      return deny("the user is not authenticated yet: before " .. call.tool ..
+                  ", ask for their email and look it up with find_user_id_by_email " ..
+                  "(or their first name, last name and zip code with find_user_id_by_name_zip)")
+    end
+    return allow()
+  end,
+}
+
+rule {
+  id = "retail.single_user",
+  tools = {"*"},
+  priority = 90,
+  description = "Help only the authenticated user of this conversation: no action on another "
+             .. "user's profile or orders.",
+  check = function(call, ledger)
+    local owner = conversation_user(ledger)
+    if owner == nil then
+      return deny("no user is authenticated in this conversation; authenticate the user first")
+    end
+    local user_id = call.args.user_id
+    if user_id ~= nil and user_id ~= owner then
+      return deny("this conversation serves user " .. owner .. "; " .. tostring(user_id) ..
+                  " is another user, and requests about other users must be declined")
+    end
+    local order_id = call.args.order_id
+    if order_id ~= nil then
+      -- An order nobody looked up yet is left to retail.facts_from_tools.
+      local key = "order." .. tostring(order_id) .. ".user_id"
+      local order_user = ledger.fact(key)
+      if order_user ~= nil and ledger.verified("fact", key) and order_user ~= owner then
+        return deny("order " .. tostring(order_id) .. " belongs to another user, not to " ..
+                    owner .. " (the user of this conversation); decline to act on it and " ..
+                    "help " .. owner .. " only with their own orders")
+      end
+    end
+    return allow()
+  end,
+}

@@ -1,0 +1,198 @@
+-- Payment methods. A payment or a refund uses a method of the conversation's
+-- user; a new payment method differs from the one the order was paid with; a
+-- gift card covers what it pays; a return is refunded to the original payment
+-- method or to one of the user's gift cards. Evidence comes from tool outputs:
+-- get_user_details lists a user's methods (user.<id>.payment.<pm>.source, and
+-- .balance for gift cards); an order lists its payments
+-- (order.<id>.paid_with.<pm>), the first one being the original payment
+-- (order.<id>.original_payment_method, for order.<id>.total). These rules deny
+-- on evidence; a fact no tool has shown yet is left to retail.facts_from_tools
+-- (see identity.lua). Pure functions of call and ledger.
+
+-- The user this conversation serves: the earliest verified authentication
+-- (the reading of identity.lua; rule files cannot share code).
+local function conversation_user(ledger)
+  local user, turn = nil, nil
+  for _, key in ipairs(ledger.keys("identifier", "user.authenticated.")) do
+    local entry = ledger.entry("identifier", key)
+    if entry ~= nil and entry.verified and (turn == nil or entry.turn < turn) then
+      user, turn = entry.value, entry.turn
+    end
+  end
+  return user
+end
+
+local function source_of(ledger, user, method)
+  return ledger.fact("user." .. tostring(user) .. ".payment." .. tostring(method) .. ".source")
+end
+
+-- The methods get_user_details listed for `user`, as an array (empty if the
+-- profile was not looked up).
+local function methods_of(ledger, user)
+  local prefix = "user." .. tostring(user) .. ".payment."
+  local names = {}
+  for _, key in ipairs(ledger.keys("fact", prefix)) do
+    local method = string.match(string.sub(key, #prefix + 1), "^(.+)%.source$")
+    if method ~= nil then
+      names[#names + 1] = method
+    end
+  end
+  return names
+end
+
+-- The user a tool output showed owning `method` (a profile listing it, or an
+-- order paid with it), preferring `user` itself; nil if no output showed it.
+local function owner_of(ledger, method, user)
+  local found = nil
+  local suffix = ".payment." .. tostring(method) .. ".source"
+  for _, key in ipairs(ledger.keys("fact", "user.")) do
+    if string.sub(key, -#suffix) == suffix then
+      local holder = string.sub(key, #"user." + 1, -#suffix - 1)
+      if holder == user then
+        return user
+      end
+      found = found or holder
+    end
+  end
+  local marker = ".paid_with." .. tostring(method)
+  for _, key in ipairs(ledger.keys("fact", "order.")) do
+    if string.sub(key, -#marker) == marker then
+      local order_id = string.sub(key, #"order." + 1, -#marker - 1)
+      local holder = ledger.fact("order." .. order_id .. ".user_id")
+      if holder == user then
+        return user
+      end
+      found = found or holder
+    end
+  end
+  return found
+end
+
+-- The JSON array `value` (call arguments are read-only views: tables or
+-- userdata proxies) as a plain array of strings, or nil if it is not an array.
+local function string_list(value)
+  local kind = type(value)
+  if kind ~= "table" and kind ~= "userdata" then
+    return nil
+  end
+  local out = {}
+  for i = 1, #value do
+    out[i] = tostring(value[i])
+  end
+  return out
+end
+
+local function money(x)
+  return string.format("%.2f", x)
+end
+
+rule {
+  id = "retail.payment_method_owned",
+  tools = {"modify_pending_order_payment", "modify_pending_order_items",
+           "exchange_delivered_order_items", "return_delivered_order_items"},
+  priority = 45,
+  description = "Pay or refund only with a payment method of the authenticated user.",
+  check = function(call, ledger)
+    local user = conversation_user(ledger)
+    if user == nil then
+      return allow()  -- retail.auth_before_action denies
+    end
+    local method = tostring(call.args.payment_method_id)
+    if source_of(ledger, user, method) ~= nil then
+      return allow()
+    end
+    local owner = owner_of(ledger, method, user)
+    local methods = methods_of(ledger, user)
+    if owner == user or (owner == nil and #methods == 0) then
+      return allow()
+    end
+    local own = #methods > 0 and " (" .. table.concat(methods, ", ") .. ")" or ""
+    return deny(method .. " is not a payment method of " .. user .. ": use one of the " ..
+                "user's own payment methods" .. own)
+  end,
+}
+
+rule {
+  id = "retail.modify_payment_different_method",
+  tools = {"modify_pending_order_payment"},
+  priority = 40,
+  description = "The new payment method of an order must differ from its original one.",
+  check = function(call, ledger)
+    local order_id = tostring(call.args.order_id)
+    local original = ledger.fact("order." .. order_id .. ".original_payment_method")
+    if original ~= nil and original == call.args.payment_method_id then
+      return deny("order " .. order_id .. " is already paid with " .. tostring(original) ..
+                  ": the new payment method must be a different one; ask the user which " ..
+                  "other payment method to use")
+    end
+    return allow()
+  end,
+}
+
+-- What the call's payment method has to pay: the order total for a payment
+-- change, else the price difference of the new items; nil if not known.
+local function amount_due(call, ledger)
+  local order_id = tostring(call.args.order_id)
+  if call.tool == "modify_pending_order_payment" then
+    return ledger.fact("order." .. order_id .. ".total")
+  end
+  local old, new = string_list(call.args.item_ids), string_list(call.args.new_item_ids)
+  if old == nil or new == nil or #old ~= #new then
+    return nil
+  end
+  local due = 0
+  for i = 1, #old do
+    local was = ledger.fact("order." .. order_id .. ".item." .. old[i] .. ".price")
+    local now = ledger.fact("item." .. new[i] .. ".price")
+    if type(was) ~= "number" or type(now) ~= "number" then
+      return nil
+    end
+    due = due + now - was
+  end
+  return due
+end
+
+rule {
+  id = "retail.gift_card_sufficient_balance",
+  tools = {"modify_pending_order_payment", "modify_pending_order_items",
+           "exchange_delivered_order_items"},
+  priority = 35,
+  description = "A gift card must have enough balance for what it pays: the order total, or "
+             .. "the price difference of the new items.",
+  check = function(call, ledger)
+    local user = conversation_user(ledger)
+    local method = tostring(call.args.payment_method_id)
+    if user == nil or source_of(ledger, user, method) ~= "gift_card" then
+      return allow()
+    end
+    local due = amount_due(call, ledger)
+    local balance = ledger.fact("user." .. user .. ".payment." .. method .. ".balance")
+    if type(due) == "number" and type(balance) == "number" and balance + 1e-9 < due then
+      return deny("gift card " .. method .. " has a balance of " .. money(balance) ..
+                  ", less than the " .. money(due) .. " it would have to pay: ask the user " ..
+                  "for another payment method")
+    end
+    return allow()
+  end,
+}
+
+rule {
+  id = "retail.refund_to_original_or_gift_card",
+  tools = {"return_delivered_order_items"},
+  priority = 40,
+  description = "A refund goes to the original payment method of the order or to an existing "
+             .. "gift card of the user.",
+  check = function(call, ledger)
+    local order_id = tostring(call.args.order_id)
+    local method = tostring(call.args.payment_method_id)
+    local original = ledger.fact("order." .. order_id .. ".original_payment_method")
+    local user = conversation_user(ledger)
+    local source = user ~= nil and source_of(ledger, user, method) or nil
+    if original == nil or original == method or source == nil or source == "gift_card" then
+      return allow()
+    end
+    return deny("the refund for order " .. order_id .. " can only go to its original payment " ..
+                "method " .. tostring(original) .. " or to one of the user's gift cards, not " ..
+                "to " .. method .. " (" .. tostring(source) .. "): offer the user those options")
+  end,
+}

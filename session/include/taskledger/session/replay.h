@@ -1,0 +1,61 @@
+// Replaying a recorded conversation (docs/trace-format.md) through a Session:
+// the same extraction, gate and ledger as a live agent, with the recorded
+// results standing in for the tools.
+//
+// A `user` event is recorded as a user message; when the next event is a call
+// to an environment-changing tool, that call is first proposed to the session
+// (the traces omit the agent's message that proposed it), so the user's "yes"
+// binds to it. A `call` event is gated; if allowed it "executes" by taking the
+// recorded `result` event with the same id as its output; if not, the recorded
+// result (if any) is skipped, as a tool that never ran has no output. A turn
+// is committed after each call and at the end. Pure driver over its Session;
+// not thread-safe (neither is the Session).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "taskledger/policy/decision.h"
+#include "taskledger/session/session.h"
+#include "taskledger/session/trace.h"
+
+namespace taskledger {
+
+// One call event of a replay and what the gate made of it.
+struct ReplayedCall {
+  std::string call_id;
+  std::string tool;
+  nlohmann::json arguments;
+  Outcome outcome = Outcome::kDeny;
+  std::string rule_id;
+  std::string reason;
+  bool read_only = false;
+  bool executed = false;
+  bool has_result = false;      // the trace held a result for it
+  uint64_t version_seen = 0;    // the committed version the decision was taken on
+  uint64_t turn = 0;            // the turn that recorded it
+  int64_t latency_us = 0;
+  std::optional<TraceExpectation> expect;
+};
+
+struct ConversationReplay {
+  std::string conversation;
+  std::vector<ReplayedCall> calls;  // every call event, in order
+  uint64_t events = 0;              // events processed
+  uint64_t version = 0;             // the last committed version
+  uint64_t extraction_errors = 0;   // errors staged by extraction
+};
+
+// Drives `events` through `session`, committing as described above. Errors:
+// the store's (a turn that cannot be committed ends the replay).
+Result<ConversationReplay> ReplayEvents(Session& session, std::span<const TraceEvent> events);
+
+// ReplayEvents over a whole conversation (its id is copied into the result).
+Result<ConversationReplay> ReplayConversation(Session& session, const TraceConversation& trace);
+
+}  // namespace taskledger

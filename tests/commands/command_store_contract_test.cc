@@ -1,0 +1,251 @@
+// The CommandStore contract, run on the in-memory and the Redis store alike:
+// reservation is unique per (run, command_key); every allowed transition lands
+// in its target state; every forbidden one is refused and changes nothing;
+// fencing tokens stop a worker whose lease was taken over; guards (evidence,
+// lease expiry, attempt budget) hold; journal positions and run status are
+// written once / by compare-and-set.
+#include <catch2/catch.hpp>
+
+#include "command_test_support.h"
+#include "taskledger/ledger/command_transition.h"
+
+using namespace taskledger;
+using namespace taskledger::testing;
+using S = CommandState;
+
+namespace {
+
+constexpr S kAllStates[] = {S::kPending, S::kBlocked,   S::kApproved,  S::kLeased,
+                            S::kSucceeded, S::kFailed, S::kUncertain, S::kCancelled};
+
+bool Allowed(Transition t, S from) {
+  for (S s : TransitionSources(t)) {
+    if (s == from) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("reserving the same logical command returns the existing record", "[commands]") {
+  auto kind = GENERATE(std::string("memory"), std::string("redis"));
+  auto store = MakeCommandStore(kind);
+  RunId run = FreshRun("reserve");
+  auto first = store->Reserve(*NewCommand(SpecFor(run, "refund-1"), kNow));
+  REQUIRE(first.has_value());
+  CHECK(first->created);
+  CHECK(first->command.seq == 1);
+  CHECK(first->command.state == S::kPending);
+
+  // Same step/tool/target/arguments, keys in another order and 12.5 vs 12.50: same command.
+  CommandSpec again = SpecFor(run, "refund-1");
+  again.arguments = {{"amount", 12.50}, {"order_id", "refund-1"}};
+  auto second = store->Reserve(*NewCommand(again, kNow + 5));
+  REQUIRE(second.has_value());
+  CHECK_FALSE(second->created);
+  CHECK(second->command == first->command);
+
+  auto other = store->Reserve(*NewCommand(SpecFor(run, "refund-2"), kNow));
+  REQUIRE(other.has_value());
+  CHECK(other->created);
+  CHECK(other->command.seq == 2);
+  auto all = store->ListCommands(run);
+  REQUIRE(all.has_value());
+  REQUIRE(all->size() == 2);
+  CHECK((*all)[0].command_key == first->command.command_key);
+  CHECK(first->command.idempotency_key.find(first->command.command_key) != std::string::npos);
+  auto runs = store->ListRuns(run.tenant);
+  REQUIRE(runs.has_value());
+  CHECK(std::find(runs->begin(), runs->end(), run.run) != runs->end());
+}
+
+TEST_CASE("every transition from every state: allowed ones land, forbidden ones change nothing",
+          "[commands]") {
+  auto kind = GENERATE(std::string("memory"), std::string("redis"));
+  auto store = MakeCommandStore(kind);
+  RunId run = FreshRun("matrix");
+  int allowed = 0, refused = 0;
+  for (int ti = 0; ti < kTransitionCount; ++ti) {
+    auto t = static_cast<Transition>(ti);
+    for (S from : kAllStates) {
+      std::string step = std::string(TransitionName(t)) + "-" + std::string(CommandStateName(from));
+      Command before = DriveTo(*store, run, from, step);
+      auto result = store->Apply(ValidRequest(before, t));
+      INFO(kind << ": " << TransitionName(t) << " from " << CommandStateName(from) << " -> "
+                << result.status().ToString());
+      auto after = store->Get(run, before.command_key);
+      REQUIRE(after.has_value());
+      if (Allowed(t, from)) {
+        ++allowed;
+        REQUIRE(result.has_value());
+        CHECK(result->state == TransitionTarget(t));
+        CHECK(*after == *result);
+      } else {
+        ++refused;
+        REQUIRE_FALSE(result.has_value());
+        CHECK(result.error().code() == StatusCode::kFailedPrecondition);
+        CHECK(*after == before);
+      }
+    }
+  }
+  CHECK(allowed == 16);
+  CHECK(refused == kTransitionCount * 8 - 16);
+}
+
+TEST_CASE("a worker whose lease was taken over cannot record an outcome", "[commands]") {
+  auto kind = GENERATE(std::string("memory"), std::string("redis"));
+  auto store = MakeCommandStore(kind);
+  RunId run = FreshRun("fencing");
+  Command a = DriveTo(*store, run, S::kLeased);
+  CHECK(a.fencing_token == 1);
+  CHECK(a.attempts == 1);
+
+  // A's lease expires; B reclaims the command through uncertain -> pending -> leased.
+  TransitionRequest expire = ValidRequest(a, Transition::kExpireLease);
+  expire.owner = "worker-b";
+  expire.now_ms = a.lease_expires_ms - 1;
+  auto early = store->Apply(expire);
+  REQUIRE_FALSE(early.has_value());
+  CHECK(early.error().code() == StatusCode::kFailedPrecondition);  // still A's live lease
+  expire.now_ms = a.lease_expires_ms;
+  REQUIRE(store->Apply(expire).has_value());
+  auto released = store->Apply(ValidRequest(*store->Get(run, a.command_key), Transition::kRelease));
+  REQUIRE(released.has_value());
+  TransitionRequest lease_b = ValidRequest(*released, Transition::kLease);
+  lease_b.owner = "worker-b";
+  auto b = store->Apply(lease_b);
+  REQUIRE(b.has_value());
+  CHECK(b->fencing_token == 2);
+  CHECK(b->attempts == 2);
+
+  // A comes back with its old token: fenced, nothing changes.
+  for (Transition t : {Transition::kSucceed, Transition::kFail, Transition::kMarkUncertain,
+                       Transition::kRenew}) {
+    TransitionRequest late = ValidRequest(a, t);
+    late.fencing_token = a.fencing_token;
+    auto refused = store->Apply(late);
+    INFO(TransitionName(t));
+    REQUIRE_FALSE(refused.has_value());
+    CHECK(refused.error().code() == StatusCode::kConflict);
+    CHECK(*store->Get(run, a.command_key) == *b);
+  }
+  // B's outcome is accepted.
+  auto done = store->Apply(ValidRequest(*b, Transition::kSucceed));
+  REQUIRE(done.has_value());
+  CHECK(done->state == S::kSucceeded);
+  CHECK(done->external_id == "ext-1");
+  CHECK(done->completed_seq == 1);
+}
+
+TEST_CASE("transition guards refuse without writing", "[commands]") {
+  auto kind = GENERATE(std::string("memory"), std::string("redis"));
+  auto store = MakeCommandStore(kind);
+  RunId run = FreshRun("guards");
+  Command leased = DriveTo(*store, run, S::kLeased, "g1");
+
+  auto expect_refused = [&](TransitionRequest r, StatusCode code) {
+    Command before = *store->Get(r.run, r.command_key);
+    auto result = store->Apply(r);
+    INFO(TransitionName(r.transition) << " " << result.status().ToString());
+    REQUIRE_FALSE(result.has_value());
+    CHECK(result.error().code() == code);
+    CHECK(*store->Get(r.run, r.command_key) == before);
+  };
+  TransitionRequest no_evidence = ValidRequest(leased, Transition::kSucceed);
+  no_evidence.evidence = nlohmann::json::object();
+  expect_refused(no_evidence, StatusCode::kInvalidArgument);
+  TransitionRequest no_id = ValidRequest(leased, Transition::kSucceed);
+  no_id.external_id.clear();
+  expect_refused(no_id, StatusCode::kInvalidArgument);
+  TransitionRequest no_error = ValidRequest(leased, Transition::kFail);
+  no_error.error.clear();
+  expect_refused(no_error, StatusCode::kInvalidArgument);
+  TransitionRequest late_renew = ValidRequest(leased, Transition::kRenew);
+  late_renew.now_ms = leased.lease_expires_ms;
+  expect_refused(late_renew, StatusCode::kFailedPrecondition);
+  TransitionRequest foreign_renew = ValidRequest(leased, Transition::kRenew);
+  foreign_renew.owner = "someone-else";
+  expect_refused(foreign_renew, StatusCode::kConflict);
+
+  Command uncertain = DriveTo(*store, run, S::kUncertain, "g2");
+  TransitionRequest spent = ValidRequest(uncertain, Transition::kRelease);
+  spent.max_attempts = 1;  // one lease taken already
+  expect_refused(spent, StatusCode::kLimitExceeded);
+  TransitionRequest no_reason = ValidRequest(uncertain, Transition::kEscalate);
+  no_reason.reason.clear();
+  expect_refused(no_reason, StatusCode::kInvalidArgument);
+
+  Command blocked = DriveTo(*store, run, S::kBlocked, "g3");
+  TransitionRequest anonymous = ValidRequest(blocked, Transition::kApprove);
+  anonymous.actor.clear();
+  expect_refused(anonymous, StatusCode::kInvalidArgument);
+
+  TransitionRequest unknown = ValidRequest(blocked, Transition::kApprove);
+  unknown.command_key = "nope";
+  auto missing = store->Apply(unknown);
+  REQUIRE_FALSE(missing.has_value());
+  CHECK(missing.error().code() == StatusCode::kNotFound);
+}
+
+TEST_CASE("renew extends a live lease; fencing tokens only grow", "[commands]") {
+  auto kind = GENERATE(std::string("memory"), std::string("redis"));
+  auto store = MakeCommandStore(kind);
+  RunId run = FreshRun("renew");
+  Command c = DriveTo(*store, run, S::kLeased);
+  TransitionRequest renew = ValidRequest(c, Transition::kRenew);
+  renew.now_ms = c.lease_expires_ms - 1;
+  auto renewed = store->Apply(renew);
+  REQUIRE(renewed.has_value());
+  CHECK(renewed->lease_expires_ms == renew.now_ms + kLeaseMs);
+  CHECK(renewed->fencing_token == c.fencing_token);
+
+  uint64_t last = renewed->fencing_token;
+  Command cur = *renewed;
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE(store->Apply(ValidRequest(cur, Transition::kMarkUncertain)).has_value());
+    auto pending = store->Apply(ValidRequest(*store->Get(run, c.command_key), Transition::kRelease));
+    REQUIRE(pending.has_value());
+    auto again = store->Apply(ValidRequest(*pending, Transition::kLease));
+    REQUIRE(again.has_value());
+    CHECK(again->fencing_token > last);
+    last = again->fencing_token;
+    cur = *again;
+  }
+  CHECK(cur.attempts == 4);
+}
+
+TEST_CASE("run status moves by compare-and-set; journal positions are write-once", "[commands]") {
+  auto kind = GENERATE(std::string("memory"), std::string("redis"));
+  auto store = MakeCommandStore(kind);
+  RunId run = FreshRun("runmeta");
+  auto fresh = store->GetRun(run);
+  REQUIRE(fresh.has_value());
+  CHECK(fresh->status == RunStatus::kRunning);
+  auto comp = store->SetRunStatus(run, {RunStatus::kRunning}, RunStatus::kCompensating, "x", kNow);
+  REQUIRE(comp.has_value());
+  CHECK(comp->status == RunStatus::kCompensating);
+  auto wrong = store->SetRunStatus(run, {RunStatus::kRunning}, RunStatus::kFailed, "y", kNow);
+  REQUIRE_FALSE(wrong.has_value());
+  CHECK(wrong.error().code() == StatusCode::kFailedPrecondition);
+  CHECK(store->GetRun(run)->status == RunStatus::kCompensating);
+
+  JournalEntry e{1, "llm", "h1", {{"prompt", "hi"}}, {{"text", "hello"}}};
+  auto put = store->PutJournalEntry(run, e);
+  REQUIRE(put.has_value());
+  CHECK(*put == e);
+  JournalEntry other{1, "llm", "h2", {{"prompt", "bye"}}, {{"text", "x"}}};
+  auto kept = store->PutJournalEntry(run, other);
+  REQUIRE(kept.has_value());
+  CHECK(*kept == e);
+  auto read = store->GetJournalEntry(run, 1);
+  REQUIRE(read.has_value());
+  REQUIRE(read->has_value());
+  CHECK(**read == e);
+  CHECK_FALSE(store->GetJournalEntry(run, 2)->has_value());
+
+  REQUIRE(store->Reserve(*NewCommand(SpecFor(run, "d"), kNow)).has_value());
+  REQUIRE(store->DropRun(run).ok());
+  CHECK(store->ListCommands(run)->empty());
+  CHECK_FALSE(store->GetJournalEntry(run, 1)->has_value());
+  CHECK(store->GetRun(run)->status == RunStatus::kRunning);
+}

@@ -1,0 +1,105 @@
+// Shared fixtures of the command tests: the two CommandStore implementations
+// behind one factory (so every contract case runs on both), unique runs per
+// test (the Redis tests share one server), and a helper that drives a fresh
+// command into any state through allowed transitions only.
+// Not thread-safe (test main thread only).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include "support/redis_server.h"
+#include "taskledger/ledger/command_store.h"
+#include "taskledger/ledger/memory_command_store.h"
+#include "taskledger/ledger/redis_command_store.h"
+
+namespace taskledger::testing {
+
+inline std::unique_ptr<CommandStore> MakeCommandStore(const std::string& kind) {
+  if (kind == "memory") return NewMemoryCommandStore();
+  RedisOptions options;
+  options.url = SharedRedisUrl();
+  auto store = OpenRedisCommandStore(options);
+  if (!store) FAIL("cannot open the Redis command store: " << store.error().ToString());
+  return std::move(store).value();
+}
+
+// A run no other test (or earlier process) uses: odd bytes in the tenant too,
+// so hash-tag encoding is exercised everywhere.
+inline RunId FreshRun(const std::string& name) {
+  static std::atomic<int> counter{0};
+  return RunId{"t{:}" + std::to_string(::getpid()), name + "-" + std::to_string(++counter)};
+}
+
+inline CommandSpec SpecFor(const RunId& run, const std::string& step, bool approval = false) {
+  CommandSpec spec;
+  spec.run = run;
+  spec.step = step;
+  spec.tool = "issue_refund";
+  spec.target = "order:" + step;
+  spec.arguments = {{"order_id", step}, {"amount", 12.5}};
+  spec.decision = {{"decision", approval ? "require_approval" : "allow"}};
+  spec.pack_version = "pack-1";
+  spec.requires_approval = approval;
+  return spec;
+}
+
+inline constexpr int64_t kNow = 1'700'000'000'000;
+inline constexpr int64_t kLeaseMs = 10'000;
+
+// A request for `t` on `c` that passes every guard except the state check.
+inline TransitionRequest ValidRequest(const Command& c, Transition t) {
+  TransitionRequest r;
+  r.run = c.run;
+  r.command_key = c.command_key;
+  r.transition = t;
+  r.now_ms = kNow + 1;
+  r.fencing_token = c.fencing_token;
+  r.owner = c.lease_owner.empty() ? "worker-a" : c.lease_owner;
+  r.lease_ms = kLeaseMs;
+  r.external_id = "ext-1";
+  r.evidence = {{"status", "done"}};
+  r.error = "boom";
+  r.actor = "alice";
+  r.reason = "because";
+  r.max_attempts = 100;
+  r.replay.max_attempts_per_command = 100;
+  return r;
+}
+
+// Reserves a fresh command and moves it to `state` along allowed edges.
+inline Command DriveTo(CommandStore& store, const RunId& run, CommandState state,
+                       const std::string& step = "s") {
+  using S = CommandState;
+  bool approval = state == S::kBlocked || state == S::kApproved;
+  auto initial = NewCommand(SpecFor(run, step, approval), kNow);
+  REQUIRE(initial.has_value());
+  auto reserved = store.Reserve(*initial);
+  REQUIRE(reserved.has_value());
+  Command c = reserved->command;
+  auto step_to = [&](Transition t) {
+    auto next = store.Apply(ValidRequest(c, t));
+    INFO(TransitionName(t) << ": " << next.status().ToString());
+    REQUIRE(next.has_value());
+    c = *next;
+  };
+  switch (state) {
+    case S::kPending:
+    case S::kBlocked: break;
+    case S::kApproved: step_to(Transition::kApprove); break;
+    case S::kLeased: step_to(Transition::kLease); break;
+    case S::kSucceeded: step_to(Transition::kLease); step_to(Transition::kSucceed); break;
+    case S::kFailed: step_to(Transition::kLease); step_to(Transition::kFail); break;
+    case S::kUncertain: step_to(Transition::kLease); step_to(Transition::kMarkUncertain); break;
+    case S::kCancelled: step_to(Transition::kCancel); break;
+  }
+  REQUIRE(c.state == state);
+  return c;
+}
+
+}  // namespace taskledger::testing

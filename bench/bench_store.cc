@@ -21,7 +21,7 @@
 #include "taskledger/ledger/redis_store.h"
 
 using namespace taskledger;
-using Clock = std::chrono::steady_clock;
+using Steady = std::chrono::steady_clock;
 
 namespace {
 
@@ -35,9 +35,8 @@ TurnRecord MakeTurn(uint64_t turn, int64_t now_ms) {
     Update u;
     u.category = static_cast<Category>(i % kCategoryCount);
     u.key = "order." + std::to_string((turn * 10 + i) % 40);
-    u.value = {{"status", "pending"}, {"amount_cents", 1299 + i}, {"note", "item #W" + std::to_string(turn)}};
-    u.provenance = {turn, SourceKind::kToolOutput, "get_order_details#c" + std::to_string(i), true,
-                    "retail.orders", "3f2a9c"};
+    u.value = {{"status", "pending"}, {"cents", 1299 + i}};
+    u.provenance = {turn, SourceKind::kToolOutput, "get_order#c" + std::to_string(i), true, "", ""};
     t.updates.push_back(std::move(u));
   }
   return t;
@@ -50,8 +49,8 @@ double Percentile(std::vector<double> v, double p) {
   return v[idx];
 }
 
-double MicrosSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+double MicrosSince(Steady::time_point start) {
+  return std::chrono::duration<double, std::micro>(Steady::now() - start).count();
 }
 
 int Fail(const std::string& what, const Status& s) {
@@ -92,7 +91,7 @@ int main(int argc, char** argv) {
   size_t turn_bytes = 0;
   // Warm-up, then PING and commit alternate so both see the same load.
   for (int i = -200; i < samples; ++i) {
-    auto start = Clock::now();
+    auto start = Steady::now();
     auto pong = ping_client.Command({"PING"});
     double ping = MicrosSince(start);
     if (!pong) return Fail("ping", pong.error());
@@ -100,7 +99,7 @@ int main(int argc, char** argv) {
     TurnRecord turn = MakeTurn(head.version + 1, 1'700'000'000'000 + i);
     LedgerState after = head;
     if (Status s = ApplyTurn(after, turn); !s.ok()) return Fail("apply", s);
-    start = Clock::now();
+    start = Steady::now();
     Status s = store.CommitTurn(id, turn, after);
     double commit = MicrosSince(start);
     if (!s.ok()) return Fail("commit", s);
@@ -121,8 +120,8 @@ int main(int argc, char** argv) {
   // caller's work, not the store's.
   uint64_t committed = 0;
   double store_seconds = 0;
-  auto start = Clock::now();
-  while (std::chrono::duration<double>(Clock::now() - start).count() < seconds) {
+  auto start = Steady::now();
+  while (std::chrono::duration<double>(Steady::now() - start).count() < seconds) {
     std::vector<TurnRecord> turns(static_cast<size_t>(batch));
     std::vector<LedgerState> afters(static_cast<size_t>(batch));
     std::vector<CommitRequest> requests;
@@ -132,7 +131,7 @@ int main(int argc, char** argv) {
       if (Status s = ApplyTurn(afters[c], turns[c]); !s.ok()) return Fail("apply", s);
       requests.push_back({ids[c], &turns[c], &afters[c]});
     }
-    auto batch_start = Clock::now();
+    auto batch_start = Steady::now();
     auto statuses = store.CommitTurns(requests);
     store_seconds += MicrosSince(batch_start) / 1e6;
     for (size_t c = 0; c < statuses.size(); ++c) {

@@ -17,6 +17,11 @@ int main(int argc, char** argv) {
   int exit_code = kExitOk;
   AddReplayVerb(app, exit_code);
   AddPolicyVerb(app, exit_code);
+  AddAuditVerb(app, exit_code);
+  AddRenderVerb(app, exit_code);
+  AddMetricsVerb(app, exit_code);
+  AddCommandsVerb(app, exit_code);
+  AddMcpProxyVerb(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

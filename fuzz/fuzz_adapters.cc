@@ -5,6 +5,7 @@
 // Properties: nothing throws or crashes; every accepted call has object
 // arguments no deeper than kMaxArgumentDepth; what an adapter parsed, it
 // produces again in a form that parses back to the same calls and results.
+#include <algorithm>
 #include <string>
 #include <vector>
 

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fuzz_pack.h"
 #include "fuzz_support.h"
 #include "taskledger/extract/extractor.h"
 #include "taskledger/ledger/state.h"

@@ -1,20 +1,15 @@
 // Shared by the libFuzzer targets in this folder: turning fuzz bytes into
-// views, checking properties (a failed property aborts, which libFuzzer
-// reports as a crash with the input saved), and loading the retail rule pack
-// the extraction targets run against. Single-threaded, like libFuzzer itself.
+// views and checking properties (a failed property aborts, which libFuzzer
+// reports as a crash with the input saved). Single-threaded, like libFuzzer.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
-#include <vector>
-
-#include "taskledger/policy/rule_pack.h"
 
 namespace taskledger::fuzz {
 
@@ -43,26 +38,5 @@ inline std::pair<std::string_view, std::string_view> SplitFirstLine(std::string_
   do {                                                                                  \
     if (!(cond)) ::taskledger::fuzz::PropertyFailed(__FILE__, __LINE__, #cond, (detail)); \
   } while (0)
-
-// The files of rules/<name>/ from the source tree. A fixture the targets
-// cannot run without: abort with the reason if it does not load.
-inline std::vector<PackFile> SourcePackFiles(const char* name) {
-  auto pack = RulePack::Load(std::string(TASKLEDGER_SOURCE_DIR) + "/rules/" + name);
-  if (!pack.has_value()) {
-    std::fprintf(stderr, "fuzz: cannot load rules/%s: %s\n", name, pack.error().ToString().c_str());
-    std::abort();
-  }
-  return pack.value()->files();
-}
-
-// Loads a pack from files or aborts: for fixtures only, never for fuzz input.
-inline std::shared_ptr<const RulePack> FixturePack(std::vector<PackFile> files) {
-  auto pack = RulePack::FromFiles(std::move(files));
-  if (!pack.has_value()) {
-    std::fprintf(stderr, "fuzz: fixture pack does not load: %s\n", pack.error().ToString().c_str());
-    std::abort();
-  }
-  return pack.value();
-}
 
 }  // namespace taskledger::fuzz

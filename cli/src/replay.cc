@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "audit_html.h"
 #include "cli_common.h"
 #include "taskledger/ledger/clock.h"
 #include "taskledger/policy/checker.h"
@@ -30,6 +31,7 @@ struct ReplayOptions {
   std::string rules;
   std::string prefix;
   std::string audit_html;
+  bool prefix_given = false;  // --prefix on the command line, even empty
   bool strict = false;
   bool quiet = false;
   uint64_t limit = 0;
@@ -92,7 +94,7 @@ int RunReplay(ReplayOptions& o) {
   if (!pack) return ReportError("cannot load rule pack " + o.rules, pack.error());
   auto store = OpenStoreOrReport(o.common);
   if (!store) return kExitUsage;
-  if (o.prefix.empty() && o.common.store != "memory" && !o.common.store.empty()) {
+  if (!o.prefix_given && o.common.store != "memory" && !o.common.store.empty()) {
     o.prefix = RunUniquePrefix();
   }
   // One checker and one compiled extract.json for the whole run: sessions are
@@ -125,10 +127,13 @@ int RunReplay(ReplayOptions& o) {
       auto session = Session::Open(*store, id, *pack, session_options);
       if (!session) return ReportError(where + ": cannot open session", session.error());
       if ((*session)->ledger().version() != 0) {
-        // Replaying on top of an earlier run would mix two runs' turns.
-        return ReportError(where, Status::FailedPrecondition(
-                                      "conversation " + id.conversation +
-                                      " already has turns in the store; use another --prefix"));
+        // Replaying on top of an earlier run (or a duplicate line) would mix
+        // two replays' turns in one ledger.
+        std::cerr << where << ": conversation " << id.conversation
+                  << " already has turns in the store; skipped (use another --prefix)\n";
+        tally.AddFailedConversation();
+        if (o.strict) return kExitUsage;
+        continue;
       }
       auto result = ReplayConversation(**session, trace);
       if (!result) {
@@ -148,6 +153,10 @@ int RunReplay(ReplayOptions& o) {
   }
   progress.Finish();
   const double seconds = std::max<int64_t>(1, MonotonicMs() - start) / 1000.0;
+  if (!o.audit_html.empty()) {
+    Status written = WriteAuditHtml(*store, replayed, o.audit_html);
+    if (!written.ok()) return ReportError("cannot write " + o.audit_html, written);
+  }
   if (o.common.json) {
     nlohmann::json summary = tally.ToJson();
     summary["events_per_s"] = static_cast<uint64_t>(tally.events() / seconds);
@@ -183,15 +192,19 @@ void AddReplayVerb(CLI::App& app, int& exit_code) {
   verb->add_option("trace", options->traces, "Trace files (docs/trace-format.md)")->required();
   verb->add_option("--rules", options->rules, "Rule pack folder (rules/<pack>)")->required();
   AddCommonOptions(*verb, options->common);
-  verb->add_option("--prefix", options->prefix,
-                   "Prefix for conversation ids in the store (default: run-unique for a durable "
-                   "store, none for memory)");
+  CLI::Option* prefix = verb->add_option(
+      "--prefix", options->prefix,
+      "Prefix for conversation ids in the store (default: run-unique for a durable store, so "
+      "reruns do not conflict; none for memory)");
   verb->add_flag("--strict", options->strict, "Stop at the first unreadable trace line (exit 2)");
   verb->add_flag("-q,--quiet", options->quiet, "Print only mismatches and the summary");
   verb->add_option("--limit", options->limit, "Replay at most this many conversations");
   verb->add_option("--audit-html", options->audit_html,
                    "Write a self-contained audit page of the replayed conversations");
-  verb->callback([options, &exit_code] { exit_code = RunReplay(*options); });
+  verb->callback([options, prefix, &exit_code] {
+    options->prefix_given = prefix->count() > 0;
+    exit_code = RunReplay(*options);
+  });
 }
 
 }  // namespace taskledger::cli

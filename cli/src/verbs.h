@@ -13,5 +13,6 @@ void AddCommandsVerb(CLI::App& app, int& exit_code);
 void AddPolicyVerb(CLI::App& app, int& exit_code);
 void AddRenderVerb(CLI::App& app, int& exit_code);
 void AddMetricsVerb(CLI::App& app, int& exit_code);
+void AddMcpProxyVerb(CLI::App& app, int& exit_code);
 
 }  // namespace taskledger::cli

@@ -48,13 +48,16 @@ Extraction Extractor::ExtractToolOutput(const ProposedCall& call, std::string_vi
                                       std::to_string(limits.max_output_bytes)));
     return out;
   }
+  auto utf8_error = [&](size_t bad) {
+    return tc.Error("", extraction_error::kInvalidUtf8,
+                    "output is not valid UTF-8 (byte " + std::to_string(bad) + ")");
+  };
   size_t bad = 0;
-  if (!extract_internal::IsValidUtf8(output, &bad)) {
-    out.errors.push_back(tc.Error("", extraction_error::kInvalidUtf8,
-                                  "output is not valid UTF-8 (byte " + std::to_string(bad) + ")"));
-    return out;
-  }
   if (!extract_internal::LooksLikeJson(output)) {
+    if (!extract_internal::IsValidUtf8(output, &bad)) {
+      out.errors.push_back(utf8_error(bad));
+      return out;
+    }
     if (output.size() > limits.max_text_bytes) {
       out.errors.push_back(tc.Error("", extraction_error::kTooLarge,
                                     "text output of " + std::to_string(output.size()) +
@@ -74,9 +77,16 @@ Extraction Extractor::ExtractToolOutput(const ProposedCall& call, std::string_vi
   }
   json doc;
   try {
+    // The parser accepts only well-formed UTF-8 (inside strings; any byte
+    // over 0x7F outside one is a syntax error), so a separate UTF-8 pass is
+    // needed only to name the failure.
     doc = json::parse(output);
   } catch (const std::exception& e) {
-    out.errors.push_back(tc.Error("", extraction_error::kMalformedJson, e.what()));
+    if (!extract_internal::IsValidUtf8(output, &bad)) {
+      out.errors.push_back(utf8_error(bad));
+    } else {
+      out.errors.push_back(tc.Error("", extraction_error::kMalformedJson, e.what()));
+    }
     return out;
   }
   return ExtractValidatedJson(tc, doc);
@@ -137,14 +147,18 @@ Extraction Extractor::ExtractValidatedText(const ToolContext& tc, std::string_vi
 void Extractor::RunMappings(const ToolContext& tc, const json& doc, Extraction& out) const {
   extract_internal::UpdateOrigin origin{SourceKind::kToolOutput, &tc.source_id,
                                         &rules_->pack_version(), tc.now_ms};
+  std::vector<const json*> chain_scratch;
+  std::vector<extract_internal::Capture> capture_scratch;
   rules_->compiled().ForEachToolRules(tc.call.tool, [&](const extract_internal::ToolRules& tr) {
+    out.updates.reserve(out.updates.size() + 2 * tr.mappings.size());
     for (const extract_internal::Mapping& m : tr.mappings) {
       const size_t mark = out.updates.size();
       size_t matches = 0;
       bool failed = false;
       BuildProblem problem;
       std::string where;
-      m.path.ForEachMatch(doc, [&](const json&, const auto& chain, const auto& captures) {
+      m.path.ForEachMatch(doc, chain_scratch, capture_scratch,
+                          [&](const json&, const auto& chain, const auto& captures) {
         if (failed) return;
         ++matches;
         MatchContext ctx{&doc, &chain, &captures, &tc.call.arguments};

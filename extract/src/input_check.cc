@@ -70,27 +70,26 @@ bool LooksLikeJson(std::string_view s) {
 }
 
 bool NestsDeeperThan(std::string_view text, int max_depth) {
+  const char* p = text.data();
+  const char* end = p + text.size();
   int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
+  while (p < end) {
+    char c = *p++;
+    if (c == '"') {
+      // Skip the string: find the closing quote that no backslash escapes.
+      while (true) {
+        const void* q = std::memchr(p, '"', static_cast<size_t>(end - p));
+        if (q == nullptr) return false;  // unterminated: the parser reports it
+        const char* quote = static_cast<const char*>(q);
+        size_t backslashes = 0;
+        for (const char* b = quote; b > p && b[-1] == '\\'; --b) ++backslashes;
+        p = quote + 1;
+        if (backslashes % 2 == 0) break;
       }
-      continue;
-    }
-    switch (c) {
-      case '"': in_string = true; break;
-      case '[':
-      case '{':
-        if (++depth > max_depth) return true;
-        break;
-      case ']':
-      case '}': --depth; break;
-      default: break;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return true;
+    } else if (c == ']' || c == '}') {
+      --depth;
     }
   }
   return false;

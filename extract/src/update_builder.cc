@@ -150,6 +150,7 @@ BuildOutcome BuildUpdate(const UpdateSpec& spec, const MatchContext& ctx,
     return BuildOutcome::kFailed;
   };
   std::string key;
+  key.reserve(64);
   if (!spec.key.Render(ctx, key, &unresolved)) {
     return skip("key placeholder " + unresolved + " did not resolve to a scalar");
   }
@@ -170,7 +171,6 @@ BuildOutcome BuildUpdate(const UpdateSpec& spec, const MatchContext& ctx,
     return BuildOutcome::kFailed;
   }
 
-  out = Update{};
   out.op = UpdateOp::kSet;
   out.category = spec.category;
   out.key = std::move(key);

@@ -53,7 +53,9 @@ void Ledger::StageError(nlohmann::json error) { pending_.errors.push_back(std::m
 
 Result<uint64_t> Ledger::Commit() {
   pending_.turn = turn();
-  pending_.committed_at_ms = clock_.NowMs();
+  // Stamped once: a retry after a lost reply must carry the same bytes, so the
+  // store can recognise that the first attempt already landed.
+  if (pending_.committed_at_ms == 0) pending_.committed_at_ms = clock_.NowMs();
   LedgerState next = head_;
   if (Status s = ApplyTurn(next, pending_); !s.ok()) return s;
   if (Status s = store_.CommitTurn(id_, pending_, next); !s.ok()) return s;
@@ -72,6 +74,7 @@ Status Ledger::Rebase() {
 }
 
 Status Ledger::Reapply() {
+  pending_.committed_at_ms = 0;
   LedgerState next = head_;
   int64_t now = clock_.NowMs();
   for (Update& u : pending_.updates) {

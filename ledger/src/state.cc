@@ -52,8 +52,12 @@ Status ApplyUpdate(LedgerState& state, const Update& u, uint64_t turn, int64_t n
       break;
   }
   auto it = map.find(u.key);
-  if (it != map.end() && !u.provenance.verified && it->second.provenance.verified &&
-      it->second.LiveAt(turn, now_ms) && it->second.value != u.value) {
+  bool evidence = it != map.end() && !u.provenance.verified && it->second.provenance.verified &&
+                  it->second.LiveAt(turn, now_ms);
+  // A claim that agrees with the evidence adds nothing, and must not demote
+  // the entry from verified to claimed.
+  if (evidence && it->second.value == u.value) return Status::Ok();
+  if (evidence) {
     // A claim never silently overwrites evidence: keep the evidence and record
     // the disagreement where a policy can see it.
     Entry conflict;

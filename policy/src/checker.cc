@@ -31,22 +31,6 @@ std::string Truncate(std::string s) {
   return s;
 }
 
-// Pushes the read-only `call` object {id, tool, args}.
-void PushCall(lua_State* L, const ProposedCall& call) {
-  lua_createtable(L, 0, 3);
-  lua_pushlstring(L, call.id.data(), call.id.size());
-  lua_setfield(L, -2, "id");
-  lua_pushlstring(L, call.tool.data(), call.tool.size());
-  lua_setfield(L, -2, "tool");
-  if (call.arguments.is_object() || call.arguments.is_array()) {
-    policy_internal::PushReadOnly(L, call.arguments);
-  } else {
-    policy_internal::PushReadOnly(L, nlohmann::json::object());
-  }
-  lua_setfield(L, -2, "args");
-  policy_internal::WrapReadOnly(L, -1);
-}
-
 std::optional<Outcome> TokenOutcome(const void* token) {
   if (token == &policy_internal::kAllowToken) return Outcome::kAllow;
   if (token == &policy_internal::kDenyToken) return Outcome::kDeny;
@@ -164,54 +148,67 @@ void PolicyChecker::Impl::Decide(PolicyDecision& d, const ProposedCall& call,
   Sandbox& sb = *compiled->sandbox;
   compiled->view.Bind(state, call, key, now_ms);
   d.rules.reserve(applicable.size());
+  // One protected call runs every rule: the first error ends the check anyway,
+  // and `current` says whose it was.
+  constexpr size_t kNone = static_cast<size_t>(-1);
+  size_t current = kNone;
   sb.ArmBudget(limits.instruction_budget);
   Status st = sb.Protected([&](lua_State* L) {
-    PushCall(L, call);
+    compiled->call_view.Push(L, call);
     int call_idx = lua_gettop(L);
     compiled->view.Push(L);
     int ledger_idx = lua_gettop(L);
-    for (size_t i : applicable) {
-      const policy_internal::CompiledRule& rule = compiled->rules[i];
+    for (size_t k = 0; k < applicable.size(); ++k) {
+      const policy_internal::CompiledRule& rule = compiled->rules[applicable[k]];
+      current = k;
       lua_rawgeti(L, LUA_REGISTRYINDEX, rule.ref);
       lua_pushvalue(L, call_idx);
       lua_pushvalue(L, ledger_idx);
-      Status cs = sb.Call(2, 2);
+      lua_call(L, 2, 2);
+      // The rule caught the budget kill with pcall and still returned.
+      if (sb.budget_tripped()) luaL_error(L, "budget exceeded");
+      std::optional<Outcome> o = lua_type(L, -2) == LUA_TLIGHTUSERDATA
+                                     ? TokenOutcome(lua_touserdata(L, -2))
+                                     : std::nullopt;
+      const Outcome out = o.value_or(Outcome::kDeny);
+      if (!o) {
+        luaL_error(L,
+                   "check returned %s; it must return allow(), deny(reason), "
+                   "require_approval(reason) or confirm(question)",
+                   luaL_typename(L, -2));
+      }
       RuleEvaluation& ev = d.rules.emplace_back();
       ev.rule_id = rule.info.id;
-      std::optional<Outcome> o;
-      if (cs.ok()) {
-        o = lua_type(L, -2) == LUA_TLIGHTUSERDATA ? TokenOutcome(lua_touserdata(L, -2))
-                                                  : std::nullopt;
-        if (!o) {
-          cs = Status::PolicyError(std::string("check returned ") + luaL_typename(L, -2) +
-                                   "; it must return allow(), deny(reason), "
-                                   "require_approval(reason) or confirm(question)");
-        } else if (*o != Outcome::kAllow) {
-          size_t n = 0;
-          const char* s = lua_tolstring(L, -1, &n);
-          ev.reason = Truncate(std::string(s, n));
-        }
-        lua_pop(L, 2);
+      ev.outcome = out;
+      if (out != Outcome::kAllow) {
+        size_t n = 0;
+        const char* s = lua_tolstring(L, -1, &n);
+        ev.reason = Truncate(std::string(s, n));
       }
-      if (!cs.ok()) {
-        ev.error = true;
-        ev.outcome = Outcome::kDeny;
-        ev.reason = Truncate("policy error in rule " + rule.info.id + ": " + cs.message());
-        return;
-      }
-      ev.outcome = *o;
-      if (ev.outcome == Outcome::kDeny) return;
+      lua_pop(L, 2);
+      if (out == Outcome::kDeny) break;
     }
+    current = kNone;
   });
   compiled->view.Unbind();
   sb.DisarmBudget();
-  bool failed = !st.ok();
-  for (const RuleEvaluation& ev : d.rules) failed = failed || ev.error;
-  if (failed) sb.Recover();
   if (!st.ok()) {
+    sb.Recover();
     d.outcome = Outcome::kDeny;
-    d.rule_id = kCheckerErrorRule;
-    d.reason = Truncate("policy error: the rules could not be evaluated: " + st.message());
+    if (current == kNone) {
+      d.rule_id = kCheckerErrorRule;
+      d.reason = Truncate("policy error: the rules could not be evaluated: " + st.message());
+      return;
+    }
+    const std::string& id = compiled->rules[applicable[current]].info.id;
+    if (d.rules.size() > current) d.rules.resize(current);
+    RuleEvaluation& ev = d.rules.emplace_back();
+    ev.rule_id = id;
+    ev.outcome = Outcome::kDeny;
+    ev.error = true;
+    ev.reason = Truncate("policy error in rule " + id + ": " + st.message());
+    d.rule_id = id;
+    d.reason = ev.reason;
     return;
   }
   const RuleEvaluation* decider = nullptr;
@@ -311,11 +308,14 @@ std::vector<ExtractorRun> PolicyChecker::RunExtractors(const ProposedCall& call,
       Status st = sb.Protected([&](lua_State* L) {
         lua_rawgeti(L, LUA_REGISTRYINDEX, x.ref);
         policy_internal::PushReadOnly(L, output);
-        PushCall(L, call);
+        impl_->compiled->call_view.Push(L, call);
         failure = sb.Call(2, 1);
         if (failure.ok()) result = policy_internal::ToJson(L, -1);
       });
       sb.DisarmBudget();
+      // The extractor ran but its result does not convert to JSON (cycle,
+      // depth, NaN, invalid UTF-8): the update is invalid, not the run.
+      if (!st.ok() && failure.ok()) st = Status::InvalidArgument(st.message());
       if (st.ok()) st = failure;
       if (!st.ok()) {
         sb.Recover();
@@ -325,8 +325,8 @@ std::vector<ExtractorRun> PolicyChecker::RunExtractors(const ProposedCall& call,
       std::vector<Update> updates;
       if (!result.is_null()) {
         if (!result.is_array()) {
-          run.updates = Status::PolicyError("extractor " + x.info.id +
-                                            ": extract must return an array of updates");
+          run.updates = Status::InvalidArgument("extractor " + x.info.id +
+                                                ": extract must return an array of updates");
           continue;
         }
         if (result.size() > kMaxExtractedUpdates) {
@@ -338,7 +338,8 @@ std::vector<ExtractorRun> PolicyChecker::RunExtractors(const ProposedCall& call,
           Result<Update> up = UpdateFromJson(u, source_id, x.info.id, impl_->pack->version(), now_ms);
           if (!up) {
             updates.clear();
-            run.updates = Status::PolicyError("extractor " + x.info.id + ": " + up.error().message());
+            run.updates =
+                Status::InvalidArgument("extractor " + x.info.id + ": " + up.error().message());
             break;
           }
           updates.push_back(std::move(up.value()));

@@ -144,6 +144,7 @@ Result<std::unique_ptr<CompiledPack>> CompilePack(const std::vector<const PackFi
     lua_pushcclosure(L, DeclareExtractor, 1);
     box.DefineGlobal("extractor");
     raw->view.Install(L);
+    raw->call_view.Install(L);
   });
   if (!st.ok()) return Status::Internal("setting up the rule API: " + st.message());
 

@@ -356,6 +356,8 @@ Status Sandbox::ErrorStatus(int code, lua_State* L) {
   std::string msg;
   if (lua_type(L, -1) == LUA_TSTRING) {
     msg = lua_tostring(L, -1);
+  } else if (lua_isnil(L, -1)) {
+    msg = "error object is nil";
   } else {
     msg = std::string("error object is a ") + luaL_typename(L, -1) + " value";
   }

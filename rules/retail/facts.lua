@@ -9,17 +9,15 @@
 -- no product looked up) is made up and denied here too. Pure function of call
 -- and ledger.
 
--- The user this conversation serves: the earliest verified authentication
--- (the reading of identity.lua; rule files cannot share code).
+-- The user this conversation serves: its one authenticated user, or nil when
+-- none or several were authenticated (retail.auth_before_action and
+-- retail.single_user deny those calls; see identity.lua).
 local function conversation_user(ledger)
-  local user, turn = nil, nil
-  for _, key in ipairs(ledger.keys("identifier", "user.authenticated.")) do
-    local entry = ledger.entry("identifier", key)
-    if entry ~= nil and entry.verified and (turn == nil or entry.turn < turn) then
-      user, turn = entry.value, entry.turn
-    end
+  local keys = ledger.keys("identifier", "user.authenticated.")
+  if #keys ~= 1 or not ledger.verified("identifier", keys[1]) then
+    return nil
   end
-  return user
+  return tostring(ledger.identifier(keys[1]))
 end
 
 -- The arguments each retail write needs before anything can be checked.
@@ -98,6 +96,12 @@ rule {
     for _, name in ipairs(required_arguments[call.tool] or {}) do
       if call.args[name] == nil then
         return deny(call.tool .. " needs the argument " .. name)
+      end
+    end
+    for _, name in ipairs({"item_ids", "new_item_ids"}) do
+      local list = call.args[name]
+      if list ~= nil and (string_list(list) == nil or #string_list(list) == 0) then
+        return deny(name .. " must be a non-empty list of item ids")
       end
     end
     local missing = missing_order_facts(call, ledger)

@@ -3,8 +3,10 @@
 -- have come back from find_user_id_by_email or find_user_id_by_name_zip in this
 -- conversation (extract.json records each such id as the verified identifier
 -- user.authenticated.<id>). A user id the user merely typed, or one read from an
--- order or a profile, authenticates nobody. If the agent looked up a second user
--- later, the conversation still belongs to the first one.
+-- order or a profile, authenticates nobody. Once a second user has been
+-- authenticated, the conversation is no longer one user's: the ledger keeps the
+-- latest turn of each lookup, so "who came first" cannot be told reliably, and
+-- every write is refused rather than risk acting for the other user.
 --
 -- Like every retail rule that judges facts, single_user denies on evidence:
 -- a fact no tool has shown yet is left to retail.facts_from_tools, which runs
@@ -12,16 +14,16 @@
 -- breaks a rule on the facts it has is denied for what it breaks.
 -- Rules are pure functions of the call and the ledger snapshot; no state.
 
--- The user this conversation serves: the earliest verified authentication.
-local function conversation_user(ledger)
-  local user, turn = nil, nil
+-- The user ids authenticated in this conversation, sorted.
+local function authenticated_users(ledger)
+  local users = {}
   for _, key in ipairs(ledger.keys("identifier", "user.authenticated.")) do
-    local entry = ledger.entry("identifier", key)
-    if entry ~= nil and entry.verified and (turn == nil or entry.turn < turn) then
-      user, turn = entry.value, entry.turn
+    if ledger.verified("identifier", key) then
+      users[#users + 1] = tostring(ledger.identifier(key))
     end
   end
-  return user
+  table.sort(users)
+  return users
 end
 
 rule {
@@ -31,7 +33,7 @@ rule {
   description = "Authenticate the user (find_user_id_by_email or find_user_id_by_name_zip) "
              .. "before any action, even when the user already gave a user id.",
   check = function(call, ledger)
-    if conversation_user(ledger) == nil then
+    if #authenticated_users(ledger) == 0 then
       return deny("the user is not authenticated yet: before " .. call.tool ..
                   ", ask for their email and look it up with find_user_id_by_email " ..
                   "(or their first name, last name and zip code with find_user_id_by_name_zip)")
@@ -47,10 +49,16 @@ rule {
   description = "Help only the authenticated user of this conversation: no action on another "
              .. "user's profile or orders.",
   check = function(call, ledger)
-    local owner = conversation_user(ledger)
-    if owner == nil then
+    local users = authenticated_users(ledger)
+    if #users == 0 then
       return deny("no user is authenticated in this conversation; authenticate the user first")
     end
+    if #users > 1 then
+      return deny("this conversation has authenticated more than one user (" ..
+                  table.concat(users, ", ") .. ") but can serve only one: no change can " ..
+                  "be made in it any more; tell the user so and do not act for another user")
+    end
+    local owner = users[1]
     local user_id = call.args.user_id
     if user_id ~= nil and user_id ~= owner then
       return deny("this conversation serves user " .. owner .. "; " .. tostring(user_id) ..

@@ -9,17 +9,15 @@
 -- on evidence; a fact no tool has shown yet is left to retail.facts_from_tools
 -- (see identity.lua). Pure functions of call and ledger.
 
--- The user this conversation serves: the earliest verified authentication
--- (the reading of identity.lua; rule files cannot share code).
+-- The user this conversation serves: its one authenticated user, or nil when
+-- none or several were authenticated (retail.auth_before_action and
+-- retail.single_user deny those calls; see identity.lua).
 local function conversation_user(ledger)
-  local user, turn = nil, nil
-  for _, key in ipairs(ledger.keys("identifier", "user.authenticated.")) do
-    local entry = ledger.entry("identifier", key)
-    if entry ~= nil and entry.verified and (turn == nil or entry.turn < turn) then
-      user, turn = entry.value, entry.turn
-    end
+  local keys = ledger.keys("identifier", "user.authenticated.")
+  if #keys ~= 1 or not ledger.verified("identifier", keys[1]) then
+    return nil
   end
-  return user
+  return tostring(ledger.identifier(keys[1]))
 end
 
 local function source_of(ledger, user, method)
@@ -95,7 +93,7 @@ rule {
   check = function(call, ledger)
     local user = conversation_user(ledger)
     if user == nil then
-      return allow()  -- retail.auth_before_action denies
+      return allow()  -- retail.auth_before_action or retail.single_user denies
     end
     local method = tostring(call.args.payment_method_id)
     if source_of(ledger, user, method) ~= nil then

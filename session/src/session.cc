@@ -166,17 +166,9 @@ void Session::ConsumeConfirmation(const ProposedCall& call) {
   (void)ledger_->Stage(std::move(consume));
 }
 
-Result<uint64_t> Session::EndTurn() {
-  auto committed = ledger_->Commit();
-  if (committed.has_value() || committed.error().code() != StatusCode::kConflict) {
-    return committed;
-  }
-  // Another writer committed first (e.g. a second process on the same
-  // conversation): keep this turn and place it on top of theirs.
-  Status rebased = ledger_->Rebase();
-  if (!rebased.ok()) return rebased;
-  return ledger_->Commit();
-}
+Result<uint64_t> Session::EndTurn() { return ledger_->Commit(); }
+
+Status Session::Rebase() { return ledger_->Rebase(); }
 
 std::string DenialMessage(const ProposedCall& call, const PolicyDecision& decision) {
   std::string rule = decision.rule_id.empty() ? std::string("policy") : decision.rule_id;

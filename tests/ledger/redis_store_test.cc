@@ -114,7 +114,9 @@ TEST_CASE("redis layout: snapshots every K turns, one TTL for every key", "[redi
     REQUIRE(CommitNext(*store, id, head, {SetUpdate(Category::kFact, "i", i)}, kT0).ok());
   }
   auto keys = internal::LedgerKeysFor(id);
-  CHECK(server->Run({"HKEYS", keys.snaps}) == "5\n10");
+  CHECK(server->Run({"ZRANGE", keys.snap_index, "0", "-1"}) == "5\n10");
+  CHECK(server->Run({"HLEN", keys.snaps}) == "2");
+  CHECK(server->Run({"HEXISTS", keys.snaps, "10"}) == "1");
   CHECK(server->Run({"HLEN", keys.turns}) == "12");
   CHECK(server->Run({"GET", keys.head}) == "12");
   for (const std::string& key : {keys.head, keys.turns, keys.snaps, keys.snap_index}) {

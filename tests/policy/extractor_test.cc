@@ -61,6 +61,7 @@ TEST_CASE("extractors turn tool outputs into updates; one failing keeps the othe
   REQUIRE_FALSE(runs[2].updates.has_value());
   CHECK(runs[2].updates.error().code() == StatusCode::kLimitExceeded);
   REQUIRE_FALSE(runs[3].updates.has_value());
+  CHECK(runs[3].updates.error().code() == StatusCode::kInvalidArgument);
   CHECK_THAT(runs[3].updates.error().message(), Catch::Contains("unknown update field 'valu'"));
 
   // The checker is healthy after the failures.

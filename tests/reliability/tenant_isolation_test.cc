@@ -126,6 +126,16 @@ std::string RedisCliAs(const RedisServer& server, const std::string& user, const
   return out;
 }
 
+CommandSpec Refund(const std::string& tenant, const std::string& step, int amount) {
+  CommandSpec spec;
+  spec.run = RunId{tenant, "r1"};
+  spec.step = step;
+  spec.tool = "refund";
+  spec.target = "order:A1";
+  spec.arguments = {{"amount", amount}};
+  return spec;
+}
+
 ToolBinding RefundService() {
   return ToolBinding{[](const Command& c) { return ToolOutcome::Succeeded("ext-" + c.target, {{"ok", true}}); },
                      [](const Command&) { return LookupResult::NotFound(); }};
@@ -151,8 +161,7 @@ TEST_CASE("tenant isolation: per-tenant ACL users confine each process to its ow
   ManualClock clock;
   CommandLedger victim_ledger(*victim_commands.value(), clock);
   victim_ledger.Bind("refund", RefundService());
-  CommandSpec spec{RunId{"victim", "r1"}, "refund-1", "refund", "order:A1", {{"amount", 5}}};
-  auto ran = victim_ledger.Run(spec);
+  auto ran = victim_ledger.Run(Refund("victim", "refund-1", 5));
   REQUIRE(ran.has_value());
   CHECK(ran.value().state == CommandState::kSucceeded);
 
@@ -189,9 +198,7 @@ TEST_CASE("tenant isolation: per-tenant ACL users confine each process to its ow
   CHECK(mallory_commands.value()->ListRuns("victim").error().code() == StatusCode::kFailedPrecondition);
   CommandLedger mallory_ledger(*mallory_commands.value(), clock);
   mallory_ledger.Bind("refund", RefundService());
-  CHECK(mallory_ledger.Run(CommandSpec{RunId{"victim", "r1"}, "refund-2", "refund", "order:A1", {{"amount", 500}}})
-            .error()
-            .code() == StatusCode::kFailedPrecondition);
+  CHECK(mallory_ledger.Run(Refund("victim", "refund-2", 500)).error().code() == StatusCode::kFailedPrecondition);
 
   // Nor can a tenant replace the shared function library, which runs under
   // every other tenant's identity.

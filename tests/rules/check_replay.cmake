@@ -30,7 +30,7 @@ endif()
 # The summary is the last non-empty line of stdout.
 string(STRIP "${output}" output)
 string(REGEX REPLACE "^.*\n" "" summary "${output}")
-string(JSON failed ERROR_VARIABLE json_error GET "${summary}" failed_conversations)
+string(JSON failed_conversations ERROR_VARIABLE json_error GET "${summary}" failed_conversations)
 if(json_error)
   message(FATAL_ERROR "check_replay: no JSON summary on the last line of the replay:\n${summary}")
 endif()
@@ -42,7 +42,7 @@ foreach(field conversations calls expected_allow allowed_as_expected expected_de
               denied_as_expected right_rule)
   string(JSON ${field} GET "${summary}" ${field})
 endforeach()
-message(STATUS "${TRACE}: ${conversations} conversations, ${calls} labeled calls; "
+message(STATUS "${TRACE}: ${conversations} conversations, ${calls} calls; "
                "allowed ${allowed_as_expected}/${expected_allow}, "
                "denied ${denied_as_expected}/${expected_deny}, "
                "right rule ${right_rule}/${expected_deny}")

@@ -53,11 +53,13 @@ class CompiledPointer {
   // Calls f(const json& node, chain, captures) for each match, in document
   // order (arrays by index, objects by member name). `chain` holds the root
   // first and the matched node last; `captures[0]` is unused and
-  // `captures[i]` is what the i-th wildcard matched.
+  // `captures[i]` is what the i-th wildcard matched. `chain` and `captures`
+  // are the caller's scratch space (reused across calls to save allocations).
   template <class F>
-  void ForEachMatch(const nlohmann::json& root, F&& f) const {
-    std::vector<const nlohmann::json*> chain{&root};
-    std::vector<Capture> captures(1);
+  void ForEachMatch(const nlohmann::json& root, std::vector<const nlohmann::json*>& chain,
+                    std::vector<Capture>& captures, F&& f) const {
+    chain.assign(1, &root);
+    captures.assign(1, Capture{});
     captures[0].present = false;
     Walk(root, 0, chain, captures, f);
   }

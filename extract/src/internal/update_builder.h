@@ -38,8 +38,9 @@ struct BuildProblem {
   std::string message;
 };
 
-// Builds the update of `spec` for the match `ctx`. A skip becomes a failure
-// (code "unresolved") when the spec is required.
+// Builds the update of `spec` for the match `ctx` into `out`, which must be a
+// default-constructed Update. A skip becomes a failure (code "unresolved")
+// when the spec is required.
 BuildOutcome BuildUpdate(const UpdateSpec& spec, const MatchContext& ctx,
                          const UpdateOrigin& origin, Update& out, BuildProblem& problem);
 

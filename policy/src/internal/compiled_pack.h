@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "internal/call_view.h"
 #include "internal/ledger_view.h"
 #include "internal/sandbox.h"
 #include "taskledger/policy/rule_pack.h"
@@ -29,6 +30,7 @@ struct CompiledPack {
   std::vector<CompiledRule> rules;  // priority descending, then id
   std::vector<CompiledExtractor> extractors;  // file order, then declaration order
   LedgerView view;
+  CallView call_view;
   std::string loading_file;  // the file whose top level is running
 };
 

@@ -62,7 +62,8 @@ struct LedgerState {
 // Rules: a set overwrites (history keeps the old value in its turn record),
 // except that a claim (verified=false) never overwrites verified evidence with a
 // different value: the evidence stays and the conflict is recorded as the
-// condition "conflict.<category>.<key>" = {"claimed", "verified", "claimed_by"}.
+// condition "conflict.<category>.<key>" = {"claimed", "verified", "claimed_by"};
+// a claim equal to the evidence changes nothing.
 // Remove erases; expire makes the entry not live from this version on.
 // Returns InvalidArgument for an empty key and leaves `state` unchanged.
 Status ApplyUpdate(LedgerState& state, const Update& u, uint64_t turn, int64_t now_ms);

@@ -55,7 +55,11 @@ struct ViewKey {
 };
 
 // The result of one Lua extractor: its updates, or why it failed. One
-// extractor failing never loses another's updates.
+// extractor failing never loses another's updates. Error codes:
+// PolicyError (the extractor raised an error), LimitExceeded (budget,
+// deadline or memory), InvalidArgument (it returned something that is not a
+// valid array of updates: bad shape, unknown field, empty key, a value that
+// is not JSON-representable), Internal.
 struct ExtractorRun {
   std::string extractor_id;
   Result<std::vector<Update>> updates = std::vector<Update>{};

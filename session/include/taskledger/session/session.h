@@ -115,10 +115,15 @@ class Session {
   // consumed for an environment-changing call).
   Status RecordToolOutput(const ProposedCall& call, const ToolOutput& output);
 
-  // Commits the turn; returns the new version. On Conflict the session
-  // rebases once on the new head and commits again; other errors leave the
-  // turn staged for a retry.
+  // Commits the turn; returns the new version. Any error leaves the turn
+  // staged: Unavailable / Timeout may simply be retried (a retry of a commit
+  // that landed but whose reply was lost is recognised by the store).
+  // Conflict means another writer committed first: the decisions of this turn
+  // were taken on a state that is no longer the head, so the session does not
+  // silently re-apply them; call Rebase() and then EndTurn() if they still hold.
   Result<uint64_t> EndTurn();
+  // Reloads the head and re-applies the staged turn on top of it.
+  Status Rebase();
 
   const ConversationId& id() const;
   const Ledger& ledger() const { return *ledger_; }

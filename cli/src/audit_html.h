@@ -1,0 +1,29 @@
+// The audit page: one self-contained HTML file (inline CSS, no scripts, no
+// external resources, opens offline) showing, per conversation, a timeline of
+// turns with each turn's decisions, calls, state diff and extraction errors,
+// blocked calls highlighted, and the final state with provenance.
+//
+// Stable hooks for tests and tools: every conversation is a
+// <section class="conversation">, its timeline an <ol class="timeline">, each
+// turn an <li class="turn" id="turn-C-V">, each decision a
+// <div class="decision OUTCOME"> (OUTCOME: allow, deny, confirm,
+// require_approval) with data-rule and data-version-seen attributes; blocked
+// calls also carry class "blocked". Single-threaded.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "taskledger/ledger/store.h"
+#include "taskledger/status.h"
+
+namespace taskledger::cli {
+
+// Writes the page for `conversations` (in that order) to `path`.
+Status WriteAuditHtml(Store& store, const std::vector<ConversationId>& conversations,
+                      const std::string& path);
+
+// Escapes text for HTML element content and attribute values.
+std::string HtmlEscape(std::string_view text);
+
+}  // namespace taskledger::cli

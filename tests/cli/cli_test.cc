@@ -1,0 +1,166 @@
+// The taskledger binary as a user drives it: replay scoring and its JSON
+// summary, bad trace input, policy test/check, --help and usage errors, and
+// the exit-code contract (0 ok, 1 a check failed, 2 usage or input error).
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "cli/cli_runner.h"
+
+using namespace taskledger::testing;
+
+namespace {
+
+std::string Pack() {
+  static const std::string dir = WriteShopPack(TempDir() + "/shop");
+  return dir;
+}
+
+std::string TraceFile(const std::string& name, const std::string& text) {
+  const std::string path = TempDir() + "/" + name;
+  WriteFile(path, text);
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("replay prints each gated decision and a summary, exit 0 when all labels hold") {
+  std::string trace = TraceFile("ok.jsonl", ShopTraceLine("a") + "\n" + ShopTraceLine("b") + "\n");
+  CliRun r = RunCli({"replay", trace, "--rules", Pack()});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("a c1 cancel_order -> allow"));
+  CHECK_THAT(r.out, Catch::Contains("a c2 cancel_order -> deny [shop.confirmed]"));
+  CHECK_THAT(r.out, Catch::Contains("expected deny:  2  denied: 2  by the labeled rule: 2"));
+  CHECK_THAT(r.out, Catch::Contains("all labeled decisions as expected"));
+}
+
+TEST_CASE("replay --json ends with one summary object a report script can read") {
+  std::string trace = TraceFile("json.jsonl", ShopTraceLine("a") + "\n");
+  CliRun r = RunCli({"replay", trace, "--rules", Pack(), "--json"});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  nlohmann::json s = r.LastJson();
+  REQUIRE(s.is_object());
+  CHECK(s["conversations"] == 1);
+  CHECK(s["calls"] == 3);
+  CHECK(s["expected_allow"] == 1);
+  CHECK(s["allowed_as_expected"] == 1);
+  CHECK(s["expected_deny"] == 1);
+  CHECK(s["denied_as_expected"] == 1);
+  CHECK(s["right_rule"] == 1);
+  CHECK(s["events_per_s"].is_number());
+  CHECK(s["by_rule"]["shop.confirmed"]["right_rule"] == 1);
+  CHECK(s["mismatches"].empty());
+}
+
+TEST_CASE("a decision against the trace's label is a mismatch: listed, and exit 1") {
+  // Without the yes, the labeled-allow cancellation is blocked.
+  std::string line = ShopTraceLine("m");
+  line.erase(line.find(R"({"type":"user","text":"yes"},)"), 29);
+  std::string trace = TraceFile("mismatch.jsonl", line + "\n");
+  CliRun r = RunCli({"replay", trace, "--rules", Pack(), "--json", "-q"});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 1);
+  nlohmann::json s = r.LastJson();
+  REQUIRE(s.is_object());
+  CHECK(s["allowed_as_expected"] == 0);
+  REQUIRE(s["mismatches"].size() == 1);
+  CHECK(s["mismatches"][0]["conversation"] == "m");
+  CHECK(s["mismatches"][0]["call_id"] == "c1");
+  CHECK(s["mismatches"][0]["kind"] == "blocked_but_expected_allow");
+}
+
+TEST_CASE("an unreadable trace line is reported with file:line and skipped, or fatal with --strict") {
+  std::string trace = TraceFile("bad.jsonl", ShopTraceLine("a") + "\n{not json\n" +
+                                                 R"({"conversation":"x","events":[{"type":"shout"}]})" +
+                                                 "\n" + ShopTraceLine("b") + "\n");
+  CliRun lenient = RunCli({"replay", trace, "--rules", Pack(), "--json", "-q"});
+  INFO(lenient.out << lenient.err);
+  CHECK(lenient.exit_code == 0);
+  CHECK_THAT(lenient.err, Catch::Contains(trace + ":2:"));
+  CHECK_THAT(lenient.err, Catch::Contains(trace + ":3:") && Catch::Contains("unknown type"));
+  CHECK(lenient.LastJson()["conversations"] == 2);
+  CHECK(lenient.LastJson()["failed_conversations"] == 2);
+
+  CliRun strict = RunCli({"replay", trace, "--rules", Pack(), "--strict"});
+  CHECK(strict.exit_code == 2);
+  CHECK_THAT(strict.err, Catch::Contains(trace + ":2:"));
+  CHECK_THAT(strict.out, !Catch::Contains("b c1"));
+}
+
+TEST_CASE("replay survives hostile input: deep nesting, binary junk, a huge line") {
+  std::string deep = R"({"conversation":"d","events":[{"type":"result","id":"c","output":)" +
+                     std::string(50000, '[') + std::string(50000, ']') + "}]}";
+  std::string junk("\x00\xff\xfe{\"conversation\":\x01}", 20);
+  std::string trace = TraceFile("hostile.jsonl", deep + "\n" + junk + "\n" + ShopTraceLine("ok") + "\n");
+  CliRun r = RunCli({"replay", trace, "--rules", Pack(), "--json", "-q"});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, Catch::Contains("deeper than"));
+  CHECK(r.LastJson()["conversations"] == 1);
+}
+
+TEST_CASE("usage and input errors exit 2; --help exits 0") {
+  CHECK(RunCli({"replay", "--help"}).exit_code == 0);
+  CHECK_THAT(RunCli({"replay", "--help"}).out, Catch::Contains("--rules"));
+  for (const char* verb : {"audit", "policy", "render", "metrics", "commands"}) {
+    CliRun h = RunCli({verb, "--help"});
+    INFO(verb);
+    CHECK(h.exit_code == 0);
+    CHECK_THAT(h.out, Catch::Contains("--json") || Catch::Contains("test"));
+  }
+  CHECK(RunCli({}).exit_code == 2);
+  CHECK(RunCli({"frobnicate"}).exit_code == 2);
+  CHECK(RunCli({"replay", TempDir() + "/missing.jsonl", "--rules", Pack()}).exit_code == 2);
+  CHECK(RunCli({"replay", TempDir() + "/missing.jsonl"}).exit_code == 2);  // no --rules
+  CHECK(RunCli({"replay", TraceFile("x.jsonl", ""), "--rules", TempDir() + "/nopack"}).exit_code == 2);
+  CliRun bad_store = RunCli({"replay", TraceFile("y.jsonl", ""), "--rules", Pack(), "--store", "ftp://x"});
+  CHECK(bad_store.exit_code == 2);
+  CHECK_FALSE(bad_store.err.empty());
+}
+
+TEST_CASE("policy test runs a pack's tests: exit 0 when all pass, 1 when one fails") {
+  CliRun ok = RunCli({"policy", "test", Pack(), "--json"});
+  INFO(ok.out << ok.err);
+  CHECK(ok.exit_code == 0);
+  CHECK(ok.LastJson()["passed"] == 2);
+  CHECK(ok.LastJson()["failed"] == 0);
+
+  std::string broken = WriteShopPack(TempDir() + "/shop-broken");
+  WriteFile(broken + "/tests/wrong.json", R"({"cases": [
+    {"name": "expects the wrong rule",
+     "state": {},
+     "call": {"tool": "cancel_order", "arguments": {"order_id": "#W9"}},
+     "expect": {"decision": "deny", "rule": "shop.confirmed"}}]})");
+  CliRun fail = RunCli({"policy", "test", broken});
+  INFO(fail.out << fail.err);
+  CHECK(fail.exit_code == 1);
+  CHECK_THAT(fail.out, Catch::Contains("FAIL tests/wrong.json: expects the wrong rule"));
+  CHECK_THAT(fail.out, Catch::Contains("2 passed, 1 failed"));
+}
+
+TEST_CASE("policy check prints one decision as JSON; exit 1 when the call is not allowed") {
+  const std::string state = TempDir() + "/state.json";
+  const std::string call = TempDir() + "/call.json";
+  WriteFile(state, R"({"facts": {"order.#W1.status": "delivered"}})");
+  WriteFile(call, R"({"tool": "cancel_order", "arguments": {"order_id": "#W1"}})");
+  CliRun deny = RunCli({"policy", "check", "--rules", Pack(), "--state", state, "--call", call, "--json"});
+  INFO(deny.out << deny.err);
+  CHECK(deny.exit_code == 1);
+  nlohmann::json d = deny.LastJson();
+  CHECK(d["decision"] == "deny");
+  CHECK(d["rule"] == "shop.pending_only");
+  CHECK(d["reason"] == "order #W1 is delivered");
+  CHECK(d["rules"].size() >= 1);
+
+  const std::string read = TempDir() + "/read.json";
+  WriteFile(read, R"({"tool": "get_order", "arguments": {"order_id": "#W1"}})");
+  CliRun allow = RunCli({"policy", "check", "--rules", Pack(), "--state", state, "--call", read, "--json"});
+  CHECK(allow.exit_code == 0);
+  CHECK(allow.LastJson()["decision"] == "allow");
+  CHECK(allow.LastJson()["read_only"] == true);
+
+  WriteFile(call, "{\"tool\": 7}");
+  CHECK(RunCli({"policy", "check", "--rules", Pack(), "--state", state, "--call", call}).exit_code == 2);
+}

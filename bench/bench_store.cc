@@ -7,16 +7,24 @@
 //                    [--batch N] [--seconds S]
 // The last line of output is one JSON object:
 // {"ping_p50_us":..,"ping_p99_us":..,"commit_p50_us":..,"commit_p99_us":..,
-//  "pipelined_turns_per_s":..,"turn_bytes":..}
-// Single-threaded.
+//  "pipelined_turns_per_s":..,"turn_bytes":..,"turn_json_bytes":..,
+//  "snapshot_every":..,"redis":{"version":..,"appendonly":..,"appendfsync":..},
+//  "server_us_per_call":{...}}
+// turn_bytes is the stored (CBOR) record sent per commit. "redis" is read
+// from the server itself (CONFIG GET), so the JSON says which persistence
+// the numbers were taken with. server_us_per_call is INFO commandstats over
+// the latency phase: what each command cost inside Redis, without the
+// round trip. Single-threaded.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <string>
 #include <vector>
 
 #include "internal/redis_client.h"
+#include "internal/redis_records.h"
 #include "taskledger/ledger/codec.h"
 #include "taskledger/ledger/redis_store.h"
 
@@ -25,7 +33,7 @@ using Steady = std::chrono::steady_clock;
 
 namespace {
 
-// A typical turn: ~10 updates, ~1 KB encoded, over a bounded set of keys so
+// A typical turn: 10 updates, ~1 KB stored, over a bounded set of keys so
 // the periodic snapshot stays the size of a real conversation's state.
 TurnRecord MakeTurn(uint64_t turn, int64_t now_ms) {
   TurnRecord t;
@@ -35,8 +43,8 @@ TurnRecord MakeTurn(uint64_t turn, int64_t now_ms) {
     Update u;
     u.category = static_cast<Category>(i % kCategoryCount);
     u.key = "order." + std::to_string((turn * 10 + i) % 40);
-    u.value = {{"status", "pending"}, {"cents", 1299 + i}};
-    u.provenance = {turn, SourceKind::kToolOutput, "get_order#c" + std::to_string(i), true, "", ""};
+    u.value = {{"cents", 1299 + i}};
+    u.provenance = {turn, SourceKind::kToolOutput, "lookup#c" + std::to_string(i), true, "", ""};
     t.updates.push_back(std::move(u));
   }
   return t;
@@ -51,6 +59,41 @@ double Percentile(std::vector<double> v, double p) {
 
 double MicrosSince(Steady::time_point start) {
   return std::chrono::duration<double, std::micro>(Steady::now() - start).count();
+}
+
+// The value of `field` in a "k=v,k=v" line of INFO output, or "".
+std::string InfoField(const std::string& info, const std::string& line_prefix, const std::string& field) {
+  size_t at = info.find(line_prefix);
+  if (at == std::string::npos) return "";
+  size_t end = info.find('\n', at);
+  std::string line = info.substr(at, end == std::string::npos ? std::string::npos : end - at);
+  size_t f = line.find(field + "=");
+  if (f == std::string::npos) return "";
+  f += field.size() + 1;
+  return line.substr(f, line.find_first_of(",\r", f) - f);
+}
+
+std::string ConfigValue(internal::RedisClient& client, const std::string& name) {
+  auto r = client.Command({"CONFIG", "GET", name});
+  if (!r || r->elements().size() != 2) return "unknown";
+  return r->elements()[1].str();
+}
+
+// redis-server's user + system CPU seconds so far.
+double ServerCpuSeconds(internal::RedisClient& client) {
+  auto info = client.Command({"INFO", "cpu"});
+  if (!info || !info->is_string()) return 0;
+  auto field = [&](const std::string& name) {
+    size_t at = info->str().find(name + ":");
+    return at == std::string::npos ? 0.0 : std::atof(info->str().c_str() + at + name.size() + 1);
+  };
+  return field("used_cpu_user") + field("used_cpu_sys");
+}
+
+double ThreadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
 
 int Fail(const std::string& what, const Status& s) {
@@ -87,8 +130,19 @@ int main(int argc, char** argv) {
   std::string run = std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
   ConversationId id{"bench", "latency-" + run};
   LedgerState head;
+  std::string redis_version = "unknown";
+  if (auto info = ping_client.Command({"INFO", "server"}); info && info->is_string()) {
+    const std::string& text = info->str();
+    if (size_t at = text.find("redis_version:"); at != std::string::npos) {
+      at += 14;
+      redis_version = text.substr(at, text.find_first_of("\r\n", at) - at);
+    }
+  }
+  std::string appendonly = ConfigValue(ping_client, "appendonly");
+  std::string appendfsync = ConfigValue(ping_client, "appendfsync");
+  (void)ping_client.Command({"CONFIG", "RESETSTAT"});
   std::vector<double> ping_us, commit_us;
-  size_t turn_bytes = 0;
+  size_t turn_bytes = 0, turn_json_bytes = 0;
   // Warm-up, then PING and commit alternate so both see the same load.
   for (int i = -200; i < samples; ++i) {
     auto start = Steady::now();
@@ -108,7 +162,16 @@ int main(int argc, char** argv) {
       ping_us.push_back(ping);
       commit_us.push_back(commit);
     } else if (turn_bytes == 0) {
-      turn_bytes = EncodeTurn(turn).dump().size();
+      turn_bytes = internal::TurnRecordBytes(turn).size();
+      turn_json_bytes = EncodeTurn(turn).dump().size();
+    }
+  }
+  std::string server_stats;
+  if (auto info = ping_client.Command({"INFO", "commandstats"}); info && info->is_string()) {
+    for (const char* cmd : {"ping", "fcall", "multi", "hsetnx", "exec"}) {
+      std::string v = InfoField(info->str(), std::string("cmdstat_") + cmd + ":", "usec_per_call");
+      if (v.empty()) continue;
+      server_stats += std::string(server_stats.empty() ? "" : ",") + "\"" + cmd + "\":" + v;
     }
   }
 
@@ -119,7 +182,8 @@ int main(int argc, char** argv) {
   // Only CommitTurns is timed: building and applying the turns is the
   // caller's work, not the store's.
   uint64_t committed = 0;
-  double store_seconds = 0;
+  double store_seconds = 0, client_cpu_seconds = 0;
+  double server_cpu_start = ServerCpuSeconds(ping_client);
   auto start = Steady::now();
   while (std::chrono::duration<double>(Steady::now() - start).count() < seconds) {
     std::vector<TurnRecord> turns(static_cast<size_t>(batch));
@@ -132,7 +196,9 @@ int main(int argc, char** argv) {
       requests.push_back({ids[c], &turns[c], &afters[c]});
     }
     auto batch_start = Steady::now();
+    double cpu_start = ThreadCpuSeconds();
     auto statuses = store.CommitTurns(requests);
+    client_cpu_seconds += ThreadCpuSeconds() - cpu_start;
     store_seconds += MicrosSince(batch_start) / 1e6;
     for (size_t c = 0; c < statuses.size(); ++c) {
       if (!statuses[c].ok()) return Fail("pipelined commit", statuses[c]);
@@ -141,6 +207,9 @@ int main(int argc, char** argv) {
     committed += statuses.size();
   }
 
+  // Where the pipelined time goes: this thread's CPU inside CommitTurns,
+  // and redis-server's CPU (INFO cpu: commands, networking, AOF writes).
+  double server_us = (ServerCpuSeconds(ping_client) - server_cpu_start) * 1e6;
   (void)store.DropConversation(id);
   for (const auto& c : ids) (void)store.DropConversation(c);
 
@@ -149,8 +218,15 @@ int main(int argc, char** argv) {
   std::printf("commit_p50 / ping_p50 = %.2f\n", commit_p50 / ping_p50);
   std::printf(
       "{\"ping_p50_us\":%.1f,\"ping_p99_us\":%.1f,\"commit_p50_us\":%.1f,\"commit_p99_us\":%.1f,"
-      "\"pipelined_turns_per_s\":%.0f,\"turn_bytes\":%zu}\n",
-      ping_p50, Percentile(ping_us, 0.99), commit_p50, Percentile(commit_us, 0.99),
-      static_cast<double>(committed) / store_seconds, turn_bytes);
+      "\"commit_to_ping_p50\":%.2f,\"pipelined_turns_per_s\":%.0f,\"batch\":%d,\"turn_bytes\":%zu,"
+      "\"turn_json_bytes\":%zu,\"snapshot_every\":%u,"
+      "\"pipelined_us_per_turn\":{\"wall\":%.2f,\"client_cpu\":%.2f,\"server_cpu\":%.2f},"
+      "\"redis\":{\"version\":\"%s\",\"appendonly\":\"%s\",\"appendfsync\":\"%s\"},"
+      "\"server_us_per_call\":{%s}}\n",
+      ping_p50, Percentile(ping_us, 0.99), commit_p50, Percentile(commit_us, 0.99), commit_p50 / ping_p50,
+      static_cast<double>(committed) / store_seconds, batch, turn_bytes, turn_json_bytes,
+      options.store.snapshot_every, store_seconds * 1e6 / static_cast<double>(committed),
+      client_cpu_seconds * 1e6 / static_cast<double>(committed), server_us / static_cast<double>(committed), redis_version.c_str(), appendonly.c_str(), appendfsync.c_str(),
+      server_stats.c_str());
   return 0;
 }

@@ -106,7 +106,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace taskledger;
   using namespace taskledger::fuzz;
   Fixture& f = GetFixture();
-  auto [tool, output] = SplitFirstLine(AsView(data, size));
+  auto [tool, raw_output] = SplitFirstLine(AsView(data, size));
+  // Owned, so NUL-terminated: the sanitizers' regexec interceptor reads the
+  // subject up to a NUL even with REG_STARTEND (glibc itself does not), and
+  // libFuzzer's buffer has none. Callers' strings always do.
+  const std::string output(raw_output);
   ProposedCall call{"c1", std::string(tool), {{"user_id", "u_1"}, {"order_id", "#W1"}}};
 
   CheckExtraction(call, f.extractor->ExtractToolOutput(call, output), f);

@@ -265,6 +265,14 @@ Result<ProxyReport> GatingProxy::Impl::Run(int in, int out) {
     if (stop_requested) {
       report.end = ProxyReport::End::kClientClosed;
       report.detail = "stopped";
+      FailOutstanding("the taskledger MCP proxy was stopped");
+      break;
+    }
+    if (server_gone) {
+      server->Stop(options.shutdown_grace_ms);
+      report.end = ProxyReport::End::kServerExited;
+      report.detail = "the MCP server " + server->Describe();
+      FailOutstanding(report.detail + " before answering");
       break;
     }
     if (!client_reading && !client_eof_at) client_eof_at = std::chrono::steady_clock::now();
@@ -276,13 +284,7 @@ Result<ProxyReport> GatingProxy::Impl::Run(int in, int out) {
     if (!client_writable || (!client_reading && queued_calls.empty() && !draining)) {
       report.end = ProxyReport::End::kClientClosed;
       report.detail = "the client closed the connection";
-      break;
-    }
-    if (server_gone) {
-      server->Stop(options.shutdown_grace_ms);
-      report.end = ProxyReport::End::kServerExited;
-      report.detail = "the MCP server " + server->Describe();
-      FailOutstanding(report.detail + " before answering");
+      FailOutstanding("the taskledger MCP proxy is shutting down: the client closed the connection");
       break;
     }
     if (!queued_calls.empty()) {

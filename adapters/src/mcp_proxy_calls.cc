@@ -79,7 +79,7 @@ void GatingProxy::Impl::HandleToolsCall(const QueuedCall& queued) {
   const bool writes = session.pack().Classify(call.tool) != ToolClass::kReadOnly;
   const std::string key = request_id.dump();
 
-  bool answered_raw = false;   // the server's response was relayed as it came
+  std::optional<std::string> raw_response;  // the server's answer, relayed as it came
   bool client_cancelled = false;
   auto execute = [&](const ProposedCall& c) -> Result<ToolOutput> {
     nlohmann::json forwarded = request;
@@ -133,8 +133,8 @@ void GatingProxy::Impl::HandleToolsCall(const QueuedCall& queued) {
         break;
       }
       if (server_gone) {
-        ambiguous = "the MCP server " + (server ? server->Describe() : std::string("stopped")) +
-                    " before answering";
+        server->Stop(options.shutdown_grace_ms);  // reaped, so its exit status can be told
+        ambiguous = "the MCP server " + server->Describe() + " before answering";
         break;
       }
       if (stop_requested) {
@@ -170,8 +170,7 @@ void GatingProxy::Impl::HandleToolsCall(const QueuedCall& queued) {
       }
       return Status::Unavailable(ambiguous);
     }
-    SendRawToClient(done.response_line);
-    answered_raw = true;
+    raw_response = std::move(done.response_line);
     ToolOutput out = OutputOf(*done.response);
     if (leased) {
       ToolOutcome outcome =
@@ -184,14 +183,18 @@ void GatingProxy::Impl::HandleToolsCall(const QueuedCall& queued) {
   };
 
   CallResult result = session.HandleToolCall(call, execute);
+  // Committed before the client hears back: a client that has its answer can
+  // find the call in `taskledger audit`.
+  auto committed = session.EndTurn();
+  if (!committed) Log("cannot commit the turn of call " + call.tool + ": " + committed.error().ToString());
   if (!result.executed) {
     ++report.calls_blocked;
     SendToClient(ProduceToolsCallResult(request_id, ToolResult{call.id, result.message, true}));
-  } else if (!answered_raw && !client_cancelled) {
+  } else if (raw_response) {
+    SendRawToClient(*raw_response);
+  } else if (!client_cancelled) {
     ReplyError(request_id, kInternalError, result.message);
   }
-  auto committed = session.EndTurn();
-  if (!committed) Log("cannot commit the turn of call " + call.tool + ": " + committed.error().ToString());
 }
 
 }  // namespace taskledger::mcp

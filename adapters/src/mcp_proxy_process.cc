@@ -73,6 +73,9 @@ Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(const std::vector<st
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     ::dup2(to_child[0], STDIN_FILENO);
     ::dup2(from_child[1], STDOUT_FILENO);
+    // Whatever else the proxy holds open (store connections, the client's
+    // other descriptors) is none of the server's business.
+    ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
     ::execvp(args[0], args.data());
     int e = errno;
     ssize_t ignored = ::write(exec_error[1], &e, sizeof e);

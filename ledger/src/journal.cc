@@ -10,7 +10,10 @@ namespace {
 
 std::string Abbreviate(const nlohmann::json& j) {
   std::string text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  if (text.size() > 300) text = text.substr(0, 300) + "...";
+  if (text.size() > 300) {
+    text.resize(300);
+    text.append("...");
+  }
   return text;
 }
 

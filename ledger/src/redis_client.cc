@@ -6,12 +6,13 @@
 
 #include <hiredis/hiredis.h>
 
-#include <cerrno>
-#include <csignal>
-#include <cstring>
-#include <ctime>
-#include <pthread.h>
+#include <sys/socket.h>
 #include <sys/time.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
 
 namespace taskledger::internal {
 namespace {
@@ -49,61 +50,24 @@ Reply Convert(const redisReply* r) {
   }
 }
 
-// Shared by Command and Pipeline: hands argv to hiredis without copying.
-int AppendArgv(redisContext* c, const Argv& argv) {
-  constexpr size_t kInline = 16;
-  const char* ptrs_inline[kInline];
-  size_t lens_inline[kInline];
-  std::vector<const char*> ptrs_heap;
-  std::vector<size_t> lens_heap;
-  const char** ptrs = ptrs_inline;
-  size_t* lens = lens_inline;
-  if (argv.size() > kInline) {
-    ptrs_heap.resize(argv.size());
-    lens_heap.resize(argv.size());
-    ptrs = ptrs_heap.data();
-    lens = lens_heap.data();
+// Appends `argv` to `out` as a RESP array of bulk strings (the request form
+// every Redis command takes), binary-safe.
+void AppendRequest(std::string& out, const Argv& argv) {
+  char digits[24];
+  auto number = [&](char kind, size_t n) {
+    out.push_back(kind);
+    auto [end, ec] = std::to_chars(digits, digits + sizeof(digits), n);
+    (void)ec;  // 24 digits hold any size_t
+    out.append(digits, end);
+    out.append("\r\n", 2);
+  };
+  number('*', argv.size());
+  for (const std::string& arg : argv) {
+    number('$', arg.size());
+    out.append(arg);
+    out.append("\r\n", 2);
   }
-  for (size_t i = 0; i < argv.size(); ++i) {
-    ptrs[i] = argv[i].data();
-    lens[i] = argv[i].size();
-  }
-  return redisAppendCommandArgv(c, static_cast<int>(argv.size()), ptrs, lens);
 }
-
-// hiredis writes with write(), so a write to a connection the server reset
-// would raise SIGPIPE and kill the process. While a call runs, SIGPIPE is
-// blocked in this thread; one raised by our write is consumed before the
-// mask is restored, so it never reaches the application.
-class ScopedSigpipeBlock {
- public:
-  ScopedSigpipeBlock() {
-    sigemptyset(&pipe_);
-    sigaddset(&pipe_, SIGPIPE);
-    sigset_t pending;
-    sigpending(&pending);
-    already_pending_ = sigismember(&pending, SIGPIPE) == 1;
-    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
-  }
-  ~ScopedSigpipeBlock() {
-    if (!already_pending_) {
-      sigset_t pending;
-      sigpending(&pending);
-      if (sigismember(&pending, SIGPIPE) == 1) {
-        timespec zero{0, 0};
-        while (sigtimedwait(&pipe_, nullptr, &zero) == -1 && errno == EINTR) {
-        }
-      }
-    }
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-  }
-  ScopedSigpipeBlock(const ScopedSigpipeBlock&) = delete;
-  ScopedSigpipeBlock& operator=(const ScopedSigpipeBlock&) = delete;
-
- private:
-  sigset_t pipe_, old_;
-  bool already_pending_ = false;
-};
 
 bool StartsWith(const std::string& s, std::string_view prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
@@ -215,6 +179,30 @@ Status RedisClient::TransportFailure(std::string_view during) {
   return Status::Unavailable(std::move(message));
 }
 
+Status RedisClient::Send(std::string_view during) {
+  const char* p = out_.data();
+  size_t left = out_.size();
+  while (left > 0) {
+    ssize_t n = ::send(context_->fd, p, left, MSG_NOSIGNAL);
+    if (n > 0) {
+      p += n;
+      left -= static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    // Report it the way hiredis reports its own I/O errors, so that
+    // TransportFailure maps an expired SO_SNDTIMEO (EAGAIN) to Timeout.
+    int saved = n < 0 ? errno : EPIPE;
+    context_->err = REDIS_ERR_IO;
+    std::snprintf(context_->errstr, sizeof(context_->errstr), "%s", std::strerror(saved));
+    errno = saved;
+    return TransportFailure(during);
+  }
+  // A huge pipeline's buffer is not worth keeping on an idle pooled connection.
+  if (out_.capacity() > (size_t{4} << 20)) out_ = std::string();
+  return Status::Ok();
+}
+
 Status RedisClient::Connect() {
   if (context_) return Status::Ok();
   timeval connect_tv = ToTimeval(options_.connect_timeout);
@@ -253,9 +241,10 @@ Status RedisClient::Connect() {
 
 Result<Reply> RedisClient::Command(const Argv& argv) {
   if (Status s = Connect(); !s.ok()) return s;
-  ScopedSigpipeBlock no_sigpipe;
+  out_.clear();
+  AppendRequest(out_, argv);
+  if (Status s = Send("send"); !s.ok()) return s;
   errno = 0;
-  if (AppendArgv(context_.get(), argv) != REDIS_OK) return TransportFailure("send");
   void* raw = nullptr;
   if (redisGetReply(context_.get(), &raw) != REDIS_OK || raw == nullptr) {
     return TransportFailure(argv.empty() ? "command" : argv.front());
@@ -266,11 +255,10 @@ Result<Reply> RedisClient::Command(const Argv& argv) {
 
 Result<std::vector<Reply>> RedisClient::Pipeline(const std::vector<Argv>& commands) {
   if (Status s = Connect(); !s.ok()) return s;
-  ScopedSigpipeBlock no_sigpipe;
+  out_.clear();
+  for (const Argv& argv : commands) AppendRequest(out_, argv);
+  if (Status s = Send("send pipeline"); !s.ok()) return s;
   errno = 0;
-  for (const Argv& argv : commands) {
-    if (AppendArgv(context_.get(), argv) != REDIS_OK) return TransportFailure("send pipeline");
-  }
   std::vector<Reply> replies;
   replies.reserve(commands.size());
   for (size_t i = 0; i < commands.size(); ++i) {

@@ -1,8 +1,11 @@
 // RedisStore: the Store on Redis 7 (see taskledger/ledger/redis_store.h and
-// docs/redis-keys.md). Commits are one FCALL of tl_commit each (a batch is one
-// pipeline of them); reads of any version are one FCALL of tl_read; records
-// are the codec's JSON documents serialised as CBOR (compact, fast, and
-// byte-exact for any string the caller stored, valid UTF-8 or not).
+// docs/redis-keys.md). A commit is one FCALL of tl_commit (first and snapshot
+// turns) or one MULTI / tl_advance / HSETNX / EXEC transaction (every other
+// turn, so the payload never passes through Lua); a batch is one pipeline of
+// them. Reads of any version are one FCALL of tl_read. Records are the
+// codec's JSON documents serialised as CBOR (compact, fast, and byte-exact
+// for any string the caller stored, valid UTF-8 or not), written directly
+// from the structs (internal/redis_records.h).
 //
 // Thread-safe: every call leases its own connection from a RedisPool.
 #include "taskledger/ledger/redis_store.h"
@@ -15,6 +18,7 @@
 #include "internal/redis_functions.h"
 #include "internal/redis_keys.h"
 #include "internal/redis_pool.h"
+#include "internal/redis_records.h"
 #include "taskledger/ledger/codec.h"
 #include "taskledger/ledger/memory_store.h"
 
@@ -27,12 +31,6 @@ using internal::Reply;
 const internal::FunctionLibrary& Library() { return internal::LedgerFunctionLibrary(); }
 
 std::string Describe(const ConversationId& id) { return id.tenant + "/" + id.conversation; }
-
-std::string Serialize(const nlohmann::json& j) {
-  std::string out;
-  nlohmann::json::to_cbor(j, out);
-  return out;
-}
 
 Result<nlohmann::json> Deserialize(const std::string& bytes, const std::string& what) {
   auto j = nlohmann::json::from_cbor(bytes, /*strict=*/true, /*allow_exceptions=*/false);
@@ -74,25 +72,46 @@ class RedisStore final : public Store {
     return CommitTurns(std::span<const CommitRequest>(&request, 1)).front();
   }
 
+  // Every commit of the batch goes out in one pipeline; see docs/redis-keys.md
+  // ("Commit protocol") for the two forms a commit takes.
   std::vector<Status> CommitTurns(std::span<const CommitRequest> batch) override {
     std::vector<Status> out(batch.size());
-    std::vector<Argv> fcalls;
-    std::vector<size_t> sent;  // index in batch of each fcall
-    fcalls.reserve(batch.size());
+    std::vector<Commit> commits;
+    commits.reserve(batch.size());
     for (size_t i = 0; i < batch.size(); ++i) {
-      auto argv = CommitArgv(batch[i]);
-      if (!argv) {
-        out[i] = argv.error();
+      auto commit = MakeCommit(batch[i], i);
+      if (!commit) {
+        out[i] = commit.error();
         continue;
       }
-      fcalls.push_back(std::move(argv.value()));
-      sent.push_back(i);
+      commits.push_back(std::move(commit.value()));
     }
-    if (fcalls.empty()) return out;
-    auto replies = pool_.Take()->FCallPipeline(Library(), fcalls);
-    for (size_t k = 0; k < sent.size(); ++k) {
-      const CommitRequest& r = batch[sent[k]];
-      out[sent[k]] = replies ? CommitOutcome((*replies)[k], r) : replies.error();
+    if (commits.empty()) return out;
+    auto client = pool_.Take();
+    std::vector<Commit*> all;
+    for (Commit& c : commits) all.push_back(&c);
+    if (Status s = Send(*client, all); !s.ok()) {
+      for (const Commit& c : commits) out[c.index] = s;
+      return out;
+    }
+    // A missing function ran nothing (a debris turn field at most, which the
+    // next tl_advance removes): load the library and send those once more.
+    std::vector<Commit*> again;
+    for (Commit& c : commits) {
+      if (internal::IsFunctionNotFound(c.reply)) again.push_back(&c);
+    }
+    if (!again.empty()) {
+      auto loaded = client->Command({"FUNCTION", "LOAD", "REPLACE", Library().source});
+      Status s = !loaded ? loaded.error()
+                 : loaded->is_error() ? internal::ServerErrorToStatus(*loaded, "FUNCTION LOAD " + Library().name)
+                                      : Send(*client, again);
+      if (!s.ok()) {
+        for (Commit* c : again) out[c->index] = s;
+      }
+    }
+    RecogniseLanded(*client, commits, out);
+    for (const Commit& c : commits) {
+      if (out[c.index].ok()) out[c.index] = CommitOutcome(c.reply, batch[c.index]);
     }
     return out;
   }
@@ -175,8 +194,22 @@ class RedisStore final : public Store {
   }
 
  private:
-  // FCALL tl_commit for one request; InvalidArgument for a malformed one.
-  Result<Argv> CommitArgv(const CommitRequest& r) const {
+  // One commit on the wire: either FCALL tl_commit carrying the turn (and
+  // snapshot) through Lua, or, for a turn after the first without a
+  // snapshot, MULTI / FCALL tl_advance / HSETNX turns next payload / EXEC, so
+  // that the payload never enters Lua. `reply` is tl_commit's or tl_advance's.
+  struct Commit {
+    size_t index = 0;            // in the batch
+    std::vector<Argv> commands;  // 1 (tl_commit) or 4 (the transaction)
+    Reply reply;
+    bool fast() const { return commands.size() == 4; }
+    const std::string& turns_key() const { return commands[1][4]; }
+    const std::string& next() const { return commands[1][8]; }
+    const std::string& payload() const { return commands[2][3]; }
+  };
+
+  // InvalidArgument for a malformed request.
+  Result<Commit> MakeCommit(const CommitRequest& r, size_t index) const {
     if (r.turn == nullptr || r.after == nullptr) return Status::InvalidArgument("commit: missing turn or state");
     const TurnRecord& turn = *r.turn;
     if (turn.turn == 0 || r.after->version != turn.turn) {
@@ -184,19 +217,81 @@ class RedisStore final : public Store {
                                      ": the state after the turn must carry its version");
     }
     auto keys = internal::LedgerKeysFor(r.id);
-    Argv argv;
-    argv.reserve(12);
-    argv.insert(argv.end(), {"FCALL", "tl_commit", "4"});
-    argv.push_back(std::move(keys.head));
-    argv.push_back(std::move(keys.turns));
-    argv.push_back(std::move(keys.snaps));
-    argv.push_back(std::move(keys.snap_index));
-    argv.push_back(std::to_string(turn.turn - 1));
-    argv.push_back(std::to_string(turn.turn));
-    argv.push_back(Serialize(EncodeTurn(turn)));
-    argv.push_back(turn.turn % options_.snapshot_every == 0 ? Serialize(EncodeState(*r.after)) : "");
-    argv.push_back(retention_ms_);
-    return argv;
+    Commit c;
+    c.index = index;
+    std::string base = std::to_string(turn.turn - 1), next = std::to_string(turn.turn);
+    // The codec's CBOR, written without building the JSON DOM (the
+    // dominant client-side cost of a commit otherwise).
+    std::string payload = internal::TurnRecordBytes(turn);
+    bool snapshot = turn.turn % options_.snapshot_every == 0;
+    if (turn.turn == 1 || snapshot) {
+      c.commands.push_back({"FCALL", "tl_commit", "4", std::move(keys.head), std::move(keys.turns),
+                            std::move(keys.snaps), std::move(keys.snap_index), std::move(base), std::move(next),
+                            std::move(payload), snapshot ? internal::StateRecordBytes(*r.after) : "",
+                            retention_ms_});
+      return c;
+    }
+    std::string turns = keys.turns;
+    c.commands.push_back({"MULTI"});
+    c.commands.push_back({"FCALL", "tl_advance", "4", std::move(keys.head), std::move(keys.turns),
+                          std::move(keys.snaps), std::move(keys.snap_index), std::move(base), next, retention_ms_});
+    c.commands.push_back({"HSETNX", std::move(turns), std::move(next), std::move(payload)});
+    c.commands.push_back({"EXEC"});
+    return c;
+  }
+
+  // Sends `commits` in one pipeline and stores each one's function reply
+  // (a queueing or EXEC error stands in for it when the transaction failed).
+  static Status Send(internal::RedisClient& client, const std::vector<Commit*>& commits) {
+    std::vector<Argv> commands;
+    for (const Commit* c : commits) commands.insert(commands.end(), c->commands.begin(), c->commands.end());
+    auto replies = client.Pipeline(commands);
+    if (!replies) return replies.error();
+    size_t k = 0;
+    for (Commit* c : commits) {
+      if (!c->fast()) {
+        c->reply = std::move((*replies)[k++]);
+        continue;
+      }
+      const Reply* first_error = nullptr;
+      for (size_t j = 0; j < 4; ++j) {
+        if ((*replies)[k + j].is_error() && first_error == nullptr) first_error = &(*replies)[k + j];
+      }
+      const Reply& exec = (*replies)[k + 3];
+      if (exec.is_array() && exec.elements().size() == 2) {
+        c->reply = exec.elements()[0];
+      } else {
+        c->reply = first_error ? *first_error : Reply::Error("ERR transaction: unexpected " + exec.Describe());
+      }
+      k += 4;
+    }
+    return Status::Ok();
+  }
+
+  // A transaction commit answered CONFLICT at exactly its own version may be
+  // a retry of a turn that already landed: it is, if the stored record is
+  // byte for byte this payload (what tl_commit checks in Lua).
+  // If that check cannot be made, those commits get its transport error.
+  static void RecogniseLanded(internal::RedisClient& client, std::vector<Commit>& commits,
+                              std::vector<Status>& out) {
+    std::vector<Commit*> suspects;
+    std::vector<Argv> reads;
+    for (Commit& c : commits) {
+      if (c.fast() && c.reply.is_error() && c.reply.str() == "CONFLICT " + c.next()) {
+        suspects.push_back(&c);
+        reads.push_back({"HGET", c.turns_key(), c.next()});
+      }
+    }
+    if (suspects.empty()) return;
+    auto stored = client.Pipeline(reads);
+    for (size_t k = 0; k < suspects.size(); ++k) {
+      if (!stored) {
+        out[suspects[k]->index] = stored.error();
+        continue;
+      }
+      const Reply& r = (*stored)[k];
+      if (r.is_string() && r.str() == suspects[k]->payload()) suspects[k]->reply = Reply::Integer(0);
+    }
   }
 
   static Status CommitOutcome(const Reply& reply, const CommitRequest& r) {

@@ -103,22 +103,30 @@ struct PolicyChecker::Impl {
   std::shared_ptr<const RulePack> pack;
   CheckerLimits limits;
   std::unique_ptr<CompiledPack> compiled;
-  std::unordered_map<std::string, std::vector<size_t>> rules_by_tool;
+  // What the pack says about one tool: its class and the rules applying to
+  // it, in evaluation order. Both depend only on the (immutable) pack, so
+  // they are worked out (glob matching) once per tool name.
+  struct ToolPlan {
+    ToolClass tool_class = ToolClass::kUnknown;
+    std::vector<size_t> rules;
+  };
+  std::unordered_map<std::string, ToolPlan> plans;
 
-  const std::vector<size_t>& RulesFor(const std::string& tool) {
-    auto it = rules_by_tool.find(tool);
-    if (it != rules_by_tool.end()) return it->second;
-    if (rules_by_tool.size() >= kRuleCacheEntries) rules_by_tool.clear();
-    std::vector<size_t> idx;
+  const ToolPlan& PlanFor(const std::string& tool) {
+    auto it = plans.find(tool);
+    if (it != plans.end()) return it->second;
+    if (plans.size() >= kRuleCacheEntries) plans.clear();
+    ToolPlan plan;
+    plan.tool_class = pack->Classify(tool);
     for (size_t i = 0; i < compiled->rules.size(); ++i) {
       for (const std::string& glob : compiled->rules[i].info.tools) {
         if (GlobMatch(glob, tool)) {
-          idx.push_back(i);
+          plan.rules.push_back(i);
           break;
         }
       }
     }
-    return rules_by_tool.emplace(tool, std::move(idx)).first->second;
+    return plans.emplace(tool, std::move(plan)).first->second;
   }
 
   void Decide(PolicyDecision& d, const ProposedCall& call, const LedgerState& state,
@@ -128,7 +136,8 @@ struct PolicyChecker::Impl {
 void PolicyChecker::Impl::Decide(PolicyDecision& d, const ProposedCall& call,
                                  const LedgerState& state, const ViewKey& key, int64_t now_ms) {
   d.pack_version = pack->version();
-  d.tool_class = pack->Classify(call.tool);
+  const ToolPlan& plan = PlanFor(call.tool);
+  d.tool_class = plan.tool_class;
   if (d.tool_class == ToolClass::kReadOnly) {
     d.outcome = Outcome::kAllow;
     d.read_only = true;
@@ -141,7 +150,7 @@ void PolicyChecker::Impl::Decide(PolicyDecision& d, const ProposedCall& call,
                "' and undeclared tools are denied; use one of the declared tools";
     return;
   }
-  const std::vector<size_t>& applicable = RulesFor(call.tool);
+  const std::vector<size_t>& applicable = plan.rules;
   d.outcome = Outcome::kAllow;
   if (applicable.empty()) return;
 
@@ -252,7 +261,7 @@ Status PolicyChecker::SetPack(std::shared_ptr<const RulePack> pack) {
     if (!compiled) return compiled.error();
     impl_->compiled = std::move(compiled.value());
     impl_->pack = std::move(pack);
-    impl_->rules_by_tool.clear();
+    impl_->plans.clear();
     return Status::Ok();
   } catch (const std::exception& e) {
     return Status::Internal(std::string("reloading the rule pack: ") + e.what());

@@ -10,7 +10,10 @@ namespace taskledger::policy_internal {
 namespace {
 
 int RoNewIndex(lua_State* L) {
-  const char* key = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : "?";
+  // Strings and numbers name the field; other keys are not converted (a
+  // table key's __tostring would run rule code inside the error path).
+  int t = lua_type(L, 2);
+  const char* key = t == LUA_TSTRING || t == LUA_TNUMBER ? lua_tostring(L, 2) : "?";
   RaiseError(L, std::string("cannot set field '") + key +
                     "': the ledger view, call arguments and libraries are read-only");
 }
@@ -44,10 +47,13 @@ int RoPairs(lua_State* L) {
   return 3;
 }
 
-// Wraps the table at the top into a proxy, leaving the proxy at the top.
+// Wraps the table at the top into a proxy, leaving the proxy at the top. The
+// proxy is an empty table and stays empty: nothing can rawset into it (rawset
+// is removed and the metatable is locked), so every write reaches __newindex
+// and every read falls through to __index, the data table.
 void WrapTop(lua_State* L) {
   luaL_checkstack(L, 4, "read-only proxy");
-  lua_newuserdatauv(L, 0, 0);
+  lua_createtable(L, 0, 0);
   lua_createtable(L, 0, 5);
   lua_pushvalue(L, -3);
   lua_setfield(L, -2, "__index");
@@ -153,7 +159,9 @@ void WrapReadOnly(lua_State* L, int idx) {
 }
 
 bool IsReadOnlyProxy(lua_State* L, int idx) {
-  if (lua_type(L, idx) != LUA_TUSERDATA || !lua_getmetatable(L, idx)) return false;
+  // lua_getmetatable ignores __metatable, and RoNewIndex is unreachable from
+  // Lua, so a rule cannot forge a table that passes this test.
+  if (lua_type(L, idx) != LUA_TTABLE || !lua_getmetatable(L, idx)) return false;
   lua_pushliteral(L, "__newindex");
   lua_rawget(L, -2);
   bool ours = lua_tocfunction(L, -1) == RoNewIndex;
@@ -178,15 +186,15 @@ nlohmann::json ToJson(lua_State* L, int idx, int depth) {
       if (!ValidUtf8(s, n)) luaL_error(L, "string is not valid UTF-8");
       return std::string(s, n);
     }
-    case LUA_TUSERDATA:
-      if (!IsReadOnlyProxy(L, idx)) luaL_error(L, "cannot convert userdata to JSON");
-      PushProxyData(L, idx);
-      {
+    case LUA_TTABLE:
+      if (IsReadOnlyProxy(L, idx)) {
+        // Convert the data behind the proxy (the proxy itself is empty).
+        PushProxyData(L, idx);
         nlohmann::json out = ToJson(L, -1, depth);
         lua_pop(L, 1);
         return out;
       }
-    case LUA_TTABLE: break;
+      break;
     default: luaL_error(L, "cannot convert a %s to JSON", luaL_typename(L, idx));
   }
   if (depth >= kMaxJsonDepth) luaL_error(L, "table nested deeper than %d levels (or a cycle)", kMaxJsonDepth);

@@ -45,6 +45,14 @@ Result<ConversationReplay> ReplayEvents(Session& session, std::span<const TraceE
           if (recorded == nullptr) return ToolOutput{nullptr, false};
           return ToolOutput{recorded->output, recorded->error};
         });
+        if (!r.executed && recorded != nullptr && !r.decision.read_only) {
+          // The gate would have stopped a call that the trace shows ran. The
+          // trace is what happened, so the ledger follows it: later decisions
+          // are judged against the world as it really was.
+          Status s = session.RecordToolOutput(call, ToolOutput{recorded->output, recorded->error});
+          if (!s.ok()) return s;
+          rc.recorded_despite_denial = true;
+        }
         rc.outcome = r.decision.outcome;
         rc.rule_id = r.decision.rule_id;
         rc.reason = r.decision.reason;

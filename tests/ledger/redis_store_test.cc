@@ -183,3 +183,79 @@ TEST_CASE("redis: stored records that fail to decode are Corruption, not a crash
   REQUIRE(server->Run({"SET", keys.head, "seven"}) == "OK");
   CHECK(store->Head(id).error().code() == StatusCode::kCorruption);
 }
+
+TEST_CASE("redis: later turns (payload outside Lua) keep conflict, retry and debris rules", "[redis]") {
+  auto server = RedisServer::Start();
+  auto store = OpenOn(server->url(), StoreOpts(100));
+  ConversationId id{"acme", "fast"};
+  LedgerState head;
+  REQUIRE(CommitNext(*store, id, head, {SetUpdate(Category::kFact, "n", 1)}, kT0).ok());
+
+  // Turn 2 goes through MULTI / tl_advance / HSETNX: a retry of the very same
+  // turn is recognised as landed, another turn 2 is a Conflict.
+  TurnRecord two;
+  LedgerState before_two = head;
+  REQUIRE(CommitNext(*store, id, head, {SetUpdate(Category::kFact, "n", 2)}, kT0, &two).ok());
+  CHECK(store->CommitTurn(id, two, head).ok());
+  TurnRecord rival = two;
+  rival.updates = {SetUpdate(Category::kFact, "n", -2)};
+  LedgerState rival_after = before_two;
+  REQUIRE(ApplyTurn(rival_after, rival).ok());
+  CHECK(store->CommitTurn(id, rival, rival_after).code() == StatusCode::kConflict);
+  CHECK(store->ReadTurns(id, 2, 2).value().front() == two);
+
+  // A turn built on a version the store does not have is a Conflict; the
+  // turn field its HSETNX left above the head must not stand in for the real
+  // turn of that version later.
+  TurnRecord ahead;
+  ahead.turn = 4;
+  ahead.committed_at_ms = kT0 + 99;
+  ahead.updates = {SetUpdate(Category::kFact, "ahead", true)};
+  LedgerState ahead_state;
+  ahead_state.version = 4;
+  CHECK(store->CommitTurn(id, ahead, ahead_state).code() == StatusCode::kConflict);
+  CHECK(store->Head(id).value() == 2);
+  TurnRecord three, four;
+  REQUIRE(CommitNext(*store, id, head, {SetUpdate(Category::kFact, "n", 3)}, kT0, &three).ok());
+  REQUIRE(CommitNext(*store, id, head, {SetUpdate(Category::kFact, "n", 4)}, kT0, &four).ok());
+  CHECK(store->ReadTurns(id, 3, 4).value() == std::vector<TurnRecord>{three, four});
+  CHECK(store->ReadHead(id).value() == head);
+
+  // The same in one pipelined batch: one conversation's conflict does not
+  // disturb the others.
+  ConversationId other{"acme", "fast-2"};
+  LedgerState other_head;
+  REQUIRE(CommitNext(*store, other, other_head, {}, kT0).ok());
+  TurnRecord five, stale = four;
+  five.turn = 5;
+  five.committed_at_ms = kT0;
+  five.updates = {SetUpdate(Category::kFact, "n", 5)};
+  LedgerState five_after = head;
+  REQUIRE(ApplyTurn(five_after, five).ok());
+  TurnRecord other_two;
+  other_two.turn = 2;
+  LedgerState other_after = other_head;
+  REQUIRE(ApplyTurn(other_after, other_two).ok());
+  stale.updates = {SetUpdate(Category::kFact, "n", 44)};
+  std::vector<CommitRequest> batch = {{id, &five, &five_after}, {other, &other_two, &other_after},
+                                      {id, &stale, &head}};
+  auto statuses = store->CommitTurns(batch);
+  CHECK(statuses[0].ok());
+  CHECK(statuses[1].ok());
+  CHECK(statuses[2].code() == StatusCode::kConflict);
+  CHECK(store->ReadHead(id).value() == five_after);
+  CHECK(store->ReadHead(other).value() == other_after);
+}
+
+TEST_CASE("redis: a flushed function library is reloaded for later turns too", "[redis]") {
+  auto server = RedisServer::Start();
+  auto store = OpenOn(server->url(), StoreOpts(100));
+  ConversationId id{"acme", "flush-late"};
+  LedgerState head;
+  REQUIRE(CommitNext(*store, id, head, {}, kT0).ok());
+  REQUIRE(server->Run({"FUNCTION", "FLUSH"}) == "OK");
+  TurnRecord two;
+  REQUIRE(CommitNext(*store, id, head, {SetUpdate(Category::kFact, "x", 2)}, kT0, &two).ok());
+  CHECK(store->ReadTurns(id, 2, 2).value().front() == two);
+  CHECK(store->ReadHead(id).value() == head);
+}

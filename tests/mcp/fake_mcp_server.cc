@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
       if (resources) caps["resources"] = nlohmann::json::object();
       Answer(id, {{"protocolVersion", "2025-06-18"},
                   {"capabilities", caps},
-                  {"serverInfo", {{"name", "fake", "version", "1.0"}}}});
+                  {"serverInfo", {{"name", "fake"}, {"version", "1.0"}}}});
     } else if (method == "ping") {
       Answer(id, nlohmann::json::object());
     } else if (method == "resources/list" && resources) {

@@ -143,3 +143,77 @@ TEST_CASE("rules see the call's tool, id and arguments", "[policy]") {
   CHECK(Eval("(function() local s = '' for i, v in ipairs(call.args.items) do s = s .. v end return s end)()",
              LedgerState{}, args) == "abc");
 }
+
+TEST_CASE("call arguments are read-only tables at every depth", "[policy]") {
+  nlohmann::json args = {{"order_id", "#W1"},
+                         {"item_ids", {"a", "b", "c"}},
+                         {"address", {{"zip", "19122"}, {"lines", {"763 Broadway", "Suite 135"}}}}};
+  // type() says table for the arguments, nested objects and arrays, and the ledger.
+  CHECK(Eval("type(call.args) .. type(call.args.item_ids) .. type(call.args.address) .. "
+             "type(call.args.address.lines) .. type(call) .. type(ledger)",
+             LedgerState{}, args) == "tabletabletabletabletabletable");
+  CHECK(Eval("#call.args.item_ids .. #call.args.address.lines", LedgerState{}, args) == "32");
+  CHECK(Eval("call.args.item_ids[2] .. call.args.address.lines[2] .. tostring(call.args.item_ids[4])",
+             LedgerState{}, args) == "bSuite 135nil");
+  CHECK(Eval("(function() local s = '' for i, v in ipairs(call.args.address.lines) do "
+             "s = s .. i .. '=' .. v .. ';' end return s end)()",
+             LedgerState{}, args) == "1=763 Broadway;2=Suite 135;");
+  CHECK(Eval("(function() local k = {} for name, v in pairs(call.args.address) do k[#k + 1] = name end "
+             "table.sort(k) return table.concat(k, ',') end)()",
+             LedgerState{}, args) == "lines,zip");
+  CHECK(Eval("table.concat(call.args.item_ids, '+') .. select('#', table.unpack(call.args.item_ids))",
+             LedgerState{}, args) == "a+b+c3");
+  // Arrays of arguments are arrays to the rule (what string_list helpers test).
+  CHECK(Eval("(function() local v = call.args.item_ids "
+             "return type(v) == 'table' and #v > 0 and v[1] == 'a' end)()",
+             LedgerState{}, args) == "true");
+}
+
+TEST_CASE("writes to read-only tables raise and change nothing", "[policy]") {
+  nlohmann::json args = {{"order_id", "#W1"}, {"item_ids", {"a", "b"}}, {"address", {{"zip", "19122"}}}};
+  LedgerState s = StateOf({{"facts", {{"k", "v"}}}});
+  // Each attempt runs under pcall; the rule reports the error, then shows the
+  // data is unchanged.
+  auto attempt = [&](const std::string& stmt, const std::string& after) {
+    return Eval("(function() local ok, err = pcall(function() " + stmt + " end) "
+                "return tostring(ok) .. ' ' .. tostring(err) .. ' | ' .. tostring(" + after + ") end)()",
+                s, args);
+  };
+  CHECK_THAT(attempt("call.args.order_id = '#W0'", "call.args.order_id"),
+             Catch::StartsWith("false") && Catch::Contains("cannot set field 'order_id'") &&
+                 Catch::Contains("read-only") && Catch::EndsWith("| #W1"));
+  CHECK_THAT(attempt("call.args.item_ids[1] = 'z'", "call.args.item_ids[1]"),
+             Catch::StartsWith("false") && Catch::Contains("cannot set field '1'") &&
+                 Catch::EndsWith("| a"));
+  CHECK_THAT(attempt("call.args.address.zip = '0'", "call.args.address.zip"),
+             Catch::StartsWith("false") && Catch::Contains("read-only") && Catch::EndsWith("| 19122"));
+  CHECK_THAT(attempt("call.args.address.city = 'x'", "call.args.address.city"),
+             Catch::StartsWith("false") && Catch::Contains("read-only") && Catch::EndsWith("| nil"));
+  CHECK_THAT(attempt("table.insert(call.args.item_ids, 'c')", "#call.args.item_ids"),
+             Catch::StartsWith("false") && Catch::Contains("read-only") && Catch::EndsWith("| 2"));
+  CHECK_THAT(attempt("table.remove(call.args.item_ids)", "#call.args.item_ids"),
+             Catch::StartsWith("false") && Catch::Contains("read-only") && Catch::EndsWith("| 2"));
+  CHECK_THAT(attempt("table.sort(call.args.item_ids, function(a, b) return a > b end)",
+                     "call.args.item_ids[1]"),
+             Catch::StartsWith("false") && Catch::Contains("read-only") && Catch::EndsWith("| a"));
+  CHECK_THAT(attempt("setmetatable(call.args.item_ids, {})", "#call.args.item_ids"),
+             Catch::StartsWith("false") && Catch::Contains("protected metatable") &&
+                 Catch::EndsWith("| 2"));
+  CHECK_THAT(attempt("ledger.fact = function() return 'x' end", "ledger.fact('k')"),
+             Catch::StartsWith("false") && Catch::Contains("read-only") && Catch::EndsWith("| v"));
+  CHECK_THAT(attempt("rawset(call.args, 'order_id', '#W0')", "call.args.order_id"),
+             Catch::StartsWith("false") && Catch::Contains("undeclared global 'rawset'") &&
+                 Catch::EndsWith("| #W1"));
+  // The metatable is hidden, and raw access sees only the empty proxy: it
+  // neither reveals nor changes the data.
+  CHECK(Eval("getmetatable(call.args.item_ids)", s, args) == "read-only");
+  CHECK(Eval("tostring(rawget(call.args, 'order_id')) .. rawlen(call.args.item_ids) .. "
+             "tostring(next(call.args)) .. tostring(rawequal(call.args, call.args))",
+             s, args) == "nil0niltrue");
+  // An unhandled write fails the rule closed.
+  auto checker = Probe("(function() call.args.item_ids[1] = 'z' end)()");
+  PolicyDecision d = checker->Check(CallOf("write_probe", args), s, {}, kNow);
+  CHECK(d.outcome == Outcome::kDeny);
+  CHECK(d.rules.at(0).error);
+  CHECK_THAT(d.reason, Catch::Contains("read-only"));
+}

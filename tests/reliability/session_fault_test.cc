@@ -113,30 +113,30 @@ TEST_CASE("fault: kill -9 of redis-server during a session workload loses no ack
 TEST_CASE("fault: a commit that landed but whose reply was lost is not applied twice", "[reliability][fault]") {
   auto server = RedisServer::Start();
   auto proxy = FaultProxy::Start(server->port());
-  auto store = MustOpenStore(proxy->url(), 500ms);
+  auto store = MustOpenStore(proxy->url(), 500ms);  // snapshot every 4 turns
   const ConversationId id{"fault", "lost-reply"};
   auto session = Session::Open(*store, id, RetailPack());
   REQUIRE(session.has_value());
-  REQUIRE(StageWorkloadTurn(*session.value(), 1).ok());
-
-  proxy->SetMode(FaultProxy::Mode::kDropReplies);
-  auto first = session.value()->EndTurn();
-  REQUIRE_FALSE(first.has_value());
-  CHECK(StoreDown(first.error()));
-  CHECK(proxy->dropped_replies() >= 1);
-  // The server applied the turn; the session cannot know. A retry a moment
-  // later must recognise it instead of committing it again as turn 2.
-  std::this_thread::sleep_for(5ms);
-  proxy->SetMode(FaultProxy::Mode::kPass);
-  auto retried = session.value()->EndTurn();
-  REQUIRE(retried.has_value());
-  CHECK(retried.value() == 1);
-  CHECK(VerifyWorkload(*MustOpenStore(server->url()), id, 1) == "");
-
-  // The session goes on normally afterwards.
-  REQUIRE(StageWorkloadTurn(*session.value(), 2).ok());
-  CHECK(session.value()->EndTurn().value() == 2);
-  CHECK(VerifyWorkload(*MustOpenStore(server->url()), id, 2) == "");
+  // Turns 1 and 4 commit through tl_commit (first turn, snapshot turn), the
+  // others through the MULTI / tl_advance / HSETNX transaction: both paths.
+  for (uint64_t k = 1; k <= 5; ++k) {
+    INFO("turn " << k);
+    REQUIRE(StageWorkloadTurn(*session.value(), k).ok());
+    proxy->SetMode(FaultProxy::Mode::kDropReplies);
+    const int dropped = proxy->dropped_replies();
+    auto first = session.value()->EndTurn();
+    REQUIRE_FALSE(first.has_value());
+    CHECK(StoreDown(first.error()));
+    CHECK(proxy->dropped_replies() > dropped);
+    // The server applied the turn; the session cannot know. A retry a
+    // moment later must recognise it instead of committing it again.
+    std::this_thread::sleep_for(5ms);
+    proxy->SetMode(FaultProxy::Mode::kPass);
+    auto retried = session.value()->EndTurn();
+    REQUIRE(retried.has_value());
+    CHECK(retried.value() == k);
+    CHECK(VerifyWorkload(*MustOpenStore(server->url()), id, k) == "");
+  }
 }
 
 TEST_CASE("fault: Redis unreachable fails fast and clearly, and the staged turn survives", "[reliability][fault]") {

@@ -37,7 +37,10 @@ LedgerState WriteTwoTurns(Store& store, const ConversationId& id) {
   REQUIRE(session.has_value());
   for (uint64_t k = 1; k <= 2; ++k) {
     REQUIRE(StageWorkloadTurn(*session.value(), k).ok());
-    REQUIRE(session.value()->EndTurn().value() == k);
+    auto v = session.value()->EndTurn();
+    INFO(v.status().ToString());
+    REQUIRE(v.has_value());
+    REQUIRE(v.value() == k);
   }
   return session.value()->ledger().head();
 }
@@ -101,10 +104,11 @@ std::vector<std::string> TenantAcl(const std::string& tenant, const std::string&
           "~tl:{" + tenant + ":*", "~tlc:{" + tenant + ":*", "~tlc:runs:{" + tenant + "}",
           "resetchannels", "-@all",
           // issued by the clients
-          "+ping", "+fcall", "+fcall_ro", "+function|list", "+get", "+hget", "+hmget", "+hgetall",
-          "+del", "+scan", "+sadd", "+smembers", "+srem", "+zrange",
+          "+ping", "+multi", "+exec", "+discard", "+fcall", "+fcall_ro", "+function|list", "+get",
+          "+hget", "+hmget", "+hgetall", "+hsetnx", "+del", "+scan", "+sadd", "+smembers", "+srem",
+          "+zrange",
           // issued inside the taskledger functions, under the caller's ACL
-          "+exists", "+set", "+hset", "+hsetnx", "+hincrby", "+zadd", "+zrevrangebyscore",
+          "+exists", "+set", "+hset", "+hdel", "+hincrby", "+zadd", "+zrevrangebyscore",
           "+pexpire", "+persist", "+pttl"};
 }
 

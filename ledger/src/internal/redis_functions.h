@@ -6,6 +6,10 @@
 //                   retention_ms('0' = none)
 //     -> 1 committed; 0 already committed (a retry of the same turn);
 //        error "CONFLICT <head>" when head != base (nothing written).
+//   tl_advance KEYS head turns snaps snapidx   ARGV base next retention_ms
+//     -> 1 head moved to next (the caller's HSETNX, queued right after it
+//        in the same MULTI, writes the turn); error "CONFLICT <head>".
+//        REQUIRES base >= 1. Used for turns without a snapshot.
 //   tl_read    KEYS head turns snaps snapidx   ARGV version ('' = head)
 //     (no-writes) -> {head} if version > head, else
 //        {head, version, snap_version, snap_payload or '', turn payloads

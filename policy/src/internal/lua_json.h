@@ -1,10 +1,13 @@
 // Conversions between nlohmann::json and Lua values, and the read-only proxy
 // through which rules see call arguments, tool outputs and the libraries.
 //
-// A read-only proxy is a zero-size userdata whose own metatable indexes a
-// hidden data table and refuses writes (__newindex raises, __metatable hides
-// the metatable). Being userdata, rawset/rawget/next cannot reach the data;
-// pairs, ipairs and # work through __pairs/__index/__len.
+// A read-only proxy is an empty table whose own metatable indexes a hidden
+// data table and refuses writes (__newindex raises, __metatable locks and
+// hides the metatable), so type() says "table" and reads, #, pairs, ipairs
+// and the table library's readers work through __index/__len/__pairs. The
+// proxy itself never holds a field: rawset is not in the sandbox, so raw
+// access sees an empty table (rawget gives nil, rawlen 0, next nil) and can
+// neither read nor change the data.
 // All functions raise Lua errors (call them inside Sandbox::Protected).
 #pragma once
 

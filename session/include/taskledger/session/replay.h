@@ -6,8 +6,10 @@
 // to an environment-changing tool, that call is first proposed to the session
 // (the traces omit the agent's message that proposed it), so the user's "yes"
 // binds to it. A `call` event is gated; if allowed it "executes" by taking the
-// recorded `result` event with the same id as its output; if not, the recorded
-// result (if any) is skipped, as a tool that never ran has no output. A turn
+// recorded `result` event with the same id as its output. If the gate denies a
+// call that the trace nevertheless shows ran (it holds a result for it), the
+// denial is reported and the recorded output is still extracted: the trace is
+// what happened, and later calls are judged against that world. A turn
 // is committed after each call and at the end. Pure driver over its Session;
 // not thread-safe (neither is the Session).
 #pragma once
@@ -37,6 +39,7 @@ struct ReplayedCall {
   bool read_only = false;
   bool executed = false;
   bool has_result = false;      // the trace held a result for it
+  bool recorded_despite_denial = false;  // denied, but the trace shows it ran
   uint64_t version_seen = 0;    // the committed version the decision was taken on
   uint64_t turn = 0;            // the turn that recorded it
   int64_t latency_us = 0;

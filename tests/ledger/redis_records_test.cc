@@ -1,0 +1,144 @@
+// The Redis store's direct record writers (internal/redis_records.h) must
+// produce exactly the stored form docs/redis-keys.md defines, CBOR of the
+// codec's JSON documents: byte-identical to to_cbor(EncodeTurn / EncodeState),
+// for records that use every optional field and every kind of JSON value, and
+// decoding back (from_cbor + DecodeTurn / DecodeState) to the very record.
+// A stored turn written by an older build therefore still matches, byte for
+// byte, a retried commit of the same turn from this one.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+
+#include "internal/redis_records.h"
+#include "taskledger/ledger/codec.h"
+
+using namespace taskledger;
+using nlohmann::json;
+
+namespace {
+
+std::string ViaDom(const json& j) {
+  std::string out;
+  json::to_cbor(j, out);
+  return out;
+}
+
+// JSON values covering every CBOR head width and type nlohmann distinguishes.
+std::vector<json> Values() {
+  std::vector<json> v = {
+      nullptr, true, false, 0, 23, 24, 255, 256, 65535, 65536, 4294967295ULL, 4294967296ULL,
+      std::numeric_limits<uint64_t>::max(), -1, -24, -25, -256, -257, -65536, -65537,
+      -4294967296LL, -4294967297LL, std::numeric_limits<int64_t>::min(), 0.5, 1.1, -3.25, 1e300,
+      -1e-300, 3.4028234663852886e38, std::numeric_limits<double>::infinity(),
+      -std::numeric_limits<double>::infinity(), std::nan(""), "", "x", std::string(23, 'a'),
+      std::string(24, 'b'), std::string(255, 'c'), std::string(256, 'd'), std::string(70000, 'e'),
+      "caf\xc3\xa9", std::string("\xff\xfe not utf-8 \0 nul", 18), json::array(), json::object(),
+      json::array({1, "two", json::array({3.5})}), json{{"b", 1}, {"a", {{"z", nullptr}}}, {"A", "up"}},
+      json::binary({1, 2, 3}), json::binary({4, 5}, 7)};
+  json big_array = json::array();
+  for (int i = 0; i < 300; ++i) big_array.push_back(i);
+  v.push_back(big_array);
+  json big_object = json::object();
+  for (int i = 0; i < 30; ++i) big_object["k" + std::to_string(i)] = i;
+  v.push_back(big_object);
+  return v;
+}
+
+Update MakeUpdate(UpdateOp op, Category c, std::string key, json value, int variant) {
+  Update u;
+  u.op = op;
+  u.category = c;
+  u.key = std::move(key);
+  if (op == UpdateOp::kSet) u.value = std::move(value);
+  u.provenance.turn = 7 + static_cast<uint64_t>(variant) * 1000;
+  u.provenance.source = static_cast<SourceKind>(variant % 4);
+  u.provenance.verified = variant % 2 == 0;
+  if (variant % 3 != 0) u.provenance.source_id = "get_order#c" + std::to_string(variant);
+  if (variant % 4 == 1) u.provenance.rule_id = "order.status";
+  if (variant % 5 == 2) u.provenance.pack_version = "sha256:abcd";
+  if (variant % 2 == 1) u.expire_after_turns = static_cast<uint64_t>(variant) * 300;
+  if (variant % 3 == 1) u.expire_at_ms = variant % 2 ? -5 : 1'700'000'000'000 + variant;
+  return u;
+}
+
+}  // namespace
+
+TEST_CASE("redis records: turns are byte-identical to the codec's CBOR", "[redis]") {
+  const auto values = Values();
+  TurnRecord t;
+  t.turn = 42;
+  t.committed_at_ms = 1'700'000'000'123;
+  for (size_t i = 0; i < values.size(); ++i) {
+    auto op = static_cast<UpdateOp>(i % 3);
+    t.updates.push_back(MakeUpdate(op, static_cast<Category>(i % kCategoryCount),
+                                   "key." + std::to_string(i), values[i], static_cast<int>(i)));
+  }
+  CallRecord call{42, "c1", "refund_order", {{"order", "A-1"}, {"cents", 1299}}, true, "ok"};
+  CallRecord bare{3, "", "lookup", json::object(), false, ""};
+
+  SECTION("every field and value kind") {
+    t.calls = {call, bare};
+    t.decisions = {json{{"rule", "r1"}, {"allow", false}}, json("plain")};
+    t.errors = {json{{"error", "bad"}, {"at", -1}}};
+    CHECK(internal::TurnRecordBytes(t) == ViaDom(EncodeTurn(t)));
+  }
+  SECTION("optional arrays absent, and an empty turn") {
+    CHECK(internal::TurnRecordBytes(t) == ViaDom(EncodeTurn(t)));
+    TurnRecord empty;
+    CHECK(internal::TurnRecordBytes(empty) == ViaDom(EncodeTurn(empty)));
+    empty.committed_at_ms = -1;
+    empty.turn = std::numeric_limits<uint64_t>::max();
+    CHECK(internal::TurnRecordBytes(empty) == ViaDom(EncodeTurn(empty)));
+  }
+  SECTION("decodes back to the same record") {
+    t.updates.resize(20);  // without the NaN value, which never compares equal
+    t.calls = {call};
+    t.errors = {json{{"e", 1}}};
+    std::string bytes = internal::TurnRecordBytes(t);
+    auto j = json::from_cbor(bytes, true, false);
+    REQUIRE_FALSE(j.is_discarded());
+    auto decoded = DecodeTurn(j);
+    REQUIRE(decoded.has_value());
+    CHECK(decoded.value() == t);
+  }
+  SECTION("appends to what the buffer already holds") {
+    std::string out = "prefix";
+    internal::AppendTurnRecordBytes(t, out);
+    CHECK(out == "prefix" + ViaDom(EncodeTurn(t)));
+  }
+}
+
+TEST_CASE("redis records: states are byte-identical to the codec's CBOR", "[redis]") {
+  const auto values = Values();
+  LedgerState s;
+  CHECK(internal::StateRecordBytes(s) == ViaDom(EncodeState(s)));
+
+  s.version = 300;
+  for (size_t i = 0; i < values.size(); ++i) {
+    Entry e;
+    e.value = values[i];
+    Update u = MakeUpdate(UpdateOp::kSet, Category::kFact, "", nullptr, static_cast<int>(i));
+    e.provenance = u.provenance;
+    if (i % 2 == 0) e.expires_at_turn = 301 + i;
+    if (i % 3 == 0) e.expires_at_ms = i % 2 ? -7 : 1'700'000'000'000;
+    // Keys whose byte order differs from a naive one: upper case, UTF-8, "a" < "a.b" < "ab".
+    std::string key = i % 4 == 0 ? "a" : i % 4 == 1 ? "a.b" : i % 4 == 2 ? "Ab" : "\xc3\xa9";
+    s.of(static_cast<Category>(i % kCategoryCount)).emplace(key + std::to_string(i), e);
+  }
+  s.calls = {CallRecord{1, "c1", "lookup", {{"q", 1}}, false, "ok"},
+             CallRecord{2, "c2", "refund", json::array(), true, "denied"}};
+  CHECK(internal::StateRecordBytes(s) == ViaDom(EncodeState(s)));
+
+  for (auto& entries : s.entries) {
+    for (auto& [key, entry] : entries) {
+      // NaN never compares equal, and tagged binary needs a tag handler to decode.
+      if ((entry.value.is_number_float() && std::isnan(entry.value.get<double>())) || entry.value.is_binary()) {
+        entry.value = 0;
+      }
+    }
+  }
+  auto decoded = DecodeState(json::from_cbor(internal::StateRecordBytes(s)));
+  REQUIRE(decoded.has_value());
+  CHECK(decoded.value() == s);
+}

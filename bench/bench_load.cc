@@ -2,12 +2,12 @@
 // for a bounded time. Each turn is what an agent loop does: a user message,
 // a read tool call through the gate with extraction, and EndTurn. Sessions
 // share conversations in groups (--share, default 2), so concurrent writers
-// race for the same versions and EndTurn's rebase has real conflicts to
-// resolve. At the end every conversation is read back and checked: each
-// acknowledged turn is there exactly once.
+// race for the same versions and there are real conflicts to
+// resolve (Rebase, then EndTurn again). At the end every conversation is
+// read back and checked: each acknowledged turn is there exactly once.
 //
 // Usage: bench_load [--url redis://127.0.0.1:PORT] [--sessions N] [--seconds S]
-//                   [--share K] [--rules DIR] [--timeout-ms T]
+//                   [--share K] [--rules DIR] [--timeout-ms T] [--think-ms T]
 // Without --url it starts a throw-away redis-server (no persistence) on a free
 // loopback port and stops it at exit. The last line of output is one JSON
 // object: {"sessions":..,"conversations":..,"seconds":..,"turns":..,
@@ -49,13 +49,16 @@ struct Options {
   int share = 2;
   std::string rules = (std::filesystem::path(__FILE__).parent_path() / ".." / "rules" / "retail").string();
   int timeout_ms = 2000;
+  int think_ms = 0;
 };
 
 struct SessionStats {
   std::vector<double> turn_us;
   std::vector<std::string> acknowledged;  // call ids of committed turns
-  uint64_t conflicts_resolved = 0;        // EndTurn retries after Conflict that then committed
+  uint64_t conflicts_resolved = 0;        // turns that committed after at least one Conflict
+  uint64_t max_attempts = 0;              // most EndTurn calls one turn needed
   uint64_t unresolved = 0;                // turns abandoned on repeated Conflict
+  std::string last_conflict;              // the Conflict that made this session stop
   std::string error;
 };
 
@@ -111,7 +114,7 @@ double Percentile(std::vector<double> v, double p) {
 // One session's loop. Call ids are "s<session>-<n>", unique in the run, so
 // the read-back can find each acknowledged turn.
 void RunSession(Store& store, std::shared_ptr<const RulePack> pack, ConversationId id, int session,
-                SteadyClock::time_point end, SessionStats& stats) {
+                int think_ms, SteadyClock::time_point end, SessionStats& stats) {
   auto opened = Session::Open(store, id, pack);
   if (!opened.has_value()) {
     stats.error = "Open: " + opened.error().ToString();
@@ -134,16 +137,27 @@ void RunSession(Store& store, std::shared_ptr<const RulePack> pack, Conversation
       return;
     }
     s.HandleToolCall(ProposedCall{call_id, "get_order_details", {{"order_id", order}}}, tools);
-    // EndTurn rebases once on a Conflict; under heavier contention the
-    // caller retries, as an agent loop would.
+    // The model's latency between a tool result and the end of the turn.
+    if (think_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(think_ms));
+    // On Conflict the other session of the conversation committed first:
+    // rebase on its turn and commit again, as an agent loop does when its
+    // decisions still hold (a read-only call's always do). Retried until
+    // it lands; given up only 10 s after the run's end.
     bool committed = false;
-    for (int attempt = 0; attempt < 20 && !committed; ++attempt) {
+    for (uint64_t attempt = 1; !committed; ++attempt) {
       auto v = s.EndTurn();
       if (v.has_value()) {
         committed = true;
-        if (attempt > 0) ++stats.conflicts_resolved;
+        if (attempt > 1) ++stats.conflicts_resolved;
+        stats.max_attempts = std::max(stats.max_attempts, attempt);
       } else if (v.error().code() != StatusCode::kConflict) {
         stats.error = "EndTurn: " + v.error().ToString();
+        return;
+      } else if (SteadyClock::now() > end + std::chrono::seconds(10)) {
+        stats.last_conflict = v.error().ToString();
+        break;
+      } else if (Status rebased = s.Rebase(); !rebased.ok()) {
+        stats.error = "Rebase: " + rebased.ToString();
         return;
       }
     }
@@ -168,9 +182,10 @@ bool ParseArgs(int argc, char** argv, Options& o) {
     else if (flag == "--share") o.share = std::atoi(v);
     else if (flag == "--rules") o.rules = v;
     else if (flag == "--timeout-ms") o.timeout_ms = std::atoi(v);
+    else if (flag == "--think-ms") o.think_ms = std::atoi(v);
     else return false;
   }
-  return o.sessions > 0 && o.seconds > 0 && o.share > 0 && o.timeout_ms > 0;
+  return o.sessions > 0 && o.seconds > 0 && o.share > 0 && o.timeout_ms > 0 && o.think_ms >= 0;
 }
 
 }  // namespace
@@ -180,7 +195,7 @@ int main(int argc, char** argv) {
   if (!ParseArgs(argc, argv, o)) {
     std::fprintf(stderr,
                  "usage: bench_load [--url redis://HOST:PORT] [--sessions N] [--seconds S] [--share K] "
-                 "[--rules DIR] [--timeout-ms T]\n");
+                 "[--rules DIR] [--timeout-ms T] [--think-ms T]\n");
     return 2;
   }
   OwnRedis own;
@@ -219,7 +234,8 @@ int main(int argc, char** argv) {
   const auto end = start + std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(o.seconds));
   for (int i = 0; i < o.sessions; ++i) {
     threads.emplace_back(RunSession, std::ref(*store.value()), pack.value(),
-                         ConversationId{tenant, "c" + std::to_string(i / o.share)}, i, end, std::ref(stats[i]));
+                         ConversationId{tenant, "c" + std::to_string(i / o.share)}, i, o.think_ms, end,
+                         std::ref(stats[i]));
   }
   for (std::thread& t : threads) t.join();
   const double elapsed = std::chrono::duration<double>(SteadyClock::now() - start).count();
@@ -227,13 +243,17 @@ int main(int argc, char** argv) {
   // Read every conversation back: each acknowledged call id exactly once.
   std::vector<double> all_us;
   std::map<std::string, int> expected;  // call id -> times found
-  uint64_t turns = 0, conflicts = 0, unresolved = 0, errors = 0;
+  uint64_t turns = 0, conflicts = 0, unresolved = 0, errors = 0, max_attempts = 0;
   for (int i = 0; i < o.sessions; ++i) {
     all_us.insert(all_us.end(), stats[i].turn_us.begin(), stats[i].turn_us.end());
     for (const std::string& id : stats[i].acknowledged) expected[id] = 0;
     turns += stats[i].acknowledged.size();
     conflicts += stats[i].conflicts_resolved;
     unresolved += stats[i].unresolved;
+    max_attempts = std::max(max_attempts, stats[i].max_attempts);
+    if (!stats[i].last_conflict.empty()) {
+      std::fprintf(stderr, "bench_load: session %d gave up: %s\n", i, stats[i].last_conflict.c_str());
+    }
     if (!stats[i].error.empty()) {
       ++errors;
       std::fprintf(stderr, "bench_load: session %d: %s\n", i, stats[i].error.c_str());
@@ -274,11 +294,13 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "{\"sessions\":%d,\"conversations\":%d,\"seconds\":%.2f,\"turns\":%llu,\"turns_per_s\":%.0f,"
-      "\"turn_p50_us\":%.0f,\"turn_p99_us\":%.0f,\"conflicts_resolved\":%llu,\"lost_turns\":%llu,"
+      "\"turn_p50_us\":%.0f,\"turn_p99_us\":%.0f,\"conflicts_resolved\":%llu,\"max_commit_attempts\":%llu,"
+      "\"lost_turns\":%llu,"
       "\"duplicated_turns\":%llu,\"unresolved_conflicts\":%llu,\"errors\":%llu}\n",
       o.sessions, conversations, elapsed, static_cast<unsigned long long>(turns),
       static_cast<double>(turns) / elapsed, Percentile(all_us, 0.5), Percentile(all_us, 0.99),
-      static_cast<unsigned long long>(conflicts), static_cast<unsigned long long>(lost),
+      static_cast<unsigned long long>(conflicts), static_cast<unsigned long long>(max_attempts),
+      static_cast<unsigned long long>(lost),
       static_cast<unsigned long long>(duplicated), static_cast<unsigned long long>(unresolved),
       static_cast<unsigned long long>(errors));
   return (lost || duplicated || unresolved || errors) ? 1 : 0;

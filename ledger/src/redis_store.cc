@@ -169,6 +169,14 @@ class RedisStore final : public Store {
     std::set<std::string> found;  // SCAN may return a key more than once
     std::string cursor = "0";
     auto client = pool_.Take();
+    // ACL key patterns do not filter what SCAN returns, so first touch a key
+    // under the tenant's own prefix: a user whose ACL excludes that tenant
+    // gets NOPERM here and sees no conversation names.
+    std::string probe = internal::TenantHeadPattern(tenant);
+    probe.resize(probe.find(':', probe.find('{')) + 1);
+    auto allowed = client->Command({"EXISTS", probe});
+    if (!allowed) return allowed.error();
+    if (allowed->is_error()) return internal::ServerErrorToStatus(*allowed, "list conversations of " + tenant);
     do {
       auto reply = client->Command(
           {"SCAN", cursor, "MATCH", internal::TenantHeadPattern(tenant), "COUNT", "1000", "TYPE", "string"});

@@ -139,12 +139,12 @@ TEST_CASE("the audit page holds a timeline with the blocked call marked", "[redi
 
   // The memory store works within one process: replay --audit-html.
   const std::string trace = TempDir() + "/html.jsonl";
-  WriteFile(trace, ShopTraceLine("<b>tricky & \"quoted\"</b>") + "\n");
+  WriteFile(trace, ShopTraceLine("<b>tricky & 'quoted'</b>") + "\n");
   const std::string html2 = TempDir() + "/replay-audit.html";
   CliRun replay = RunCli({"replay", trace, "--rules", Pack(), "--audit-html", html2, "-q"});
   REQUIRE(replay.exit_code == 0);
   const std::string page2 = ReadFile(html2);
-  CHECK_THAT(page2, Catch::Contains("&lt;b&gt;tricky &amp; &quot;quoted&quot;&lt;/b&gt;"));
+  CHECK_THAT(page2, Catch::Contains("&lt;b&gt;tricky &amp; &#39;quoted&#39;&lt;/b&gt;"));
   CHECK_THAT(page2, !Catch::Contains("<b>tricky"));
 }
 

@@ -101,7 +101,7 @@ TEST_CASE("replay survives hostile input: deep nesting, binary junk, a huge line
   CHECK(r.LastJson()["conversations"] == 1);
 }
 
-TEST_CASE("usage and input errors exit 2; --help exits 0") {
+TEST_CASE("usage and input errors exit 2, --help exits 0") {
   CHECK(RunCli({"replay", "--help"}).exit_code == 0);
   CHECK_THAT(RunCli({"replay", "--help"}).out, Catch::Contains("--rules"));
   for (const char* verb : {"audit", "policy", "render", "metrics", "commands"}) {
@@ -140,7 +140,7 @@ TEST_CASE("policy test runs a pack's tests: exit 0 when all pass, 1 when one fai
   CHECK_THAT(fail.out, Catch::Contains("2 passed, 1 failed"));
 }
 
-TEST_CASE("policy check prints one decision as JSON; exit 1 when the call is not allowed") {
+TEST_CASE("policy check prints one decision as JSON and exits 1 when the call is not allowed") {
   const std::string state = TempDir() + "/state.json";
   const std::string call = TempDir() + "/call.json";
   WriteFile(state, R"({"facts": {"order.#W1.status": "delivered"}})");

@@ -6,6 +6,7 @@
 // exactly once, and every worker recovers through Recover alone.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -118,19 +119,24 @@ TEST_CASE("fault: kill -9 of redis-server during a command workload loses and re
   REQUIRE(store.has_value());
   RefundSystem system;
   constexpr int kWorkers = 3;
-  constexpr int kCommands = 30;
+  constexpr int kCommands = 600;  // long enough that three kills land mid-workload
   const auto deadline = Clock_::now() + 90s;
   std::vector<WorkerReport> reports(kWorkers);
   std::vector<std::thread> workers;
+  std::atomic<int> finished{0};
   for (int w = 0; w < kWorkers; ++w) {
-    workers.emplace_back(RunWorker, std::ref(*store.value()), std::ref(system), w, kCommands, deadline,
-                         std::ref(reports[w]));
+    workers.emplace_back([&, w] {
+      RunWorker(*store.value(), system, w, kCommands, deadline, reports[w]);
+      finished.fetch_add(1);
+    });
   }
-  for (int round = 0; round < 3; ++round) {
-    std::this_thread::sleep_for(250ms);
+  int kills = 0;
+  for (int round = 0; round < 3 && finished.load() < kWorkers; ++round) {
+    std::this_thread::sleep_for(100ms);
     server->Kill9();
     std::this_thread::sleep_for(150ms);
     server->Restart();
+    ++kills;
   }
   for (std::thread& t : workers) t.join();
 
@@ -158,5 +164,7 @@ TEST_CASE("fault: kill -9 of redis-server during a command workload loses and re
     retries += reports[w].retries;
   }
   CHECK(effects.size() == static_cast<size_t>(kWorkers * kCommands));
+  // The kills really landed in the middle of the workload.
+  CHECK(kills == 3);
   CHECK(retries > 0);
 }

@@ -76,22 +76,27 @@ TEST_CASE("fault: kill -9 of redis-server during a session workload loses no ack
   auto server = RedisServer::Start();
   auto store = MustOpenStore(server->url(), 500ms);
   constexpr int kWorkers = 4;
-  constexpr uint64_t kTurns = 60;
+  constexpr uint64_t kTurns = 1500;  // long enough that three kills land mid-workload
   const auto deadline = Clock_::now() + 90s;
   std::vector<WorkerReport> reports(kWorkers);
   std::vector<std::thread> workers;
+  std::atomic<int> finished{0};
   for (int w = 0; w < kWorkers; ++w) {
-    workers.emplace_back(RunWorker, std::ref(*store), ConversationId{"fault", "w" + std::to_string(w)}, kTurns,
-                         deadline, std::ref(reports[w]));
+    workers.emplace_back([&, w] {
+      RunWorker(*store, ConversationId{"fault", "w" + std::to_string(w)}, kTurns, deadline, reports[w]);
+      finished.fetch_add(1);
+    });
   }
   // Redis dies three times mid-workload; the restart replays the AOF.
   // (Start/kill/restart stay on this thread: the server dies with the thread
   // that spawned it.)
-  for (int round = 0; round < 3; ++round) {
-    std::this_thread::sleep_for(250ms);
+  int kills = 0;
+  for (int round = 0; round < 3 && finished.load() < kWorkers; ++round) {
+    std::this_thread::sleep_for(100ms);
     server->Kill9();
     std::this_thread::sleep_for(150ms);
     server->Restart();
+    ++kills;
   }
   for (std::thread& t : workers) t.join();
 
@@ -106,7 +111,8 @@ TEST_CASE("fault: kill -9 of redis-server during a session workload loses no ack
     CHECK(VerifyWorkload(*fresh, {"fault", "w" + std::to_string(w)}, kTurns) == "");
     retries += r.retries;
   }
-  // The kills really landed in the workload.
+  // The kills really landed in the middle of the workload.
+  CHECK(kills == 3);
   CHECK(retries > 0);
 }
 

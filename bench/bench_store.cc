@@ -168,7 +168,7 @@ int main(int argc, char** argv) {
   }
   std::string server_stats;
   if (auto info = ping_client.Command({"INFO", "commandstats"}); info && info->is_string()) {
-    for (const char* cmd : {"ping", "fcall", "multi", "hsetnx", "exec"}) {
+    for (const char* cmd : {"ping", "multi", "xlen", "xadd", "persist", "pexpire", "exec"}) {
       std::string v = InfoField(info->str(), std::string("cmdstat_") + cmd + ":", "usec_per_call");
       if (v.empty()) continue;
       server_stats += std::string(server_stats.empty() ? "" : ",") + "\"" + cmd + "\":" + v;

@@ -76,7 +76,7 @@ void RunPack(std::shared_ptr<const RulePack> pack) {
     const PolicyDecision d = checker.value()->Check(call, state, ViewKey{"fuzz", 1}, 1'000);
     for (const RuleEvaluation& r : d.rules) {
       TL_FUZZ_CHECK(!r.error || d.outcome == Outcome::kDeny,
-                    "rule " + r.rule_id + " errored but the call was not denied");
+                    "rule " + r.rule_id.str() + " errored but the call was not denied");
     }
     if (pack->Classify(call.tool) == ToolClass::kUnknown && !pack->allow_unknown_tools()) {
       TL_FUZZ_CHECK(d.outcome == Outcome::kDeny, "an unknown tool was let through");

@@ -80,7 +80,7 @@ void CheckExtraction(const ProposedCall& call, const Extraction& ex, const Fixtu
                   "tool-output update with source " + std::string(SourceKindName(u.provenance.source)));
     TL_FUZZ_CHECK(u.provenance.verified, "tool-output update not verified: " + u.key);
     TL_FUZZ_CHECK(u.provenance.source_id == call.tool + "#" + call.id,
-                  "source_id " + u.provenance.source_id);
+                  "source_id " + u.provenance.source_id.str());
     TL_FUZZ_CHECK(u.provenance.pack_version == f.pack->version(), "pack_version mismatch");
     Status s = ApplyUpdate(state, u, 1, f.clock.NowMs());
     TL_FUZZ_CHECK(s.ok(), "extracted update does not apply: " + s.ToString());

@@ -8,6 +8,7 @@
 //   audit --html FILE [--conversation C]...   the self-contained audit page
 // Exit 0 ok, 2 bad usage, unknown conversation or version, store error.
 #include <iostream>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -164,18 +165,23 @@ int RunCalls(const AuditOptions& o, Store& store) {
   auto h = LoadAuditHistory(store, {o.common.tenant, o.conversation});
   if (!h) return ReportError("cannot read " + o.conversation, h.error());
   nlohmann::json rows = nlohmann::json::array();
+  // The last decision taken for a call id up to the call's own turn names
+  // the version it saw: in the same turn for a call that did not run, in an
+  // earlier one for a write whose decision was committed ahead of it.
+  std::map<std::pair<std::string, std::string>, const nlohmann::json*> last_decision;
   for (const AuditTurn& t : h->turns) {
+    for (const auto& d : t.record.decisions) {
+      last_decision[{d.value("call_id", std::string()), d.value("tool", std::string())}] = &d;
+    }
     for (const CallRecord& c : t.record.calls) {
       nlohmann::json row = {{"turn", t.record.turn}, {"call_id", c.call_id}, {"tool", c.tool},
                             {"arguments", c.arguments}, {"writes", c.writes}, {"outcome", c.outcome}};
-      // The decision taken for this call in the same turn names the version it saw.
-      for (const auto& d : t.record.decisions) {
-        if (d.value("call_id", std::string()) == c.call_id && d.value("tool", std::string()) == c.tool) {
-          row["decision"] = d.value("decision", std::string());
-          row["rule"] = d.value("rule", std::string());
-          row["version_seen"] = d.value("version_seen", 0);
-          row["staged_seen"] = d.value("staged_seen", 0);
-        }
+      if (auto it = last_decision.find({c.call_id, c.tool}); it != last_decision.end()) {
+        const nlohmann::json& d = *it->second;
+        row["decision"] = d.value("decision", std::string());
+        row["rule"] = d.value("rule", std::string());
+        row["version_seen"] = d.value("version_seen", 0);
+        row["staged_seen"] = d.value("staged_seen", 0);
       }
       if (!o.common.json) {
         std::cout << "turn " << t.record.turn << "  " << c.call_id << " " << c.tool << " "

@@ -20,7 +20,7 @@ using nlohmann::json;
 
 struct Extractor::ToolContext {
   const ProposedCall& call;
-  std::string source_id;  // "<tool>#<call id>"
+  SharedString source_id;  // "<tool>#<call id>", shared by every update
   int64_t now_ms;
   bool has_rules;
   bool has_lua;
@@ -32,6 +32,7 @@ struct Extractor::ToolContext {
 
 Extractor::Extractor(std::shared_ptr<const ExtractionRules> rules, ExtractorOptions options)
     : rules_(rules ? std::move(rules) : ExtractionRules::Empty()),
+      pack_version_(rules_->pack_version()),
       clock_(options.clock ? *options.clock : SystemClock()),
       checker_(options.checker) {}
 
@@ -145,8 +146,8 @@ Extraction Extractor::ExtractValidatedText(const ToolContext& tc, std::string_vi
 }
 
 void Extractor::RunMappings(const ToolContext& tc, const json& doc, Extraction& out) const {
-  extract_internal::UpdateOrigin origin{SourceKind::kToolOutput, &tc.source_id,
-                                        &rules_->pack_version(), tc.now_ms};
+  extract_internal::UpdateOrigin origin{SourceKind::kToolOutput, &tc.source_id, &pack_version_,
+                                        tc.now_ms};
   std::vector<const json*> chain_scratch;
   std::vector<extract_internal::Capture> capture_scratch;
   rules_->compiled().ForEachToolRules(tc.call.tool, [&](const extract_internal::ToolRules& tr) {
@@ -162,14 +163,16 @@ void Extractor::RunMappings(const ToolContext& tc, const json& doc, Extraction& 
         if (failed) return;
         ++matches;
         MatchContext ctx{&doc, &chain, &captures, &tc.call.arguments};
-        Update u;
-        switch (extract_internal::BuildUpdate(m.spec, ctx, origin, u, problem)) {
+        // Built in place: an Update is large, and most matches yield one.
+        switch (extract_internal::BuildUpdate(m.spec, ctx, origin, out.updates.emplace_back(),
+                                              problem)) {
           case BuildOutcome::kBuilt:
-            out.updates.push_back(std::move(u));
             break;
           case BuildOutcome::kSkipped:
+            out.updates.pop_back();
             break;
           case BuildOutcome::kFailed:
+            out.updates.pop_back();
             failed = true;
             where = m.path.Describe(captures);
             break;
@@ -190,8 +193,8 @@ void Extractor::RunMappings(const ToolContext& tc, const json& doc, Extraction& 
 }
 
 void Extractor::RunTextRules(const ToolContext& tc, std::string_view text, Extraction& out) const {
-  extract_internal::UpdateOrigin origin{SourceKind::kToolOutput, &tc.source_id,
-                                        &rules_->pack_version(), tc.now_ms};
+  extract_internal::UpdateOrigin origin{SourceKind::kToolOutput, &tc.source_id, &pack_version_,
+                                        tc.now_ms};
   extract_internal::RegexMatch match;
   std::vector<extract_internal::Capture> captures;
   rules_->compiled().ForEachToolRules(tc.call.tool, [&](const extract_internal::ToolRules& tr) {

@@ -19,7 +19,7 @@ using extract_internal::BuildProblem;
 using extract_internal::UserError;
 using nlohmann::json;
 
-const std::string kUserSource = "user";
+const SharedString kUserSource = "user";
 
 }  // namespace
 
@@ -41,8 +41,8 @@ Extraction Extractor::ExtractUserMessage(std::string_view text, const json& pend
                                    "message is not valid UTF-8 (byte " + std::to_string(bad) + ")"));
     return out;
   }
-  extract_internal::UpdateOrigin origin{SourceKind::kUserMessage, &kUserSource,
-                                        &rules_->pack_version(), clock_.NowMs()};
+  extract_internal::UpdateOrigin origin{SourceKind::kUserMessage, &kUserSource, &pack_version_,
+                                        clock_.NowMs()};
   extract_internal::RegexMatch match;
   std::vector<extract_internal::Capture> captures;
   try {
@@ -66,7 +66,7 @@ Extraction Extractor::ExtractUserMessage(std::string_view text, const json& pend
         u.value = {{"text", std::string(text)},
                    {"action", pending_action.is_discarded() ? json(nullptr) : pending_action}};
         u.provenance = {0, SourceKind::kUserMessage, kUserSource, false, p.spec.id,
-                        rules_->pack_version()};
+                        pack_version_};
         out.updates.push_back(std::move(u));
         continue;
       }

@@ -30,7 +30,7 @@ struct Reader {
       return !required;
     }
     bool ok;
-    if constexpr (std::is_same_v<T, std::string>) {
+    if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, SharedString>) {
       ok = it->is_string();
     } else if constexpr (std::is_same_v<T, bool>) {
       ok = it->is_boolean();

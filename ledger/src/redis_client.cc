@@ -52,7 +52,8 @@ Reply Convert(const redisReply* r) {
 
 // Appends `argv` to `out` as a RESP array of bulk strings (the request form
 // every Redis command takes), binary-safe.
-void AppendRequest(std::string& out, const Argv& argv) {
+template <class Args>
+void AppendRequest(std::string& out, const Args& argv) {
   char digits[24];
   auto number = [&](char kind, size_t n) {
     out.push_back(kind);
@@ -62,7 +63,7 @@ void AppendRequest(std::string& out, const Argv& argv) {
     out.append("\r\n", 2);
   };
   number('*', argv.size());
-  for (const std::string& arg : argv) {
+  for (std::string_view arg : argv) {
     number('$', arg.size());
     out.append(arg);
     out.append("\r\n", 2);
@@ -258,13 +259,35 @@ Result<std::vector<Reply>> RedisClient::Pipeline(const std::vector<Argv>& comman
   out_.clear();
   for (const Argv& argv : commands) AppendRequest(out_, argv);
   if (Status s = Send("send pipeline"); !s.ok()) return s;
+  return ReadReplies(commands.size(), "pipeline");
+}
+
+void RedisClient::Queue(std::span<const std::string_view> argv) {
+  AppendRequest(queued_, argv);
+  ++queued_count_;
+}
+
+Result<std::vector<Reply>> RedisClient::Flush() {
+  size_t n = queued_count_;
+  queued_count_ = 0;
+  if (Status s = Connect(); !s.ok()) {
+    queued_.clear();
+    return s;
+  }
+  out_.swap(queued_);
+  queued_.clear();
+  if (Status s = Send("send pipeline"); !s.ok()) return s;
+  return ReadReplies(n, "pipeline");
+}
+
+Result<std::vector<Reply>> RedisClient::ReadReplies(size_t n, std::string_view during) {
   errno = 0;
   std::vector<Reply> replies;
-  replies.reserve(commands.size());
-  for (size_t i = 0; i < commands.size(); ++i) {
+  replies.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
     void* raw = nullptr;
     if (redisGetReply(context_.get(), &raw) != REDIS_OK || raw == nullptr) {
-      return TransportFailure("pipeline");
+      return TransportFailure(during);
     }
     ReplyPtr reply(static_cast<redisReply*>(raw));
     replies.push_back(Convert(reply.get()));

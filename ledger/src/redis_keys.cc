@@ -5,7 +5,7 @@ namespace taskledger::internal {
 namespace {
 
 constexpr std::string_view kPrefix = "tl:";
-constexpr std::string_view kHeadSuffix = "}:head";
+constexpr std::string_view kStreamSuffix = "}:turns";
 
 bool IsPlain(unsigned char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
@@ -18,12 +18,10 @@ int Hex(char c) {
   return -1;  // only upper-case is ever written, so only it is accepted
 }
 
-}  // namespace
-
-std::string PercentEncodeKeyPart(std::string_view raw) {
+// Appends the encoding of `raw` to `out`: the keys of a commit are built with
+// one allocation each.
+void AppendPercentEncoded(std::string_view raw, std::string& out) {
   static constexpr char kDigits[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(raw.size());
   for (char ch : raw) {
     auto c = static_cast<unsigned char>(ch);
     if (IsPlain(c)) {
@@ -34,6 +32,14 @@ std::string PercentEncodeKeyPart(std::string_view raw) {
       out.push_back(kDigits[c & 15]);
     }
   }
+}
+
+}  // namespace
+
+std::string PercentEncodeKeyPart(std::string_view raw) {
+  std::string out;
+  out.reserve(raw.size());
+  AppendPercentEncoded(raw, out);
   return out;
 }
 
@@ -60,32 +66,45 @@ std::optional<std::string> PercentDecodeKeyPart(std::string_view encoded) {
 // literals with a false -Wrestrict.
 std::string ConversationHashTag(const ConversationId& id) {
   std::string tag;
-  tag.reserve(id.tenant.size() + id.conversation.size() + 3);
-  tag.append("{").append(PercentEncodeKeyPart(id.tenant)).append(":");
-  tag.append(PercentEncodeKeyPart(id.conversation)).append("}");
+  tag.reserve(3 * (id.tenant.size() + id.conversation.size()) + 3);
+  tag.push_back('{');
+  AppendPercentEncoded(id.tenant, tag);
+  tag.push_back(':');
+  AppendPercentEncoded(id.conversation, tag);
+  tag.push_back('}');
   return tag;
 }
 
-LedgerKeys LedgerKeysFor(const ConversationId& id) {
-  std::string base(kPrefix);
-  base.append(ConversationHashTag(id));
-  auto with = [&base](std::string_view suffix) { return std::string(base).append(suffix); };
-  return {with(":head"), with(":turns"), with(":snaps"), with(":snapidx")};
+std::string TurnStreamKey(const ConversationId& id) {
+  std::string key;
+  key.reserve(kPrefix.size() + 3 * (id.tenant.size() + id.conversation.size()) + 3 + kStreamSuffix.size());
+  key.append(kPrefix).push_back('{');
+  AppendPercentEncoded(id.tenant, key);
+  key.push_back(':');
+  AppendPercentEncoded(id.conversation, key);
+  key.append(kStreamSuffix);
+  return key;
 }
 
-std::string TenantHeadPattern(std::string_view tenant) {
+std::string TenantKeyPrefix(std::string_view tenant) {
+  std::string prefix(kPrefix);
+  prefix.push_back('{');
+  AppendPercentEncoded(tenant, prefix);
+  prefix.push_back(':');
+  return prefix;
+}
+
+std::string TenantStreamPattern(std::string_view tenant) {
   // The encoded tenant holds no glob metacharacter (*?[]\), and the encoded
   // conversation holds no '}' or ':', so '*' matches exactly one conversation.
-  std::string pattern(kPrefix);
-  pattern.append("{").append(PercentEncodeKeyPart(tenant)).append(":*").append(kHeadSuffix);
-  return pattern;
+  return TenantKeyPrefix(tenant).append("*").append(kStreamSuffix);
 }
 
-std::optional<std::string> ConversationOfHeadKey(std::string_view key, std::string_view tenant) {
-  std::string prefix(kPrefix);
-  prefix.append("{").append(PercentEncodeKeyPart(tenant)).append(":");
-  if (!key.starts_with(prefix) || !key.ends_with(kHeadSuffix)) return std::nullopt;
-  std::string_view middle = key.substr(prefix.size(), key.size() - prefix.size() - kHeadSuffix.size());
+std::optional<std::string> ConversationOfStreamKey(std::string_view key, std::string_view tenant) {
+  std::string prefix = TenantKeyPrefix(tenant);
+  if (!key.starts_with(prefix) || !key.ends_with(kStreamSuffix)) return std::nullopt;
+  if (key.size() < prefix.size() + kStreamSuffix.size()) return std::nullopt;
+  std::string_view middle = key.substr(prefix.size(), key.size() - prefix.size() - kStreamSuffix.size());
   return PercentDecodeKeyPart(middle);
 }
 

@@ -1,55 +1,50 @@
 // RedisStore: the Store on Redis 7 (see taskledger/ledger/redis_store.h and
-// docs/redis-keys.md). A commit is one FCALL of tl_commit (first and snapshot
-// turns) or one MULTI / tl_advance / HSETNX / EXEC transaction (every other
-// turn, so the payload never passes through Lua); a batch is one pipeline of
-// them. Reads of any version are one FCALL of tl_read. Records are the
-// codec's JSON documents serialised as CBOR (compact, fast, and byte-exact
-// for any string the caller stored, valid UTF-8 or not), written directly
-// from the structs (internal/redis_records.h).
+// docs/redis-keys.md). A conversation is one stream, `tl:{t:c}:turns`, whose
+// entry 0-<v> holds turn v (field `t`) and, every snapshot_every turns, the
+// full state (field `s`). A commit is one MULTI / XLEN / XADD / PEXPIRE or
+// PERSIST / EXEC transaction: XADD's explicit id refuses a version at or below
+// the head and XLEN, read in the same transaction, tells a base above the
+// head, so the check and the write are atomic, in one round trip, with no Lua.
+// A batch is one pipeline of such transactions. Reads are XREVRANGE / XRANGE.
+// Records are the codec's JSON documents serialised as CBOR, written
+// directly from the structs (internal/redis_records.h).
 //
 // Thread-safe: every call leases its own connection from a RedisPool.
 #include "taskledger/ledger/redis_store.h"
 
 #include <algorithm>
-#include <charconv>
+#include <array>
+#include <deque>
 #include <set>
 
 #include "internal/redis_client.h"
-#include "internal/redis_functions.h"
 #include "internal/redis_keys.h"
 #include "internal/redis_pool.h"
 #include "internal/redis_records.h"
-#include "taskledger/ledger/codec.h"
+#include "internal/redis_stream.h"
 #include "taskledger/ledger/memory_store.h"
 
 namespace taskledger {
 namespace {
 
-using internal::Argv;
 using internal::Reply;
-
-const internal::FunctionLibrary& Library() { return internal::LedgerFunctionLibrary(); }
+using internal::StreamEntry;
 
 std::string Describe(const ConversationId& id) { return id.tenant + "/" + id.conversation; }
-
-Result<nlohmann::json> Deserialize(const std::string& bytes, const std::string& what) {
-  auto j = nlohmann::json::from_cbor(bytes, /*strict=*/true, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Status::Corruption(what + ": undecodable record");
-  return j;
-}
-
-std::optional<uint64_t> ParseVersion(const Reply& r) {
-  if (r.is_integer()) return r.integer() >= 0 ? std::optional<uint64_t>(r.integer()) : std::nullopt;
-  const std::string& s = r.str();
-  uint64_t v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
-  return v;
-}
 
 Status NotFound(const ConversationId& id, uint64_t version, uint64_t head) {
   return Status::NotFound("conversation '" + Describe(id) + "' has no version " +
                           std::to_string(version) + " (head is " + std::to_string(head) + ")");
+}
+
+Status Conflict(const CommitRequest& r, const std::string& head) {
+  return Status::Conflict("conversation '" + Describe(r.id) + "' is at version " + head +
+                          "; this turn was built on version " + std::to_string(r.turn->turn - 1));
+}
+
+// What XADD answers when the id is not above the stream's top: a conflict.
+bool IsIdNotAbove(const Reply& r) {
+  return r.is_error() && r.str().find("equal or smaller than the target stream top item") != std::string::npos;
 }
 
 class RedisStore final : public Store {
@@ -64,7 +59,13 @@ class RedisStore final : public Store {
     }
   }
 
-  Status Open() { return pool_.Take()->EnsureLoaded(Library()); }
+  // Connects (and authenticates) once, so a wrong URL fails at open.
+  Status Open() {
+    auto pong = pool_.Take()->Command({"PING"});
+    if (!pong) return pong.error();
+    if (pong->is_error()) return internal::ServerErrorToStatus(*pong, "open");
+    return Status::Ok();
+  }
 
   Status CommitTurn(const ConversationId& id, const TurnRecord& turn,
                     const LedgerState& after) override {
@@ -73,92 +74,73 @@ class RedisStore final : public Store {
   }
 
   // Every commit of the batch goes out in one pipeline; see docs/redis-keys.md
-  // ("Commit protocol") for the two forms a commit takes.
+  // ("Commit protocol"). A second round trip happens only for commits that
+  // did not land: to tell a retry that already landed from a conflict, and to
+  // take back a turn written above a gap.
   std::vector<Status> CommitTurns(std::span<const CommitRequest> batch) override {
     std::vector<Status> out(batch.size());
-    std::vector<Commit> commits;
+    std::vector<Pending> commits;
     commits.reserve(batch.size());
+    std::string records;  // every commit's encoded turn (and state), end to end
+    records.reserve(batch.size() * 2048);
     for (size_t i = 0; i < batch.size(); ++i) {
-      auto commit = MakeCommit(batch[i], i);
-      if (!commit) {
-        out[i] = commit.error();
-        continue;
-      }
-      commits.push_back(std::move(commit.value()));
+      if (Status s = Encode(batch[i], i, records, commits); !s.ok()) out[i] = std::move(s);
     }
     if (commits.empty()) return out;
     auto client = pool_.Take();
-    std::vector<Commit*> all;
-    for (Commit& c : commits) all.push_back(&c);
-    if (Status s = Send(*client, all); !s.ok()) {
-      for (const Commit& c : commits) out[c.index] = s;
+    for (const Pending& c : commits) Queue(*client, c, records);
+    auto replies = client->Flush();
+    if (!replies) {
+      for (const Pending& c : commits) out[c.index] = replies.error();
       return out;
     }
-    // A missing function ran nothing (a debris turn field at most, which the
-    // next tl_advance removes): load the library and send those once more.
-    std::vector<Commit*> again;
-    for (Commit& c : commits) {
-      if (internal::IsFunctionNotFound(c.reply)) again.push_back(&c);
+    size_t k = 0;
+    for (Pending& c : commits) {
+      TakeReplies(*replies, k, c);
+      k += kCommandsPerCommit;
     }
-    if (!again.empty()) {
-      auto loaded = client->Command({"FUNCTION", "LOAD", "REPLACE", Library().source});
-      Status s = !loaded ? loaded.error()
-                 : loaded->is_error() ? internal::ServerErrorToStatus(*loaded, "FUNCTION LOAD " + Library().name)
-                                      : Send(*client, again);
-      if (!s.ok()) {
-        for (Commit* c : again) out[c->index] = s;
-      }
-    }
-    RecogniseLanded(*client, commits, out);
-    for (const Commit& c : commits) {
-      if (out[c.index].ok()) out[c.index] = CommitOutcome(c.reply, batch[c.index]);
-    }
+    Settle(*client, batch, commits, records, out);
     return out;
   }
 
   Result<uint64_t> Head(const ConversationId& id) override {
-    auto reply = pool_.Take()->Command({"GET", internal::LedgerKeysFor(id).head});
+    auto reply = pool_.Take()->Command({"XREVRANGE", internal::TurnStreamKey(id), "+", "-", "COUNT", "1"});
     if (!reply) return reply.error();
-    if (reply->is_nil()) return uint64_t{0};
-    if (reply->is_error()) return internal::ServerErrorToStatus(*reply, "head of " + Describe(id));
-    auto v = ParseVersion(*reply);
-    if (!v) return Status::Corruption("head of " + Describe(id) + ": " + reply->Describe());
-    return *v;
+    return HeadOf(*reply, "head of " + Describe(id));
   }
 
   Result<LedgerState> ReadVersion(const ConversationId& id, uint64_t version) override {
-    return Read(id, std::to_string(version));
+    if (version == 0) return LedgerState{};
+    return Read(id, version);
   }
 
-  Result<LedgerState> ReadHead(const ConversationId& id) override { return Read(id, ""); }
+  Result<LedgerState> ReadHead(const ConversationId& id) override { return Read(id, std::nullopt); }
 
   Result<std::vector<TurnRecord>> ReadTurns(const ConversationId& id, uint64_t first,
                                             uint64_t last) override {
     first = std::max<uint64_t>(first, 1);
-    auto keys = internal::LedgerKeysFor(id);
-    std::vector<Argv> commands = {{"GET", keys.head}};
-    if (first <= last) {
-      Argv hmget = {"HMGET", keys.turns};
-      for (uint64_t v = first; v <= last; ++v) hmget.push_back(std::to_string(v));
-      commands.push_back(std::move(hmget));
-    }
-    auto replies = pool_.Take()->Pipeline(commands);
+    std::string key = internal::TurnStreamKey(id), what = "turns of " + Describe(id);
+    std::string from = internal::EntryId(first), to = internal::EntryId(last);
+    auto client = pool_.Take();
+    client->Queue({"XREVRANGE", key, "+", "-", "COUNT", "1"});
+    if (first <= last) client->Queue({"XRANGE", key, from, to});
+    auto replies = client->Flush();
     if (!replies) return replies.error();
-    for (const Reply& r : *replies) {
-      if (r.is_error()) return internal::ServerErrorToStatus(r, "turns of " + Describe(id));
-    }
-    uint64_t head = 0;
-    if (!(*replies)[0].is_nil()) {
-      auto h = ParseVersion((*replies)[0]);
-      if (!h) return Status::Corruption("head of " + Describe(id) + ": " + (*replies)[0].Describe());
-      head = *h;
-    }
-    if (last > head) return NotFound(id, last, head);
+    auto head = HeadOf((*replies)[0], what);
+    if (!head) return head.error();
+    if (last > *head) return NotFound(id, last, *head);
     std::vector<TurnRecord> turns;
     if (first > last) return turns;
-    const auto& payloads = (*replies)[1].elements();
-    for (size_t k = 0; k < payloads.size(); ++k) {
-      auto turn = DecodeStoredTurn(id, first + k, payloads[k]);
+    std::vector<StreamEntry> entries;
+    if (Status s = internal::AppendEntries((*replies)[1], what, entries); !s.ok()) return s;
+    // Bracket the entries with the versions asked for, so that a gap at
+    // either end is named like one in the middle.
+    StreamEntry low{first - 1}, high{last + 1};
+    entries.insert(entries.begin(), low);
+    entries.push_back(high);
+    if (Status s = internal::CheckContiguous(entries, false, what); !s.ok()) return s;
+    for (size_t i = 1; i + 1 < entries.size(); ++i) {
+      auto turn = internal::DecodeTurnEntry(entries[i], what);
       if (!turn) return turn.error();
       turns.push_back(std::move(turn.value()));
     }
@@ -167,25 +149,23 @@ class RedisStore final : public Store {
 
   Result<std::vector<std::string>> ListConversations(const std::string& tenant) override {
     std::set<std::string> found;  // SCAN may return a key more than once
-    std::string cursor = "0";
+    std::string cursor = "0", what = "list conversations of " + tenant;
+    std::string pattern = internal::TenantStreamPattern(tenant);
     auto client = pool_.Take();
     // ACL key patterns do not filter what SCAN returns, so first touch a key
     // under the tenant's own prefix: a user whose ACL excludes that tenant
     // gets NOPERM here and sees no conversation names.
-    std::string probe = internal::TenantHeadPattern(tenant);
-    probe.resize(probe.find(':', probe.find('{')) + 1);
-    auto allowed = client->Command({"EXISTS", probe});
+    auto allowed = client->Command({"EXISTS", internal::TenantKeyPrefix(tenant)});
     if (!allowed) return allowed.error();
-    if (allowed->is_error()) return internal::ServerErrorToStatus(*allowed, "list conversations of " + tenant);
+    if (allowed->is_error()) return internal::ServerErrorToStatus(*allowed, what);
     do {
-      auto reply = client->Command(
-          {"SCAN", cursor, "MATCH", internal::TenantHeadPattern(tenant), "COUNT", "1000", "TYPE", "string"});
+      auto reply = client->Command({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000", "TYPE", "stream"});
       if (!reply) return reply.error();
-      if (reply->is_error()) return internal::ServerErrorToStatus(*reply, "list conversations of " + tenant);
+      if (reply->is_error()) return internal::ServerErrorToStatus(*reply, what);
       if (reply->elements().size() != 2) return Status::Internal("SCAN: unexpected " + reply->Describe());
       cursor = reply->elements()[0].str();
       for (const Reply& key : reply->elements()[1].elements()) {
-        if (auto conversation = internal::ConversationOfHeadKey(key.str(), tenant)) {
+        if (auto conversation = internal::ConversationOfStreamKey(key.str(), tenant)) {
           found.insert(std::move(*conversation));
         }
       }
@@ -194,178 +174,224 @@ class RedisStore final : public Store {
   }
 
   Status DropConversation(const ConversationId& id) override {
-    auto keys = internal::LedgerKeysFor(id);
-    auto reply = pool_.Take()->Command({"DEL", keys.head, keys.turns, keys.snaps, keys.snap_index});
+    auto reply = pool_.Take()->Command({"DEL", internal::TurnStreamKey(id)});
     if (!reply) return reply.error();
     if (reply->is_error()) return internal::ServerErrorToStatus(*reply, "drop " + Describe(id));
     return Status::Ok();
   }
 
  private:
-  // One commit on the wire: either FCALL tl_commit carrying the turn (and
-  // snapshot) through Lua, or, for a turn after the first without a
-  // snapshot, MULTI / FCALL tl_advance / HSETNX turns next payload / EXEC, so
-  // that the payload never enters Lua. `reply` is tl_commit's or tl_advance's.
-  struct Commit {
-    size_t index = 0;            // in the batch
-    std::vector<Argv> commands;  // 1 (tl_commit) or 4 (the transaction)
-    Reply reply;
-    bool fast() const { return commands.size() == 4; }
-    const std::string& turns_key() const { return commands[1][4]; }
-    const std::string& next() const { return commands[1][8]; }
-    const std::string& payload() const { return commands[2][3]; }
+  // MULTI, XLEN, XADD, PEXPIRE or PERSIST, EXEC.
+  static constexpr size_t kCommandsPerCommit = 5;
+
+  // One commit on the wire. Its records sit in the batch's shared buffer
+  // (`records`), so queuing them copies each byte once, into the request.
+  struct Pending {
+    size_t index = 0;  // in the batch
+    uint64_t version = 0;
+    std::string key, id;
+    size_t turn_at = 0, turn_size = 0, state_at = 0, state_size = 0;  // state_size 0: no snapshot
+    int64_t length_before = -1;  // XLEN inside the transaction, before the XADD
+    Reply added;                 // XADD's reply, or the error that stood for it
   };
 
-  // InvalidArgument for a malformed request.
-  Result<Commit> MakeCommit(const CommitRequest& r, size_t index) const {
+  // InvalidArgument for a malformed request; else appends its Pending.
+  Status Encode(const CommitRequest& r, size_t index, std::string& records, std::vector<Pending>& out) const {
     if (r.turn == nullptr || r.after == nullptr) return Status::InvalidArgument("commit: missing turn or state");
     const TurnRecord& turn = *r.turn;
     if (turn.turn == 0 || r.after->version != turn.turn) {
       return Status::InvalidArgument("commit " + Describe(r.id) +
                                      ": the state after the turn must carry its version");
     }
-    auto keys = internal::LedgerKeysFor(r.id);
-    Commit c;
+    Pending c;
     c.index = index;
-    std::string base = std::to_string(turn.turn - 1), next = std::to_string(turn.turn);
-    // The codec's CBOR, written without building the JSON DOM (the
-    // dominant client-side cost of a commit otherwise).
-    std::string payload = internal::TurnRecordBytes(turn);
-    bool snapshot = turn.turn % options_.snapshot_every == 0;
-    if (turn.turn == 1 || snapshot) {
-      c.commands.push_back({"FCALL", "tl_commit", "4", std::move(keys.head), std::move(keys.turns),
-                            std::move(keys.snaps), std::move(keys.snap_index), std::move(base), std::move(next),
-                            std::move(payload), snapshot ? internal::StateRecordBytes(*r.after) : "",
-                            retention_ms_});
-      return c;
+    c.version = turn.turn;
+    c.key = internal::TurnStreamKey(r.id);
+    c.id = internal::EntryId(turn.turn);
+    c.turn_at = records.size();
+    internal::AppendTurnRecordBytes(turn, records);
+    c.turn_size = records.size() - c.turn_at;
+    if (turn.turn % options_.snapshot_every == 0) {
+      c.state_at = records.size();
+      internal::AppendStateRecordBytes(*r.after, records);
+      c.state_size = records.size() - c.state_at;
     }
-    std::string turns = keys.turns;
-    c.commands.push_back({"MULTI"});
-    c.commands.push_back({"FCALL", "tl_advance", "4", std::move(keys.head), std::move(keys.turns),
-                          std::move(keys.snaps), std::move(keys.snap_index), std::move(base), next, retention_ms_});
-    c.commands.push_back({"HSETNX", std::move(turns), std::move(next), std::move(payload)});
-    c.commands.push_back({"EXEC"});
-    return c;
-  }
-
-  // Sends `commits` in one pipeline and stores each one's function reply
-  // (a queueing or EXEC error stands in for it when the transaction failed).
-  static Status Send(internal::RedisClient& client, const std::vector<Commit*>& commits) {
-    std::vector<Argv> commands;
-    for (const Commit* c : commits) commands.insert(commands.end(), c->commands.begin(), c->commands.end());
-    auto replies = client.Pipeline(commands);
-    if (!replies) return replies.error();
-    size_t k = 0;
-    for (Commit* c : commits) {
-      if (!c->fast()) {
-        c->reply = std::move((*replies)[k++]);
-        continue;
-      }
-      const Reply* first_error = nullptr;
-      for (size_t j = 0; j < 4; ++j) {
-        if ((*replies)[k + j].is_error() && first_error == nullptr) first_error = &(*replies)[k + j];
-      }
-      const Reply& exec = (*replies)[k + 3];
-      if (exec.is_array() && exec.elements().size() == 2) {
-        c->reply = exec.elements()[0];
-      } else {
-        c->reply = first_error ? *first_error : Reply::Error("ERR transaction: unexpected " + exec.Describe());
-      }
-      k += 4;
-    }
+    out.push_back(std::move(c));
     return Status::Ok();
   }
 
-  // A transaction commit answered CONFLICT at exactly its own version may be
-  // a retry of a turn that already landed: it is, if the stored record is
-  // byte for byte this payload (what tl_commit checks in Lua).
-  // If that check cannot be made, those commits get its transport error.
-  static void RecogniseLanded(internal::RedisClient& client, std::vector<Commit>& commits,
-                              std::vector<Status>& out) {
-    std::vector<Commit*> suspects;
-    std::vector<Argv> reads;
-    for (Commit& c : commits) {
-      if (c.fast() && c.reply.is_error() && c.reply.str() == "CONFLICT " + c.next()) {
-        suspects.push_back(&c);
-        reads.push_back({"HGET", c.turns_key(), c.next()});
+  // NOMKSTREAM after version 1: a conversation that was dropped or expired is
+  // not re-created by a writer that still holds an old head.
+  void Queue(internal::RedisClient& client, const Pending& c, const std::string& records) const {
+    std::string_view data(records);
+    std::array<std::string_view, 8> xadd;
+    size_t n = 0;
+    xadd[n++] = "XADD";
+    xadd[n++] = c.key;
+    if (c.version > 1) xadd[n++] = "NOMKSTREAM";
+    xadd[n++] = c.id;
+    xadd[n++] = "t";
+    xadd[n++] = data.substr(c.turn_at, c.turn_size);
+    if (c.state_size > 0) {
+      xadd[n++] = "s";
+      xadd[n++] = data.substr(c.state_at, c.state_size);
+    }
+    client.Queue({"MULTI"});
+    client.Queue({"XLEN", c.key});
+    client.Queue(std::span<const std::string_view>(xadd.data(), n));
+    // Retention applies to the whole conversation (its one key); a store
+    // without retention makes a conversation another store let expire permanent.
+    if (options_.retention) {
+      client.Queue({"PEXPIRE", c.key, retention_ms_});
+    } else {
+      client.Queue({"PERSIST", c.key});
+    }
+    client.Queue({"EXEC"});
+  }
+
+  // Fills c.length_before and c.added from replies [k, k + kCommandsPerCommit).
+  static void TakeReplies(std::vector<Reply>& replies, size_t k, Pending& c) {
+    Reply& exec = replies[k + kCommandsPerCommit - 1];
+    if (exec.is_array() && exec.elements().size() == 3) {
+      const Reply& length = exec.elements()[0];
+      c.length_before = length.is_integer() ? length.integer() : -1;
+      c.added = exec.elements()[1];
+      return;
+    }
+    // The transaction did not run (EXECABORT: a command was refused when
+    // queued, e.g. NOPERM); the first error says why.
+    for (size_t j = k; j < k + kCommandsPerCommit; ++j) {
+      if (replies[j].is_error()) {
+        c.added = std::move(replies[j]);
+        return;
       }
     }
-    if (suspects.empty()) return;
-    auto stored = client.Pipeline(reads);
-    for (size_t k = 0; k < suspects.size(); ++k) {
-      if (!stored) {
-        out[suspects[k]->index] = stored.error();
+    c.added = Reply::Error("ERR commit transaction: unexpected " + exec.Describe());
+  }
+
+  // Turns each XADD reply into the commit's status. Commits refused at or
+  // below the head are checked for being a retry that already landed (its
+  // entry holds byte for byte this turn); a turn written above a gap (its
+  // base was above the head) is taken back and reported as a conflict.
+  void Settle(internal::RedisClient& client, std::span<const CommitRequest> batch, std::vector<Pending>& commits,
+              const std::string& records, std::vector<Status>& out) const {
+    std::vector<Pending*> refused, above_gap;
+    for (Pending& c : commits) {
+      const CommitRequest& r = batch[c.index];
+      if (c.added.is_string()) {
+        if (c.length_before == static_cast<int64_t>(c.version - 1)) {
+          out[c.index] = Status::Ok();
+        } else {
+          above_gap.push_back(&c);
+        }
+      } else if (c.added.is_nil()) {
+        out[c.index] = Status::Conflict("conversation '" + Describe(r.id) + "' does not exist (dropped or expired); " +
+                                        "this turn was built on version " + std::to_string(c.version - 1));
+      } else if (IsIdNotAbove(c.added)) {
+        refused.push_back(&c);
+      } else {
+        out[c.index] = c.added.is_error()
+                           ? internal::ServerErrorToStatus(c.added, "commit " + Describe(r.id))
+                           : Status::Internal("commit " + Describe(r.id) + ": unexpected reply " + c.added.Describe());
+      }
+    }
+    if (refused.empty() && above_gap.empty()) return;
+    for (const Pending* c : refused) {
+      client.Queue({"XRANGE", c->key, c->id, c->id});
+      client.Queue({"XREVRANGE", c->key, "+", "-", "COUNT", "1"});
+    }
+    // The writer's base was above the head; the stream's top must go back to
+    // the head too, or every later XADD there would be refused.
+    std::vector<std::string> heads;
+    heads.reserve(above_gap.size());
+    for (const Pending* c : above_gap) {
+      heads.push_back(internal::EntryId(static_cast<uint64_t>(std::max<int64_t>(c->length_before, 0))));
+      client.Queue({"MULTI"});
+      client.Queue({"XDEL", c->key, c->id});
+      client.Queue({"XSETID", c->key, heads.back()});
+      client.Queue({"EXEC"});
+    }
+    auto replies = client.Flush();
+    size_t k = 0;
+    for (const Pending* c : refused) {
+      const CommitRequest& r = batch[c->index];
+      if (!replies) {
+        out[c->index] = replies.error();
         continue;
       }
-      const Reply& r = (*stored)[k];
-      if (r.is_string() && r.str() == suspects[k]->payload()) suspects[k]->reply = Reply::Integer(0);
-    }
-  }
-
-  static Status CommitOutcome(const Reply& reply, const CommitRequest& r) {
-    if (reply.is_integer() && (reply.integer() == 1 || reply.integer() == 0)) return Status::Ok();
-    if (reply.is_error() && reply.str().starts_with("CONFLICT ")) {
-      return Status::Conflict("conversation '" + Describe(r.id) + "' is at version " +
-                              reply.str().substr(9) + "; this turn was built on version " +
-                              std::to_string(r.turn->turn - 1));
-    }
-    if (reply.is_error()) return internal::ServerErrorToStatus(reply, "commit " + Describe(r.id));
-    return Status::Internal("commit " + Describe(r.id) + ": unexpected reply " + reply.Describe());
-  }
-
-  // tl_read of `version` ("" = head) rebuilt into a state.
-  Result<LedgerState> Read(const ConversationId& id, const std::string& version) {
-    auto keys = internal::LedgerKeysFor(id);
-    auto replies = pool_.Take()->FCallPipeline(
-        Library(), {{"FCALL", "tl_read", "4", keys.head, keys.turns, keys.snaps, keys.snap_index, version}});
-    if (!replies) return replies.error();
-    const Reply& reply = replies->front();
-    std::string what = "read " + Describe(id);
-    if (reply.is_error()) return internal::ServerErrorToStatus(reply, what);
-    const auto& parts = reply.elements();
-    if (parts.empty()) return Status::Internal(what + ": unexpected reply " + reply.Describe());
-    auto head = ParseVersion(parts[0]);
-    if (!head) return Status::Corruption(what + ": bad head " + parts[0].Describe());
-    if (parts.size() == 1) return NotFound(id, ParseVersion(Reply::String(version)).value_or(0), *head);
-    if (parts.size() < 4) return Status::Internal(what + ": unexpected reply " + reply.Describe());
-    auto want = ParseVersion(parts[1]);
-    auto snap_version = ParseVersion(parts[2]);
-    if (!want || !snap_version || *snap_version > *want ||
-        parts.size() != 4 + (*want - *snap_version)) {
-      return Status::Corruption(what + ": inconsistent snapshot/turn reply");
-    }
-    LedgerState state;
-    if (*snap_version > 0) {
-      auto j = Deserialize(parts[3].str(), what + " snapshot " + std::to_string(*snap_version));
-      if (!j) return j.error();
-      auto decoded = DecodeState(*j);
-      if (!decoded) return decoded.error();
-      state = std::move(decoded.value());
-      if (state.version != *snap_version) return Status::Corruption(what + ": snapshot version mismatch");
-    }
-    for (size_t k = 4; k < parts.size(); ++k) {
-      auto turn = DecodeStoredTurn(id, *snap_version + (k - 3), parts[k]);
-      if (!turn) return turn.error();
-      if (Status s = ApplyTurn(state, *turn); !s.ok()) {
-        return Status::Corruption(what + ": replaying turn " + std::to_string(turn->turn) + ": " + s.message());
+      std::vector<StreamEntry> stored, top;
+      std::string what = "commit " + Describe(r.id);
+      Status s = internal::AppendEntries((*replies)[k], what, stored);
+      if (s.ok()) s = internal::AppendEntries((*replies)[k + 1], what, top);
+      k += 2;
+      if (!s.ok()) {
+        out[c->index] = s;
+      } else if (stored.size() == 1 && *stored[0].turn == std::string_view(records).substr(c->turn_at, c->turn_size)) {
+        out[c->index] = Status::Ok();  // a retry: this very turn is already there
+      } else {
+        out[c->index] = Conflict(r, top.empty() ? "0" : std::to_string(top[0].version));
       }
     }
-    return state;
+    for (const Pending* c : above_gap) {
+      const CommitRequest& r = batch[c->index];
+      Status undone = !replies ? replies.error()
+                      : (*replies)[k + 3].is_array() ? Status::Ok()
+                                                     : Status::Internal("commit " + Describe(r.id) +
+                                                                        ": could not take back a turn above a gap: " +
+                                                                        (*replies)[k + 3].Describe());
+      k += 4;
+      out[c->index] = undone.ok() ? Conflict(r, std::to_string(std::max<int64_t>(c->length_before, 0))) : undone;
+    }
   }
 
-  static Result<TurnRecord> DecodeStoredTurn(const ConversationId& id, uint64_t version, const Reply& payload) {
-    std::string what = "turn " + std::to_string(version) + " of " + Describe(id);
-    if (!payload.is_string() || payload.str().empty()) return Status::Corruption(what + ": missing");
-    auto j = Deserialize(payload.str(), what);
-    if (!j) return j.error();
-    auto turn = DecodeTurn(*j);
-    if (!turn) return turn.error();
-    if (turn->turn != version) return Status::Corruption(what + ": records turn " + std::to_string(turn->turn));
-    return turn;
+  // The head from an XREVRANGE key + - COUNT 1 reply.
+  static Result<uint64_t> HeadOf(const Reply& reply, const std::string& what) {
+    std::vector<StreamEntry> top;
+    if (Status s = internal::AppendEntries(reply, what, top); !s.ok()) return s;
+    return top.empty() ? uint64_t{0} : top[0].version;
+  }
+
+  // The state at `version` (nullopt: the head): the newest snapshot at or
+  // below it and the turns after it, read newest first. The first page,
+  // snapshot_every entries, holds a snapshot when the writers used this
+  // store's snapshot_every; else pages grow until one is reached.
+  Result<LedgerState> Read(const ConversationId& id, std::optional<uint64_t> version) {
+    std::string key = internal::TurnStreamKey(id), what = "read " + Describe(id);
+    std::string end = version ? internal::EntryId(*version) : "+";
+    auto client = pool_.Take();
+    std::deque<Reply> pages;  // the entries point into these
+    std::vector<StreamEntry> entries;
+    for (size_t count = options_.snapshot_every;; count = std::min<size_t>(count * 2, 1024)) {
+      auto reply = client->Command({"XREVRANGE", key, end, "-", "COUNT", std::to_string(count)});
+      if (!reply) return reply.error();
+      pages.push_back(std::move(reply.value()));
+      size_t before = entries.size();
+      if (Status s = internal::AppendEntries(pages.back(), what, entries); !s.ok()) return s;
+      if (before == 0 && version && (entries.empty() || entries[0].version != *version)) {
+        auto head = client->Command({"XREVRANGE", key, "+", "-", "COUNT", "1"});
+        if (!head) return head.error();
+        auto h = HeadOf(*head, what);
+        if (!h) return h.error();
+        if (*h < *version) return NotFound(id, *version, *h);
+        return Status::Corruption(what + ": version " + std::to_string(*version) + " is missing (head is " +
+                                  std::to_string(*h) + ")");
+      }
+      if (entries.empty()) return LedgerState{};  // the head of a conversation never written
+      if (Status s = internal::CheckContiguous(entries, true, what); !s.ok()) return s;
+      for (size_t i = before; i < entries.size(); ++i) {
+        if (entries[i].state != nullptr) {
+          entries.resize(i + 1);
+          return internal::Replay(entries, what);
+        }
+      }
+      // Version 1, or the end of the stream without a snapshot (Corruption).
+      if (entries.back().version == 1 || entries.size() - before < count) return internal::Replay(entries, what);
+      end = "(" + internal::EntryId(entries.back().version);
+    }
   }
 
   StoreOptions options_;
-  std::string retention_ms_ = "0";
+  std::string retention_ms_;
   internal::RedisPool pool_;
 };
 

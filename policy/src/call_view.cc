@@ -1,9 +1,45 @@
 // The `call` object of the rule API (see internal/call_view.h).
 #include "internal/call_view.h"
 
+#include <bit>
+#include <cstdint>
+
 #include "internal/lua_json.h"
 
 namespace taskledger::policy_internal {
+namespace {
+
+// True if `a` and `b` push as the same Lua values: equal types all the way
+// down (json's own == says 1 == 1.0, but Lua tells an integer from a float)
+// and floats equal bit for bit (-0.0 and 0.0 print differently). Deeper than
+// kMaxJsonDepth counts as different, so the push reports the depth error.
+bool PushesSame(const nlohmann::json& a, const nlohmann::json& b, int depth = 0) {
+  if (a.type() != b.type()) return false;
+  switch (a.type()) {
+    case nlohmann::json::value_t::object: {
+      if (depth >= kMaxJsonDepth || a.size() != b.size()) return false;
+      const auto& oa = a.get_ref<const nlohmann::json::object_t&>();
+      const auto& ob = b.get_ref<const nlohmann::json::object_t&>();
+      for (auto i = oa.begin(), j = ob.begin(); i != oa.end(); ++i, ++j) {
+        if (i->first != j->first || !PushesSame(i->second, j->second, depth + 1)) return false;
+      }
+      return true;
+    }
+    case nlohmann::json::value_t::array: {
+      if (depth >= kMaxJsonDepth || a.size() != b.size()) return false;
+      for (size_t i = 0; i < a.size(); ++i) {
+        if (!PushesSame(a[i], b[i], depth + 1)) return false;
+      }
+      return true;
+    }
+    case nlohmann::json::value_t::number_float:
+      return std::bit_cast<uint64_t>(a.get<double>()) == std::bit_cast<uint64_t>(b.get<double>());
+    default:
+      return a == b;
+  }
+}
+
+}  // namespace
 
 void CallView::Install(lua_State* L) {
   lua_createtable(L, 0, 3);
@@ -19,12 +55,35 @@ void CallView::Install(lua_State* L) {
 }
 
 void CallView::Push(lua_State* L, const ProposedCall& call) {
-  lua_rawgeti(L, LUA_REGISTRYINDEX, call_data_ref_);
-  lua_pushlstring(L, call.id.data(), call.id.size());
-  lua_setfield(L, -2, "id");
-  lua_pushlstring(L, call.tool.data(), call.tool.size());
-  lua_setfield(L, -2, "tool");
-  if (call.arguments.is_object()) {
+  const bool same_id = pushed_ && call.id == id_;
+  const bool same_tool = pushed_ && call.tool == tool_;
+  const bool same_args = pushed_ && PushesSame(call.arguments, arguments_);
+  if (!(same_id && same_tool && same_args)) {
+    pushed_ = false;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, call_data_ref_);
+    if (!same_id) {
+      lua_pushlstring(L, call.id.data(), call.id.size());
+      lua_setfield(L, -2, "id");
+      id_ = call.id;
+    }
+    if (!same_tool) {
+      lua_pushlstring(L, call.tool.data(), call.tool.size());
+      lua_setfield(L, -2, "tool");
+      tool_ = call.tool;
+    }
+    if (!same_args) {
+      PushArguments(L, call.arguments);
+      lua_setfield(L, -2, "args");
+      arguments_ = call.arguments;
+    }
+    lua_pop(L, 1);
+    pushed_ = true;
+  }
+  lua_rawgeti(L, LUA_REGISTRYINDEX, call_ref_);
+}
+
+void CallView::PushArguments(lua_State* L, const nlohmann::json& arguments) {
+  if (arguments.is_object()) {
     // Refill the data table behind the persistent args proxy in place: clear
     // the previous call's fields, then set this call's. Calls to one tool
     // share their argument names, so the table keeps its slots and a check
@@ -42,15 +101,15 @@ void CallView::Push(lua_State* L, const ProposedCall& call) {
       lua_pushnil(L);
       lua_rawset(L, data);
     }
-    for (const auto& [k, v] : call.arguments.items()) {
+    for (const auto& [k, v] : arguments.items()) {
       lua_pushlstring(L, k.data(), k.size());
       PushReadOnly(L, v, 1);
       lua_rawset(L, data);
     }
     lua_pop(L, 2);
     lua_rawgeti(L, LUA_REGISTRYINDEX, args_ref_);
-  } else if (call.arguments.is_array()) {
-    PushReadOnly(L, call.arguments);
+  } else if (arguments.is_array()) {
+    PushReadOnly(L, arguments);
   } else {
     lua_rawgeti(L, LUA_REGISTRYINDEX, args_meta_ref_);
     lua_createtable(L, 0, 0);
@@ -58,9 +117,6 @@ void CallView::Push(lua_State* L, const ProposedCall& call) {
     lua_pop(L, 1);
     lua_rawgeti(L, LUA_REGISTRYINDEX, args_ref_);
   }
-  lua_setfield(L, -2, "args");
-  lua_pop(L, 1);
-  lua_rawgeti(L, LUA_REGISTRYINDEX, call_ref_);
 }
 
 }  // namespace taskledger::policy_internal

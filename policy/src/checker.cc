@@ -39,8 +39,8 @@ std::optional<Outcome> TokenOutcome(const void* token) {
   return std::nullopt;
 }
 
-Result<Update> UpdateFromJson(const nlohmann::json& u, const std::string& source_id,
-                              const std::string& extractor, const std::string& pack_version,
+Result<Update> UpdateFromJson(const nlohmann::json& u, const SharedString& source_id,
+                              const SharedString& extractor, const SharedString& pack_version,
                               int64_t now_ms) {
   if (!u.is_object()) return Status::InvalidArgument("each update must be a table");
   for (const auto& [k, v] : u.items()) {
@@ -101,6 +101,7 @@ Result<Update> UpdateFromJson(const nlohmann::json& u, const std::string& source
 
 struct PolicyChecker::Impl {
   std::shared_ptr<const RulePack> pack;
+  SharedString pack_version;  // pack->version(), shared by every decision
   CheckerLimits limits;
   std::unique_ptr<CompiledPack> compiled;
   // What the pack says about one tool: its class and the rules applying to
@@ -130,12 +131,13 @@ struct PolicyChecker::Impl {
   }
 
   void Decide(PolicyDecision& d, const ProposedCall& call, const LedgerState& state,
-              const ViewKey& key, int64_t now_ms);
+              const ViewKey& key, int64_t now_ms, std::chrono::steady_clock::time_point start);
 };
 
 void PolicyChecker::Impl::Decide(PolicyDecision& d, const ProposedCall& call,
-                                 const LedgerState& state, const ViewKey& key, int64_t now_ms) {
-  d.pack_version = pack->version();
+                                 const LedgerState& state, const ViewKey& key, int64_t now_ms,
+                                 std::chrono::steady_clock::time_point start) {
+  d.pack_version = pack_version;
   const ToolPlan& plan = PlanFor(call.tool);
   d.tool_class = plan.tool_class;
   if (d.tool_class == ToolClass::kReadOnly) {
@@ -161,7 +163,7 @@ void PolicyChecker::Impl::Decide(PolicyDecision& d, const ProposedCall& call,
   // and `current` says whose it was.
   constexpr size_t kNone = static_cast<size_t>(-1);
   size_t current = kNone;
-  sb.ArmBudget(limits.instruction_budget);
+  sb.ArmBudget(limits.instruction_budget, start);
   Status st = sb.Protected([&](lua_State* L) {
     compiled->call_view.Push(L, call);
     int call_idx = lua_gettop(L);
@@ -187,7 +189,7 @@ void PolicyChecker::Impl::Decide(PolicyDecision& d, const ProposedCall& call,
                    luaL_typename(L, -2));
       }
       RuleEvaluation& ev = d.rules.emplace_back();
-      ev.rule_id = rule.info.id;
+      ev.rule_id = rule.id;
       ev.outcome = out;
       if (out != Outcome::kAllow) {
         size_t n = 0;
@@ -209,13 +211,13 @@ void PolicyChecker::Impl::Decide(PolicyDecision& d, const ProposedCall& call,
       d.reason = Truncate("policy error: the rules could not be evaluated: " + st.message());
       return;
     }
-    const std::string& id = compiled->rules[applicable[current]].info.id;
+    const SharedString& id = compiled->rules[applicable[current]].id;
     if (d.rules.size() > current) d.rules.resize(current);
     RuleEvaluation& ev = d.rules.emplace_back();
     ev.rule_id = id;
     ev.outcome = Outcome::kDeny;
     ev.error = true;
-    ev.reason = Truncate("policy error in rule " + id + ": " + st.message());
+    ev.reason = Truncate("policy error in rule " + id.str() + ": " + st.message());
     d.rule_id = id;
     d.reason = ev.reason;
     return;
@@ -241,6 +243,7 @@ Result<std::unique_ptr<PolicyChecker>> PolicyChecker::Create(std::shared_ptr<con
     auto compiled = policy_internal::CompilePack(pack->lua_files(), limits);
     if (!compiled) return compiled.error();
     auto impl = std::make_unique<Impl>();
+    impl->pack_version = pack->version();
     impl->pack = std::move(pack);
     impl->limits = limits;
     impl->compiled = std::move(compiled.value());
@@ -254,12 +257,14 @@ Status PolicyChecker::SetPack(std::shared_ptr<const RulePack> pack) {
   if (!pack) return Status::InvalidArgument("SetPack needs a rule pack");
   if (pack == impl_->pack || pack->version() == impl_->pack->version()) {
     impl_->pack = std::move(pack);
+    impl_->pack_version = impl_->pack->version();
     return Status::Ok();
   }
   try {
     auto compiled = policy_internal::CompilePack(pack->lua_files(), impl_->limits);
     if (!compiled) return compiled.error();
     impl_->compiled = std::move(compiled.value());
+    impl_->pack_version = pack->version();
     impl_->pack = std::move(pack);
     impl_->plans.clear();
     return Status::Ok();
@@ -275,7 +280,7 @@ PolicyDecision PolicyChecker::Check(const ProposedCall& call, const LedgerState&
   auto start = std::chrono::steady_clock::now();
   PolicyDecision d;
   try {
-    impl_->Decide(d, call, state, key, now_ms);
+    impl_->Decide(d, call, state, key, now_ms, start);
   } catch (const std::exception& e) {
     impl_->compiled->view.Unbind();
     impl_->compiled->sandbox->DisarmBudget();
@@ -303,13 +308,14 @@ std::vector<ExtractorRun> PolicyChecker::RunExtractors(const ProposedCall& call,
                                                        int64_t now_ms) {
   std::vector<ExtractorRun> runs;
   Sandbox& sb = *impl_->compiled->sandbox;
-  const std::string source_id = call.tool + "#" + call.id;
+  const SharedString source_id = call.tool + "#" + call.id;
   for (const auto& x : impl_->compiled->extractors) {
     bool applies = false;
     for (const std::string& glob : x.info.tools) applies = applies || GlobMatch(glob, call.tool);
     if (!applies) continue;
     ExtractorRun& run = runs.emplace_back();
     run.extractor_id = x.info.id;
+    const SharedString extractor_id = x.info.id;
     try {
       nlohmann::json result;
       Status failure;
@@ -344,7 +350,7 @@ std::vector<ExtractorRun> PolicyChecker::RunExtractors(const ProposedCall& call,
           continue;
         }
         for (const auto& u : result) {
-          Result<Update> up = UpdateFromJson(u, source_id, x.info.id, impl_->pack->version(), now_ms);
+          Result<Update> up = UpdateFromJson(u, source_id, extractor_id, impl_->pack_version, now_ms);
           if (!up) {
             updates.clear();
             run.updates =

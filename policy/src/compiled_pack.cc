@@ -101,6 +101,7 @@ int DeclareRule(lua_State* L) {
   }
   lua_pop(L, 1);
   r.info.file = pack.loading_file;
+  r.id = r.info.id;
   pack.rules.push_back(r);  // before taking the ref, so a failed push leaks nothing
   pack.rules.back().ref = ReadFunction(L, r.info.id, "check");
   return 0;

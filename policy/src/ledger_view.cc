@@ -12,6 +12,12 @@
 namespace taskledger::policy_internal {
 namespace {
 
+// Lookups cached per category and view; beyond this a lookup is not cached
+// (bounds the memory a rule probing many keys can pin in its view).
+constexpr size_t kMaxCachedValues = 256;
+// Stands for "no live entry" in a value cache (nil cannot be stored).
+const char kAbsent = 0;
+
 Category CheckCategory(lua_State* L, int idx, const char* fn) {
   size_t n = 0;
   const char* s = lua_type(L, idx) == LUA_TSTRING ? lua_tolstring(L, idx, &n) : nullptr;
@@ -57,7 +63,8 @@ void LedgerView::Install(lua_State* L) {
     lua_pushlightuserdata(L, this);
     if (category >= 0) {
       lua_pushinteger(L, category);
-      lua_pushcclosure(L, fn, 2);
+      lua_createtable(L, 0, 16);  // the value cache
+      lua_pushcclosure(L, fn, 3);
     } else {
       lua_pushcclosure(L, fn, 1);
     }
@@ -90,6 +97,11 @@ void LedgerView::Bind(const LedgerState& state, const ProposedCall& call, const 
   now_ms_ = now_ms;
   bool same = !key.conversation.empty() && key == key_;
   if (!same || now_ms < index_from_ms_ || now_ms >= index_until_ms_) index_valid_ = false;
+  if (!same || now_ms < cache_from_ms_ || now_ms >= cache_until_ms_) {
+    for (bool& stale : cache_stale_) stale = true;
+    cache_from_ms_ = now_ms;
+    cache_until_ms_ = std::numeric_limits<int64_t>::max();
+  }
   if (!same) key_ = key;
 }
 
@@ -143,16 +155,60 @@ void LedgerView::BuildObservedIndex() {
   ++index_builds_;
 }
 
+void LedgerView::PushValueCache(lua_State* L, Category c) {
+  const int i = static_cast<int>(c);
+  lua_pushvalue(L, lua_upvalueindex(3));
+  if (!cache_stale_[i]) return;
+  // Empty it in place: the table keeps its slots for the next view.
+  int t = lua_gettop(L);
+  lua_pushnil(L);
+  while (lua_next(L, t)) {
+    lua_pop(L, 1);
+    lua_pushvalue(L, -1);
+    lua_pushnil(L);
+    lua_rawset(L, t);
+  }
+  cache_entries_[i] = 0;
+  cache_stale_[i] = false;
+}
+
 int LedgerView::Value(lua_State* L) {
   LedgerView& v = Self(L);
   auto c = static_cast<Category>(lua_tointeger(L, lua_upvalueindex(2)));
   std::string_view key = CheckKey(L, 1, "ledger.fact");
+  lua_settop(L, 1);
+  v.PushValueCache(L, c);
+  lua_pushvalue(L, 1);
+  if (lua_rawget(L, 2) != LUA_TNIL) {
+    if (lua_touserdata(L, -1) == &kAbsent) lua_pushnil(L);
+    return 1;
+  }
+  lua_pop(L, 1);
   const Entry* e = v.Find(c, key);
   if (e == nullptr) {
     lua_pushnil(L);
-    return 1;
+  } else {
+    PushCopy(L, e->value);
   }
-  PushCopy(L, e->value);
+  // Tables are not cached: each lookup returns a fresh copy the rule may
+  // change. Strings, numbers and booleans are immutable values in Lua.
+  size_t& cached = v.cache_entries_[static_cast<int>(c)];
+  if (cached < kMaxCachedValues && (e == nullptr || !e->value.is_structured())) {
+    lua_pushvalue(L, 1);
+    if (e == nullptr || e->value.is_null()) {
+      lua_pushlightuserdata(L, const_cast<char*>(&kAbsent));
+    } else {
+      lua_pushvalue(L, -2);
+    }
+    lua_rawset(L, 2);
+    ++cached;
+    // A live entry with a wall-clock expiry is only right until then; an
+    // absent one stays absent as time goes on (Bind empties the cache if
+    // the clock goes back).
+    if (e != nullptr && e->expires_at_ms) {
+      v.cache_until_ms_ = std::min(v.cache_until_ms_, *e->expires_at_ms);
+    }
+  }
   return 1;
 }
 

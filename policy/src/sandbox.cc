@@ -195,11 +195,11 @@ void Sandbox::Hook(lua_State* L, lua_Debug*) {
   luaL_error(L, "%s", sb.tripped_what_.c_str());
 }
 
-void Sandbox::ArmBudget(int64_t instructions) {
+void Sandbox::ArmBudget(int64_t instructions, std::chrono::steady_clock::time_point start) {
   remaining_ = instructions;
   tripped_ = false;
   metered_ = true;
-  deadline_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(limits_.deadline_ms);
+  deadline_ = start + std::chrono::milliseconds(limits_.deadline_ms);
   lua_sethook(L_, Hook, LUA_MASKCOUNT, kHookEvery);
 }
 

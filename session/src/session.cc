@@ -56,20 +56,24 @@ Result<std::unique_ptr<Session>> Session::Open(Store& store, ConversationId id,
   extractor_options.clock = &clock;
   extractor_options.checker = checker;
   auto extractor = std::make_unique<Extractor>(std::move(rules), extractor_options);
-  return std::unique_ptr<Session>(new Session(std::move(ledger).value(), std::move(pack),
+  return std::unique_ptr<Session>(new Session(store, std::move(ledger).value(), std::move(pack),
                                               std::move(owned), checker, std::move(extractor),
-                                              clock));
+                                              clock, options));
 }
 
-Session::Session(std::unique_ptr<Ledger> ledger, std::shared_ptr<const RulePack> pack,
+Session::Session(Store& store, std::unique_ptr<Ledger> ledger, std::shared_ptr<const RulePack> pack,
                  std::unique_ptr<PolicyChecker> owned_checker, PolicyChecker* checker,
-                 std::unique_ptr<Extractor> extractor, const Clock& clock)
-    : ledger_(std::move(ledger)),
+                 std::unique_ptr<Extractor> extractor, const Clock& clock,
+                 const SessionOptions& options)
+    : store_(store),
+      ledger_(std::move(ledger)),
       pack_(std::move(pack)),
       owned_checker_(std::move(owned_checker)),
       checker_(checker),
       extractor_(std::move(extractor)),
-      clock_(&clock) {}
+      clock_(&clock),
+      commit_before_write_(options.commit_before_write),
+      store_down_reads_(options.store_down_reads) {}
 
 Session::~Session() = default;
 
@@ -102,14 +106,71 @@ CallResult Session::Check(const ProposedCall& call) {
   return result;
 }
 
-CallResult Session::HandleToolCall(const ProposedCall& call, const ToolExecutor& execute) {
+CallResult Session::Authorize(const ProposedCall& call) {
   CallResult result = Check(call);
   const bool writes = !result.decision.read_only;
+  if (result.decision.allowed()) {
+    if (writes && commit_before_write_) {
+      CommitBeforeWrite(call, result);
+    } else if (!writes && store_down_reads_ == StoreDownReads::kDeny) {
+      // One round trip on the session's own conversation: every store
+      // implements it, and a tenant-scoped ACL user may run it.
+      if (auto head = store_.Head(ledger_->id()); !head.has_value()) {
+        DenyForStore(call, head.error(), result);
+      }
+    }
+  }
   if (!result.decision.allowed()) {
     ledger_->StageCall(CallRecord{ledger_->turn(), call.id, call.tool, call.arguments, writes,
                                   "denied"});
-    return result;
   }
+  return result;
+}
+
+void Session::CommitBeforeWrite(const ProposedCall& call, CallResult& result) {
+  std::optional<Entry> confirmation;
+  const auto& conditions = ledger_->working().of(Category::kCondition);
+  if (auto it = conditions.find(kConfirmationKey); it != conditions.end()) confirmation = it->second;
+  ConsumeConfirmation(call);
+  auto committed = ledger_->Commit();
+  if (committed.has_value()) {
+    wrote_ahead_ = true;
+    return;
+  }
+  // The call will not run, so the user's yes still stands: a retry once the
+  // store is back must not need a second confirmation.
+  if (confirmation) RestoreConfirmation(*confirmation);
+  DenyForStore(call, committed.error(), result);
+}
+
+void Session::DenyForStore(const ProposedCall& call, const Status& why, CallResult& result) {
+  PolicyDecision& d = result.decision;
+  d.outcome = Outcome::kDeny;
+  if (why.code() == StatusCode::kConflict) {
+    d.rule_id = std::string(kStateConflictRule);
+    d.reason = "another writer changed this conversation's task state (" + why.ToString() +
+               "); no change was made";
+  } else {
+    d.rule_id = std::string(kStoreUnavailableRule);
+    d.reason = "the task-state store is unreachable (" + why.ToString() +
+               "); no change was made";
+  }
+  d.rules.push_back(RuleEvaluation{d.rule_id, Outcome::kDeny, d.reason, false});
+  DecisionContext ctx;
+  ctx.conversation = ledger_->id().conversation;
+  ctx.turn = ledger_->turn();
+  ctx.version_seen = ledger_->version();
+  ctx.staged_seen = ledger_->staged_updates();
+  result.decision_record = DecisionLogRecord(d, call, ctx);
+  ledger_->StageDecision(result.decision_record);
+  result.message = DenialMessage(call, d);
+  result.message_is_error = true;
+}
+
+CallResult Session::HandleToolCall(const ProposedCall& call, const ToolExecutor& execute) {
+  CallResult result = Authorize(call);
+  const bool writes = !result.decision.read_only;
+  if (!result.decision.allowed()) return result;
   result.executed = true;
   Result<ToolOutput> output = execute(call);
   if (!output.has_value()) {
@@ -150,6 +211,22 @@ Status Session::RecordToolOutput(const ProposedCall& call, const ToolOutput& out
   return staged;
 }
 
+void Session::RestoreConfirmation(const Entry& confirmation) {
+  // One that had already run out stays gone.
+  if (!confirmation.LiveAt(ledger_->turn(), clock_->NowMs())) return;
+  Update restore;
+  restore.category = Category::kCondition;
+  restore.key = std::string(kConfirmationKey);
+  restore.value = confirmation.value;
+  restore.provenance = confirmation.provenance;  // still the user's yes
+  restore.expire_at_ms = confirmation.expires_at_ms;
+  if (confirmation.expires_at_turn) {
+    restore.expire_after_turns = *confirmation.expires_at_turn - ledger_->turn();
+  }
+  // A set of a non-empty key with a valid lifetime cannot fail.
+  (void)ledger_->Stage(std::move(restore));
+}
+
 void Session::ConsumeConfirmation(const ProposedCall& call) {
   const auto& conditions = ledger_->working().of(Category::kCondition);
   if (conditions.find(kConfirmationKey) == conditions.end()) return;
@@ -166,13 +243,31 @@ void Session::ConsumeConfirmation(const ProposedCall& call) {
   (void)ledger_->Stage(std::move(consume));
 }
 
-Result<uint64_t> Session::EndTurn() { return ledger_->Commit(); }
+Result<uint64_t> Session::EndTurn() {
+  if (wrote_ahead_ && !ledger_->has_pending()) {
+    wrote_ahead_ = false;
+    return ledger_->version();
+  }
+  auto committed = ledger_->Commit();
+  if (committed.has_value()) wrote_ahead_ = false;
+  return committed;
+}
 
 Status Session::Rebase() { return ledger_->Rebase(); }
 
 std::string DenialMessage(const ProposedCall& call, const PolicyDecision& decision) {
   std::string rule = decision.rule_id.empty() ? std::string("policy") : decision.rule_id;
   std::string reason = decision.reason.empty() ? std::string("no reason given") : decision.reason;
+  if (rule == kStoreUnavailableRule) {
+    return "Error: the call " + call.tool + " was not made: " + reason + " (" + rule +
+           "). The policy allowed it, but taskledger does not run calls while the task state "
+           "cannot be saved. Tell the user nothing was changed and try again later.";
+  }
+  if (rule == kStateConflictRule) {
+    return "Error: the call " + call.tool + " was not made: " + reason + " (" + rule +
+           "). The task state must be reloaded (Session::Rebase) and the call checked again "
+           "before it may run.";
+  }
   switch (decision.outcome) {
     case Outcome::kConfirm:
       return "Not executed: " + call.tool + " needs the user's explicit confirmation (" + rule +

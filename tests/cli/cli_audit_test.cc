@@ -75,7 +75,8 @@ TEST_CASE("audit reads back a replay from Redis in another process", "[redis]") 
   INFO(list.out << list.err);
   REQUIRE(list.exit_code == 0);
   REQUIRE(list.LastJson()["conversations"].size() == 1);
-  CHECK(list.LastJson()["conversations"][0]["version"] == 3);
+  // c1 commits twice (its decision before it runs, then its outcome).
+  CHECK(list.LastJson()["conversations"][0]["version"] == 4);
 
   CliRun show = with({"audit", "show", conv, "--version", "1"});
   INFO(show.out << show.err);
@@ -93,12 +94,15 @@ TEST_CASE("audit reads back a replay from Redis in another process", "[redis]") 
   REQUIRE(log.size() == 3);
   CHECK(log[2]["decision"] == "deny");
   CHECK(log[2]["rule"] == "shop.confirmed");
-  CHECK(log[2]["version_seen"] == 2);
+  CHECK(log[2]["version_seen"] == 3);
 
   CliRun calls = with({"audit", "calls", conv});
   CHECK(calls.exit_code == 0);
   CHECK_THAT(calls.out, Catch::Contains("c2 cancel_order") && Catch::Contains("-> denied") &&
-                            Catch::Contains("decided on v2"));
+                            Catch::Contains("decided on v3"));
+  // c1 ran: its call record (turn 3) follows the decision written ahead of it (turn 2).
+  CHECK_THAT(calls.out, Catch::Contains("turn 3  c1 cancel_order") &&
+                            Catch::Contains("-> ok  (decided on v1+"));
 
   CliRun render = with({"render", conv, "--format", "json", "--version", "1"});
   CHECK(render.exit_code == 0);

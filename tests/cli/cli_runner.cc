@@ -75,48 +75,6 @@ CliRun RunCli(const std::vector<std::string>& args) {
   return r;
 }
 
-std::string WriteShopPack(const std::string& dir) {
-  WriteFile(dir + "/pack.json",
-            R"({"name": "shop", "tools": {"read_only": ["get_*"], "writes": ["cancel_order"]}})");
-  WriteFile(dir + "/extract.json", R"({"tools": {"get_order": [
-      {"id": "order.status", "path": "/status", "category": "fact", "key": "order.{order_id}.status"}]},
-    "user": [{"id": "user.confirm", "pattern": "^[[:space:]]*(yes|y)[[:space:]!.]*$",
-              "confirmation": true, "icase": true}]})");
-  WriteFile(dir + "/shop.lua", R"(
-rule {
-  id = "shop.pending_only", tools = {"cancel_order"}, priority = 50,
-  check = function(call, ledger)
-    local s = ledger.fact("order." .. call.args.order_id .. ".status")
-    if s == nil then return deny("the status of order " .. call.args.order_id .. " is unknown") end
-    if s ~= "pending" then return deny("order " .. call.args.order_id .. " is " .. s) end
-    return allow()
-  end,
-}
-rule {
-  id = "shop.confirmed", tools = {"cancel_order"}, priority = 10,
-  check = function(call, ledger)
-    if ledger.confirmed(call) then return allow() end
-    return deny("the user has not confirmed this cancellation")
-  end,
-}
-)");
-  WriteFile(dir + "/tests/cancel.json", R"({"cases": [
-    {"name": "cancel of a delivered order is denied",
-     "events": [
-       {"type": "call", "id": "c0", "tool": "get_order", "arguments": {"order_id": "#W1"}},
-       {"type": "result", "id": "c0", "output": {"order_id": "#W1", "status": "delivered"}},
-       {"type": "user", "text": "yes"}],
-     "call": {"tool": "cancel_order", "arguments": {"order_id": "#W1"}},
-     "expect": {"decision": "deny", "rule": "shop.pending_only"}},
-    {"name": "a confirmed cancel of a pending order is allowed",
-     "state": {"facts": {"order.#W2.status": "pending"},
-               "conditions": {"confirmation": {"$entry": {"value": {"text": "yes", "action": null},
-                                                          "verified": false, "source": "user"}}}},
-     "call": {"tool": "cancel_order", "arguments": {"order_id": "#W2"}},
-     "expect": {"decision": "allow"}}]})");
-  return dir;
-}
-
 std::string ShopTraceLine(const std::string& conversation) {
   return R"({"conversation":")" + conversation + R"(","events":[)"
          R"({"type":"call","id":"c0","tool":"get_order","arguments":{"order_id":"#W1"}},)"

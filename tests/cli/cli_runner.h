@@ -1,12 +1,15 @@
 // Helpers for the CLI tests: run the taskledger binary with arguments and
-// capture exit code, stdout and stderr; write temporary files; a small rule
-// pack ("shop") and traces as files. Tests only; not thread-safe.
+// capture exit code, stdout and stderr; write temporary files; traces of the
+// "shop" pack (tests/support/shop_pack.h) as files. Tests only; not
+// thread-safe.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "support/shop_pack.h"  // WriteShopPack
 
 namespace taskledger::testing {
 
@@ -25,11 +28,6 @@ CliRun RunCli(const std::vector<std::string>& args);
 std::string TempDir();
 void WriteFile(const std::string& path, const std::string& text);
 std::string ReadFile(const std::string& path);
-
-// Writes the "shop" rule pack (get_order read-only; cancel_order needs a
-// pending order and the user's yes) with two passing policy tests into
-// `dir` and returns `dir`.
-std::string WriteShopPack(const std::string& dir);
 
 // A trace line: lookup, yes, cancel (labeled allow), second cancel (labeled
 // deny by shop.confirmed). `conversation` names it.

@@ -217,3 +217,35 @@ TEST_CASE("writes to read-only tables raise and change nothing", "[policy]") {
   CHECK(d.rules.at(0).error);
   CHECK_THAT(d.reason, Catch::Contains("read-only"));
 }
+
+TEST_CASE("value lookups are reused per view key, honour expiry and copy tables", "[policy]") {
+  auto checker = Probe("ledger.fact('k')");
+  LedgerState s = StateOf({{"facts", {{"k", {{"$entry", {{"value", "x"}, {"expires_in_seconds", 10}}}}}}}});
+  LedgerState other = StateOf({{"facts", {{"k", "y"}}}});
+  ProposedCall call = CallOf("write_probe");
+  CHECK(checker->Check(call, s, {"conv", 1}, kNow).reason == "x");
+  CHECK(checker->Check(call, s, {"conv", 1}, kNow + 9'000).reason == "x");
+  CHECK(checker->Check(call, s, {"conv", 1}, kNow + 10'000).reason == "nil");
+  CHECK(checker->Check(call, s, {"conv", 1}, kNow).reason == "x");  // the clock went back
+  CHECK(checker->Check(call, other, {"conv", 2}, kNow).reason == "y");
+  CHECK(checker->Check(call, s, {}, kNow).reason == "x");
+  CHECK(checker->Check(call, other, {}, kNow).reason == "y");
+  // A table value is a fresh copy on every lookup, even within one check.
+  LedgerState table = StateOf({{"facts", {{"t", {{"a", 1}}}}}});
+  CHECK(Eval("(function() local t = ledger.fact('t'); t.a = 2; return ledger.fact('t').a end)()",
+             table) == "1");
+}
+
+TEST_CASE("a reused call object shows each call's own id, tool and argument types", "[policy]") {
+  auto checker = MakeChecker(MakePack(
+      "rule { id = 'probe', tools = {'write_*'}, check = function(call, ledger)\n"
+      "  return deny(call.id .. ' ' .. call.tool .. ' ' .. math.type(call.args.n) .. ' ' ..\n"
+      "              tostring(call.args.n) .. ' ' .. tostring(call.args.m))\nend }\n"));
+  auto reason = [&](ProposedCall call) { return checker->Check(call, LedgerState{}, {}, kNow).reason; };
+  CHECK(reason({"c1", "write_a", {{"n", 1}}}) == "c1 write_a integer 1 nil");
+  CHECK(reason({"c1", "write_a", {{"n", 1}}}) == "c1 write_a integer 1 nil");
+  CHECK(reason({"c1", "write_a", {{"n", 1.0}}}) == "c1 write_a float 1.0 nil");
+  CHECK(reason({"c2", "write_a", {{"n", 1.0}}}) == "c2 write_a float 1.0 nil");
+  CHECK(reason({"c2", "write_b", {{"n", -0.0}, {"m", true}}}) == "c2 write_b float -0.0 true");
+  CHECK(reason({"c2", "write_b", {{"n", 0.0}}}) == "c2 write_b float 0.0 nil");
+}

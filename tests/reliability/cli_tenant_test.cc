@@ -54,8 +54,8 @@ TEST_CASE("tenant isolation: the CLI shows one tenant nothing of another", "[rel
     REQUIRE(session.value()->EndTurn().has_value());
   }
   REQUIRE(server->Run({"ACL", "SETUSER", "mallory", "on", ">pw-m", "resetkeys", "~tl:{mallory:*", "resetchannels",
-                       "-@all", "+ping", "+fcall", "+fcall_ro", "+function|list", "+get", "+hget", "+hmget",
-                       "+del", "+scan", "+exists", "+zrevrangebyscore"}) == "OK");
+                       "-@all", "+ping", "+fcall", "+fcall_ro", "+function|list", "+hget", "+xrange", "+xrevrange",
+                       "+del", "+scan", "+exists"}) == "OK");
   const std::string mallory = "redis://mallory:pw-m@127.0.0.1:" + std::to_string(server->port());
   const std::string secret = StatusKeyOf(1);  // a fact only the victim's conversation holds
 

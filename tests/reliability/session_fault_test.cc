@@ -123,8 +123,8 @@ TEST_CASE("fault: a commit that landed but whose reply was lost is not applied t
   const ConversationId id{"fault", "lost-reply"};
   auto session = Session::Open(*store, id, RetailPack());
   REQUIRE(session.has_value());
-  // Turns 1 and 4 commit through tl_commit (first turn, snapshot turn), the
-  // others through the MULTI / tl_advance / HSETNX transaction: both paths.
+  // Turns 1 (creates the stream) and 4 (carries a snapshot) and the plain
+  // turns between them: every shape of the XADD a commit sends.
   for (uint64_t k = 1; k <= 5; ++k) {
     INFO("turn " << k);
     REQUIRE(StageWorkloadTurn(*session.value(), k).ok());

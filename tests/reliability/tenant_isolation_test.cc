@@ -20,13 +20,13 @@ using namespace taskledger::testing;
 
 namespace {
 
-// Ids aimed at {"victim", "c1"}: pieces of its key (tl:{victim:c1}:head), tag
+// Ids aimed at {"victim", "c1"}: pieces of its key (tl:{victim:c1}:turns), tag
 // breakers, separators, glob characters and control bytes.
 const std::vector<ConversationId> kCraftedIds = {
     {"victim:c1", "-"},      {"victim", "c1}"},        {"victim}", "c1"},   {"victim:c1}", "x"},
     {"{victim", "c1"},      {"victim", "{c1}"},       {"victim*", "c1"},   {"vic*", "*"},
     {"*", "*"},             {"victim\n", "c1"},       {"victim", "c1\n"},  {"victim", "c1\r\n"},
-    {"victim%3Ac1", "-"},    {"victim", "c1}:head"},   {"a}:x", "c1"},      {"victim?", "c1"},
+    {"victim%3Ac1", "-"},    {"victim", "c1}:turns"},  {"a}:x", "c1"},      {"victim?", "c1"},
     {"victim[", "c1]"},     {"victim\\", "c1"},       {"", "victim:c1"},   {"victim", std::string("c1\0x", 4)},
     {"mallory", "victim:c1"}, {"mallory", "}:{victim:c1"}, {"mallory", "*"}, {"mallory", "../victim/c1"},
 };
@@ -97,19 +97,19 @@ TEST_CASE("tenant isolation: a Ledger reading history reads only its own convers
 namespace {
 
 // The per-tenant ACL of docs/reliability.md: the tenant's key prefixes only,
-// and only the commands the stores and their server-side functions run (no
-// FUNCTION LOAD: the operator loads the libraries once).
+// and only the commands the stores and the command ledger's functions run
+// (no FUNCTION LOAD: the operator loads that library once).
 std::vector<std::string> TenantAcl(const std::string& tenant, const std::string& password) {
   return {"ACL", "SETUSER", tenant, "on", ">" + password, "resetkeys",
           "~tl:{" + tenant + ":*", "~tlc:{" + tenant + ":*", "~tlc:runs:{" + tenant + "}",
           "resetchannels", "-@all",
-          // issued by the clients
-          "+ping", "+multi", "+exec", "+discard", "+fcall", "+fcall_ro", "+function|list", "+get",
-          "+hget", "+hmget", "+hgetall", "+hsetnx", "+del", "+scan", "+sadd", "+smembers", "+srem",
-          "+zrange",
-          // issued inside the taskledger functions, under the caller's ACL
-          "+exists", "+set", "+hset", "+hdel", "+hincrby", "+zadd", "+zrevrangebyscore",
-          "+pexpire", "+persist", "+pttl"};
+          // issued by the ledger's RedisStore (no Lua: docs/redis-keys.md)
+          "+ping", "+multi", "+exec", "+discard", "+xlen", "+xadd", "+xrange", "+xrevrange", "+xdel",
+          "+xsetid", "+pexpire", "+persist", "+del", "+scan", "+exists",
+          // issued by the RedisCommandStore
+          "+fcall", "+function|list", "+hget", "+hgetall", "+sadd", "+smembers", "+srem", "+zrange",
+          // issued inside the taskledger_commands functions, under the caller's ACL
+          "+hset", "+hsetnx", "+hincrby", "+zadd"};
 }
 
 std::string UrlFor(const RedisServer& server, const std::string& user, const std::string& password) {
@@ -149,7 +149,7 @@ ToolBinding RefundService() {
 
 TEST_CASE("tenant isolation: per-tenant ACL users confine each process to its own keys", "[reliability][tenant][acl]") {
   auto server = RedisServer::Start();
-  // The operator's connection loads both function libraries once.
+  // The operator's connection loads the command ledger's function library once.
   auto admin = MustOpenStore(server->url());
   auto admin_commands = OpenRedisCommandStore(RedisOpts(server->url(), std::chrono::milliseconds(1000)));
   REQUIRE(admin_commands.has_value());

@@ -35,7 +35,7 @@ const char* kTrace =
 
 }  // namespace
 
-TEST_CASE("a replay gates, executes from the record, and commits a turn per call") {
+TEST_CASE("a replay gates, executes from the record, and commits a turn per call (a write: two)") {
   auto store = NewMemoryStore();
   auto session = Session::Open(*store, {"t", "shop-1"}, ShopPack());
   REQUIRE(session.has_value());
@@ -51,8 +51,9 @@ TEST_CASE("a replay gates, executes from the record, and commits a turn per call
   CHECK(r->calls[2].outcome == Outcome::kDeny);
   CHECK(r->calls[2].rule_id == "shop.confirmed");
   CHECK_FALSE(r->calls[2].executed);
-  CHECK(r->calls[2].version_seen == 2);
-  CHECK(r->version == 3);
+  // c1 ran: its decision was written ahead as version 2, its outcome is 3.
+  CHECK(r->calls[2].version_seen == 3);
+  CHECK(r->version == 4);
   // The blocked call's recorded output never reached the ledger.
   auto head = store->ReadHead({"t", "shop-1"});
   REQUIRE(head.has_value());

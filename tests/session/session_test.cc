@@ -1,8 +1,9 @@
 // Session: the agent loop a user wires around a model. What a user notices:
 // denied calls never run and come back as an explanation, allowed calls run
 // and what they return is remembered, a "yes" covers one write, everything is
-// in the committed turn record, and a reopened session continues where the
-// last process stopped, with either store.
+// in the committed turn record (a write's decision before the write runs), and
+// a reopened session continues where the last process stopped, with either
+// store. tests/session/write_ahead_test.cc covers write-ahead in detail.
 #include <catch2/catch.hpp>
 
 #include <memory>
@@ -119,13 +120,20 @@ TEST_CASE("lookup, confirmation and write: the write runs once and consumes the 
   CHECK(tools.calls == 2);
   auto v = session->EndTurn();
   REQUIRE(v.has_value());
-  CHECK(*v == 4);
+  CHECK(*v == 5);
 
-  auto turns = store->ReadTurns({"t", "flow"}, 3, 3);
+  // Turn 3 spans two versions: the write-ahead commit (the yes, the allow
+  // decision, the yes consumed) made before the cancellation ran, then its
+  // outcome.
+  auto turns = store->ReadTurns({"t", "flow"}, 3, 4);
   REQUIRE(turns.has_value());
-  REQUIRE((*turns)[0].calls.size() == 1);
-  CHECK((*turns)[0].calls[0].outcome == "ok");
-  CHECK((*turns)[0].calls[0].tool == "cancel_order");
+  REQUIRE((*turns)[0].decisions.size() == 1);
+  CHECK((*turns)[0].decisions[0]["call_id"] == "c2");
+  CHECK((*turns)[0].decisions[0]["decision"] == "allow");
+  CHECK((*turns)[0].calls.empty());
+  REQUIRE((*turns)[1].calls.size() == 1);
+  CHECK((*turns)[1].calls[0].outcome == "ok");
+  CHECK((*turns)[1].calls[0].tool == "cancel_order");
 }
 
 TEST_CASE("a tool that cannot be reached is recorded as an error, not as success") {
@@ -227,8 +235,9 @@ TEST_CASE("sessions over Redis keep their state across processes", "[redis]") {
   CHECK(s->ledger().version() == 2);
   CallResult r = s->HandleToolCall(Cancel("#W4"), tools.executor());
   CHECK(r.executed);
+  CHECK(s->ledger().version() == 3);  // the decision was written ahead of the call
   auto v = s->EndTurn();
   REQUIRE(v.has_value());
-  CHECK(*v == 3);
+  CHECK(*v == 4);
   CHECK((*other_store)->DropConversation({"t", conversation}).ok());
 }

@@ -285,8 +285,17 @@ void RedisServer::Restart() {
   throw std::runtime_error("redis-server did not restart: " + last_error);
 }
 
+void RedisServer::Freeze() {
+  if (pid_ > 0) kill(pid_, SIGSTOP);
+}
+
+void RedisServer::Thaw() {
+  if (pid_ > 0) kill(pid_, SIGCONT);
+}
+
 void RedisServer::Stop() {
   if (pid_ <= 0) return;
+  kill(pid_, SIGCONT);
   kill(pid_, SIGTERM);
   auto deadline = std::chrono::steady_clock::now() + 5s;
   int status = 0;

@@ -48,8 +48,14 @@ class RedisServer {
   // Starts again on the same port and directory (the AOF is replayed) and
   // waits until PING answers. Kills the current process first if running.
   void Restart();
-  // SIGTERM and wait (SIGKILL after 5 s).
+  // SIGTERM and wait (SIGKILL after 5 s). Thaws a frozen server first.
   void Stop();
+  // SIGSTOP / SIGCONT: a server that accepts connections and requests into
+  // its socket buffers but answers nothing until thawed, then runs them all
+  // (a slow or hung Redis, as opposed to the proxy's kStall, whose held
+  // requests never arrive).
+  void Freeze();
+  void Thaw();
 
   // Runs one command over a fresh TCP connection and renders the reply:
   // "+OK" -> "OK", ":3" -> "3", bulk -> its bytes, nil -> "(nil)",

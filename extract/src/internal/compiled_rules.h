@@ -42,7 +42,7 @@ struct ExpirySpec {
 // What a mapping, text rule and user pattern have in common: where the update
 // goes and how its value is made.
 struct UpdateSpec {
-  std::string id;
+  SharedString id;  // shared by the provenance of every update it makes
   Category category = Category::kFact;
   Template key;
   ValueSpec value;

@@ -22,8 +22,8 @@ namespace taskledger::extract_internal {
 // Where updates come from; the same for every match of one extraction.
 struct UpdateOrigin {
   SourceKind source = SourceKind::kToolOutput;
-  const std::string* source_id = nullptr;
-  const std::string* pack_version = nullptr;
+  const SharedString* source_id = nullptr;
+  const SharedString* pack_version = nullptr;
   int64_t now_ms = 0;
 };
 

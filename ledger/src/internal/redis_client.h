@@ -22,7 +22,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -136,6 +138,18 @@ class RedisClient {
   // fails part way, the whole call fails (some commands may have run).
   Result<std::vector<Reply>> Pipeline(const std::vector<Argv>& commands);
 
+  // A pipeline without building Argv copies, for hot paths: each Queue()
+  // writes one command straight into the request buffer (the arguments are
+  // copied once, there); Flush() sends every queued command in one write and
+  // reads one reply per command, in order. Same failure rules as Pipeline.
+  // The queue is emptied by Flush, whatever its outcome.
+  void Queue(std::span<const std::string_view> argv);
+  void Queue(std::initializer_list<std::string_view> argv) {
+    Queue(std::span<const std::string_view>(argv.begin(), argv.size()));
+  }
+  size_t queued() const { return queued_count_; }
+  Result<std::vector<Reply>> Flush();
+
   // FCALL function with keys and args. If the server does not know the
   // function (never loaded, or FUNCTION FLUSH), loads `library` with
   // FUNCTION LOAD REPLACE and calls once more: safe, since a missing function
@@ -163,6 +177,8 @@ class RedisClient {
   // redisGetReply only reads): a write to a connection the server reset
   // fails with EPIPE instead of raising SIGPIPE, at no per-call cost.
   Status Send(std::string_view during);
+  // Reads `n` replies of what Send wrote.
+  Result<std::vector<Reply>> ReadReplies(size_t n, std::string_view during);
 
   RedisEndpoint endpoint_;
   RedisClientOptions options_;
@@ -171,6 +187,8 @@ class RedisClient {
   };
   std::unique_ptr<redisContext, ContextDeleter> context_;  // null: not connected
   std::string out_;  // the requests being sent, RESP-encoded; reused across calls
+  std::string queued_;  // Queue()d requests not yet flushed (Connect may use out_)
+  size_t queued_count_ = 0;
 };
 
 // Builds "FCALL function numkeys keys... args...".

@@ -19,24 +19,21 @@ std::string PercentEncodeKeyPart(std::string_view raw);
 std::optional<std::string> PercentDecodeKeyPart(std::string_view encoded);
 
 // "{<tenant>:<conversation>}", both parts encoded: the cluster hash tag all
-// keys of one conversation share (so multi-key functions run on one slot).
+// keys of one conversation share (so a multi-key transaction runs on one slot).
 // Other stores (the command ledger) reuse it for their per-conversation keys.
 std::string ConversationHashTag(const ConversationId& id);
 
-// The ledger's keys of one conversation, in the order the Lua functions
-// take them as KEYS[1..4].
-struct LedgerKeys {
-  std::string head;      // string: the latest committed version
-  std::string turns;     // hash: version -> encoded TurnRecord
-  std::string snaps;     // hash: version -> encoded LedgerState
-  std::string snap_index;  // sorted set: snapshot versions (score = member)
-};
-LedgerKeys LedgerKeysFor(const ConversationId& id);
+// The ledger's one key per conversation: the stream "tl:{<t>:<c>}:turns"
+// whose entry 0-<v> holds version v (docs/redis-keys.md).
+std::string TurnStreamKey(const ConversationId& id);
 
-// SCAN MATCH pattern for every head key of `tenant`.
-std::string TenantHeadPattern(std::string_view tenant);
-// The decoded conversation id of a head key of `tenant`, or nullopt if the
-// key is not one.
-std::optional<std::string> ConversationOfHeadKey(std::string_view key, std::string_view tenant);
+// "tl:{<tenant>:": the prefix of every ledger key of `tenant` (what a
+// per-tenant ACL key pattern names).
+std::string TenantKeyPrefix(std::string_view tenant);
+// SCAN MATCH pattern for every turn stream of `tenant`.
+std::string TenantStreamPattern(std::string_view tenant);
+// The decoded conversation id of a turn stream key of `tenant`, or nullopt
+// if the key is not one.
+std::optional<std::string> ConversationOfStreamKey(std::string_view key, std::string_view tenant);
 
 }  // namespace taskledger::internal

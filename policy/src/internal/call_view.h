@@ -1,8 +1,15 @@
 // CallView: the read-only `call` object ({id, tool, args}) rules and
 // extractors receive. The proxy objects for `call` and a top-level `args`
 // object are built once per sandbox and refilled per check, so a check
-// allocates only the argument data itself. Not thread-safe: one per Sandbox.
+// allocates only the argument data itself; the fields of the previous call
+// that are equal in this one (tool, arguments) are not pushed again. Rules
+// cannot change them (every proxy is read-only), so what stays in Lua is
+// exactly what a fresh push would produce. Not thread-safe: one per Sandbox.
 #pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "lua.hpp"
 #include "taskledger/policy/proposed_call.h"
@@ -17,10 +24,18 @@ class CallView {
   void Push(lua_State* L, const ProposedCall& call);
 
  private:
+  void PushArguments(lua_State* L, const nlohmann::json& arguments);
+
   int call_data_ref_ = LUA_NOREF;  // the table behind `call`
   int call_ref_ = LUA_NOREF;       // the `call` proxy
   int args_meta_ref_ = LUA_NOREF;  // metatable of the `call.args` proxy
   int args_ref_ = LUA_NOREF;       // the `call.args` proxy
+  // What the data tables hold now; `pushed_` is false until a Push completed
+  // (a Lua error part-way leaves them unknown, so the next Push refills all).
+  bool pushed_ = false;
+  std::string id_;
+  std::string tool_;
+  nlohmann::json arguments_;
 };
 
 }  // namespace taskledger::policy_internal

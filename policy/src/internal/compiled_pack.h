@@ -17,6 +17,7 @@ namespace taskledger::policy_internal {
 
 struct CompiledRule {
   RuleInfo info;
+  SharedString id;  // info.id, shared by the evaluations naming the rule
   int ref = LUA_NOREF;  // registry reference to check()
 };
 

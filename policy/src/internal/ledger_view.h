@@ -2,9 +2,12 @@
 // the LedgerState of the current check (no copy of the ledger is made).
 //
 // The object is built once per sandbox; Bind() points it at the state, the
-// call and the time of one check. What is derived from the whole state (the
-// index of observed values) is built on first use and reused while the
-// ViewKey stays the same and no entry's wall-clock expiry has passed.
+// call and the time of one check. What is derived from the state is reused
+// while the ViewKey stays the same and no wall-clock expiry it depends on has
+// passed: the index of observed values (built on first use from the whole
+// state), and per category a Lua table of the scalar values (and absences)
+// ledger.fact()/identifier()/... already looked up, so a repeated lookup is
+// one Lua table read instead of a search of the ledger's ordered map.
 // Not thread-safe: belongs to one Sandbox.
 #pragma once
 
@@ -37,6 +40,9 @@ class LedgerView {
   static LedgerView& Self(lua_State* L);
   const Entry* Find(Category c, std::string_view key) const;
   void BuildObservedIndex();
+  // Pushes the lookup cache of category `c` (an upvalue of its function),
+  // emptied first if it is stale.
+  void PushValueCache(lua_State* L, Category c);
 
   static int Value(lua_State* L);
   static int EntryOf(lua_State* L);
@@ -59,6 +65,12 @@ class LedgerView {
   int64_t index_until_ms_ = 0;
   std::unordered_set<std::string> observed_;
   uint64_t index_builds_ = 0;
+
+  // The value caches hold for now_ms in [from, until) of the bound view.
+  bool cache_stale_[kCategoryCount] = {true, true, true, true};
+  int64_t cache_from_ms_ = 0;
+  int64_t cache_until_ms_ = 0;
+  size_t cache_entries_[kCategoryCount] = {};
 };
 
 }  // namespace taskledger::policy_internal

@@ -57,8 +57,10 @@ class Sandbox {
   // traceback).
   Status Call(int nargs, int nresults);
 
-  // Starts a budget of `instructions` VM instructions and limits().deadline_ms.
-  void ArmBudget(int64_t instructions);
+  // Starts a budget of `instructions` VM instructions and limits().deadline_ms
+  // counted from `start` (a caller that has just read the clock passes it).
+  void ArmBudget(int64_t instructions,
+                 std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now());
   // Stops counting (host code runs unmetered).
   void DisarmBudget();
   // True once the budget or deadline ran out since ArmBudget.

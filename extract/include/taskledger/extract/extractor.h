@@ -103,6 +103,7 @@ class Extractor {
   void RunLuaExtractors(const ToolContext& tc, const nlohmann::json& output, Extraction& out);
 
   std::shared_ptr<const ExtractionRules> rules_;
+  SharedString pack_version_;  // rules_->pack_version(), shared by every update
   const Clock& clock_;
   PolicyChecker* checker_;
 };

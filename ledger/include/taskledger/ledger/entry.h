@@ -7,6 +7,9 @@
 // tool verified it or someone only claimed it, and which extraction rule of
 // which pack version wrote it. Entries may expire after a number of turns or at
 // a wall-clock time; expired entries leave the live state but stay in history.
+// The three provenance strings are SharedStrings: one extraction's updates
+// all carry the same source id and pack version, and one rule's the same rule
+// id, so they share the text instead of each holding a copy.
 // Plain value types; thread-compatible.
 #pragma once
 
@@ -16,6 +19,8 @@
 #include <string_view>
 
 #include <nlohmann/json.hpp>
+
+#include "taskledger/ledger/shared_string.h"
 
 namespace taskledger {
 
@@ -36,10 +41,10 @@ std::optional<SourceKind> ParseSourceKind(std::string_view name);
 struct Provenance {
   uint64_t turn = 0;             // the turn (== version) that wrote the entry
   SourceKind source = SourceKind::kAgent;
-  std::string source_id;         // "get_order_details#c1", "user", "operator:alice"
+  SharedString source_id;        // "get_order_details#c1", "user", "operator:alice"
   bool verified = false;         // true: a tool output showed it; false: only claimed
-  std::string rule_id;           // extraction rule that produced it, if any
-  std::string pack_version;      // hash of the rule pack, if any
+  SharedString rule_id;          // extraction rule that produced it, if any
+  SharedString pack_version;     // hash of the rule pack, if any
   bool operator==(const Provenance&) const = default;
 };
 

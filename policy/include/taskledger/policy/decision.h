@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "taskledger/ledger/shared_string.h"
 #include "taskledger/policy/proposed_call.h"
 #include "taskledger/policy/rule_pack.h"
 
@@ -27,9 +28,10 @@ std::optional<Outcome> ParseOutcome(std::string_view name);
 
 // What one rule said. `error` is true when the rule failed (error, budget,
 // memory, bad return value): its outcome is then kDeny and `reason` reads
-// "policy error in rule <id>: <message>".
+// "policy error in rule <id>: <message>". The rule id is shared with the
+// checker (every decision names every rule; copying it allocates nothing).
 struct RuleEvaluation {
-  std::string rule_id;
+  SharedString rule_id;
   Outcome outcome = Outcome::kDeny;
   std::string reason;
   bool error = false;
@@ -50,7 +52,7 @@ struct PolicyDecision {
   // confirm: the question to put to the user; for allow: usually empty.
   std::string reason;
   std::vector<RuleEvaluation> rules;  // in evaluation order
-  std::string pack_version;
+  SharedString pack_version;
   ToolClass tool_class = ToolClass::kUnknown;
   bool read_only = false;  // tool_class == kReadOnly: no rule ran
   int64_t latency_us = 0;  // wall time of the check

@@ -10,7 +10,10 @@
 // call that the trace nevertheless shows ran (it holds a result for it), the
 // denial is reported and the recorded output is still extracted: the trace is
 // what happened, and later calls are judged against that world. A turn
-// is committed after each call and at the end. Pure driver over its Session;
+// is committed after each call and at the end; under the session's default
+// write-ahead (SessionOptions::commit_before_write) an executed
+// environment-changing call commits twice, its decision before it runs and
+// its outcome after, as in a live session. Pure driver over its Session;
 // not thread-safe (neither is the Session).
 #pragma once
 

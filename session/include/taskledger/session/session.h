@@ -3,19 +3,39 @@
 //
 //   RecordUserMessage(text)          user-message extraction ("yes" records the
 //                                    confirmation condition)
-//   HandleToolCall(call, execute)    gate the call (read-only tools pass); only
-//                                    if allowed, run `execute`, extract from its
-//                                    output; a denied call yields a tool-result
-//                                    message explaining the violation
-//   EndTurn()                        commit the turn as the next version
+//   HandleToolCall(call, execute)    Authorize the call; only if allowed, run
+//                                    `execute` and extract from its output; a
+//                                    call that did not run yields a tool-result
+//                                    message explaining why
+//   EndTurn()                        commit the rest of the turn
 //
 // Everything the turn did is staged into the turn record: the decision-log
 // record of every check (Ledger::StageDecision), every call with its outcome
 // "ok", "error" or "denied" (StageCall), and every extraction error
-// (StageError). When an environment-changing call executes, the user's pending
-// confirmation is consumed (the condition "confirmation" is removed). A
-// session opened on a conversation that already has turns continues from its
-// last committed version (the proposed action is not persisted).
+// (StageError). When an environment-changing call is let through, the user's
+// pending confirmation is consumed (the condition "confirmation" is removed).
+// A session opened on a conversation that already has turns continues from
+// its last committed version (the proposed action is not persisted).
+//
+// Write-ahead (SessionOptions::commit_before_write, on by default): before an
+// allowed environment-changing call runs, the session commits everything
+// staged so far, including the allow decision and the consumed confirmation.
+// The side effect therefore never happens without a durable record of the
+// decision that let it through, and a crash after it cannot leave a "yes"
+// behind that would authorise it again. If that commit fails the call does not
+// run: it is denied with rule kStoreUnavailableRule (store down, slow or
+// failing) or kStateConflictRule (another writer moved the head; Rebase), the
+// confirmation is restored, and the turn stays staged for a later EndTurn. So
+// a turn with N executed writes spans N+1 versions: one per write-ahead commit
+// (what was staged up to the decision) and one at EndTurn (the outputs and
+// call records after the last write). A turn record holding an allow decision
+// but no call record for its call id is a call that started and whose outcome
+// was never recorded (the process died): check the external system.
+//
+// Read-only calls never wait for the store unless
+// SessionOptions::store_down_reads is kDeny; then each one first checks that
+// the store answers (one Head round trip) and is denied with
+// kStoreUnavailableRule if not.
 //
 // Not thread-safe: one Session per conversation per thread. The store and the
 // rule pack are shared; the Session owns its PolicyChecker (a lua_State).
@@ -45,8 +65,25 @@ namespace taskledger {
 class Extractor;
 class ExtractionRules;
 
+// Rule ids of denials the session itself makes when the store cannot record
+// a decision (see the file comment).
+inline constexpr std::string_view kStoreUnavailableRule = "taskledger.store_unavailable";
+inline constexpr std::string_view kStateConflictRule = "taskledger.state_conflict";
+
+// What a read-only call does while the store is unreachable.
+enum class StoreDownReads {
+  kAllow,  // run it; what it extracts stays staged until a commit succeeds
+  kDeny,   // ping the store (Head) first; deny with kStoreUnavailableRule if it fails
+};
+
 struct SessionOptions {
   CheckerLimits checker_limits;
+  // Commit the turn so far before running an allowed environment-changing
+  // call, and deny the call if that commit fails. Off: the decision becomes
+  // durable only at EndTurn, after the side effect (fewer store round trips,
+  // for loops whose tools are safe to repeat or that keep their own journal).
+  bool commit_before_write = true;
+  StoreDownReads store_down_reads = StoreDownReads::kAllow;
   const Clock* clock = nullptr;  // default: SystemClock()
   // For many sessions opened one after another on one thread (replay):
   // building a checker (a lua_State running the pack) and compiling
@@ -105,22 +142,37 @@ class Session {
   const std::optional<ProposedCall>& proposed_action() const { return proposed_; }
 
   // Gates `call` against the working state and stages the decision record.
+  // Pure policy: never touches the store, never stages the call.
   CallResult Check(const ProposedCall& call);
 
-  // Check, then (only if allowed) execute, record the output and the call.
+  // Everything that must happen before `call` may run: Check; for an allowed
+  // environment-changing call, the write-ahead commit (consuming the
+  // confirmation); for an allowed read-only call under StoreDownReads::kDeny,
+  // the store ping. A call that may not run is staged with outcome "denied"
+  // (a store denial also stages its own decision record after the policy's).
+  // For loops that execute calls themselves: run the call only if
+  // result.decision.allowed(), then RecordToolOutput.
+  CallResult Authorize(const ProposedCall& call);
+
+  // Authorize, then (only if allowed) execute, record the output and the call.
   CallResult HandleToolCall(const ProposedCall& call, const ToolExecutor& execute);
 
-  // For loops that execute calls themselves: records the output of a call
-  // that Check allowed (extraction, StageCall with "ok"/"error", confirmation
-  // consumed for an environment-changing call).
+  // Records the output of a call that was allowed (extraction, StageCall with
+  // "ok"/"error", confirmation consumed for an environment-changing call if
+  // Authorize has not already done so).
   Status RecordToolOutput(const ProposedCall& call, const ToolOutput& output);
 
-  // Commits the turn; returns the new version. Any error leaves the turn
-  // staged: Unavailable / Timeout may simply be retried (a retry of a commit
-  // that landed but whose reply was lost is recognised by the store).
-  // Conflict means another writer committed first: the decisions of this turn
-  // were taken on a state that is no longer the head, so the session does not
-  // silently re-apply them; call Rebase() and then EndTurn() if they still hold.
+  // Commits what the turn staged since the last commit; returns the version
+  // that now holds the end of the turn. If nothing is staged and a
+  // write-ahead commit already made the turn durable, nothing is written and
+  // the current version is returned; otherwise (nothing staged, nothing
+  // written ahead) an empty turn is committed, as Ledger::Commit does: a turn
+  // happened. Any error leaves the turn staged: Unavailable / Timeout may
+  // simply be retried (a retry of a commit that landed but whose reply was
+  // lost is recognised by the store). Conflict means another writer committed
+  // first: the decisions of this turn were taken on a state that is no longer
+  // the head, so the session does not silently re-apply them; call Rebase()
+  // and then EndTurn() if they still hold.
   Result<uint64_t> EndTurn();
   // Reloads the head and re-applies the staged turn on top of it.
   Status Rebase();
@@ -133,11 +185,17 @@ class Session {
   const TurnRecord& pending() const { return ledger_->pending(); }
 
  private:
-  Session(std::unique_ptr<Ledger> ledger, std::shared_ptr<const RulePack> pack,
+  Session(Store& store, std::unique_ptr<Ledger> ledger, std::shared_ptr<const RulePack> pack,
           std::unique_ptr<PolicyChecker> owned_checker, PolicyChecker* checker,
-          std::unique_ptr<Extractor> extractor, const Clock& clock);
+          std::unique_ptr<Extractor> extractor, const Clock& clock, const SessionOptions& options);
   void ConsumeConfirmation(const ProposedCall& call);
+  void RestoreConfirmation(const Entry& confirmation);
+  // Commits the turn before a write runs; on failure restores the
+  // confirmation and turns `result` into a store denial.
+  void CommitBeforeWrite(const ProposedCall& call, CallResult& result);
+  void DenyForStore(const ProposedCall& call, const Status& why, CallResult& result);
 
+  Store& store_;
   std::unique_ptr<Ledger> ledger_;
   std::shared_ptr<const RulePack> pack_;
   std::unique_ptr<PolicyChecker> owned_checker_;  // null when borrowed
@@ -145,10 +203,14 @@ class Session {
   std::unique_ptr<Extractor> extractor_;
   const Clock* clock_;
   std::optional<ProposedCall> proposed_;
+  bool commit_before_write_;
+  StoreDownReads store_down_reads_;
+  bool wrote_ahead_ = false;  // a write-ahead commit happened since the last EndTurn
 };
 
 // The text a model reads for a call the gate did not let through: the tool,
-// the deciding rule and its reason, and what to do next.
+// the deciding rule and its reason, and what to do next (for the session's own
+// store denials: that nothing changed, and to try again later).
 std::string DenialMessage(const ProposedCall& call, const PolicyDecision& decision);
 
 }  // namespace taskledger

@@ -5,7 +5,7 @@
 // document (docs/redis-keys.md), i.e. nlohmann::json::to_cbor(EncodeTurn(t)).
 // Building that DOM first costs tens of microseconds per turn (one heap node
 // per field); these writers emit the very same bytes directly, so the stored
-// format, the byte-exact retry check in tl_commit and every reader stay as
+// format, the byte-exact retry check of a commit and every reader stay as
 // they were. tests/ledger/redis_records_test.cc holds them to that: byte
 // equality with to_cbor(EncodeX(...)) over records using every optional field
 // and every kind of JSON value. Pure functions; thread-safe.

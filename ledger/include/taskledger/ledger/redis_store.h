@@ -1,10 +1,11 @@
 // RedisStore: the durable Store on Redis (7.0+, through hiredis).
 //
-// A turn commit is one round trip: FCALL of a server-side function that checks
-// the head version and writes the turn (and every K turns a snapshot)
-// atomically. Every key of a conversation carries the hash tag
-// {tenant:conversation} (both parts percent-encoded), so the same functions run
-// unchanged on Redis Cluster. Key layout: docs/redis-keys.md.
+// A conversation is one Redis stream whose entry ids are its versions. A turn
+// commit is one round trip: a MULTI / XLEN / XADD / EXEC transaction that
+// appends the turn (and every K turns a snapshot) as entry 0-<version>, and
+// that a writer who built on another version loses with a Conflict. The key
+// carries the hash tag {tenant:conversation} (both parts percent-encoded), so
+// it works unchanged on Redis Cluster. Key layout: docs/redis-keys.md.
 //
 // Thread-safe: each thread gets its own connection from a small pool. A broken
 // connection is re-established on the next call; a call whose connection

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "taskledger/json_depth.h"
 #include "taskledger/ledger/redis_store.h"
 
 namespace taskledger::cli {
@@ -51,22 +52,7 @@ Result<nlohmann::json> ReadJsonFile(const std::string& path) {
   std::string text(static_cast<size_t>(size < 0 ? 0 : size), '\0');
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
   // The same depth bound as the trace reader: deeper is not a sensible input.
-  int depth = 0, deepest = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  if (deepest > 128) return Status::LimitExceeded(path + ": JSON nested deeper than 128");
+  if (JsonNestsDeeperThan(text, 128)) return Status::LimitExceeded(path + ": JSON nested deeper than 128");
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {

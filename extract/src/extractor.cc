@@ -9,6 +9,7 @@
 #include "internal/extraction_errors.h"
 #include "internal/input_check.h"
 #include "internal/update_builder.h"
+#include "taskledger/json_depth.h"
 #include "taskledger/policy/checker.h"
 
 namespace taskledger {
@@ -70,7 +71,7 @@ Extraction Extractor::ExtractToolOutput(const ProposedCall& call, std::string_vi
   }
   // Depth is enforced on the text, before a DOM exists: a DOM of 100,000
   // nested arrays would be safe to build but not to copy, compare or print.
-  if (extract_internal::NestsDeeperThan(output, limits.max_depth)) {
+  if (JsonNestsDeeperThan(output, limits.max_depth)) {
     out.errors.push_back(tc.Error("", extraction_error::kTooDeep,
                                   "output nests deeper than " + std::to_string(limits.max_depth) +
                                       " levels"));

@@ -69,32 +69,6 @@ bool LooksLikeJson(std::string_view s) {
   return false;
 }
 
-bool NestsDeeperThan(std::string_view text, int max_depth) {
-  const char* p = text.data();
-  const char* end = p + text.size();
-  int depth = 0;
-  while (p < end) {
-    char c = *p++;
-    if (c == '"') {
-      // Skip the string: find the closing quote that no backslash escapes.
-      while (true) {
-        const void* q = std::memchr(p, '"', static_cast<size_t>(end - p));
-        if (q == nullptr) return false;  // unterminated: the parser reports it
-        const char* quote = static_cast<const char*>(q);
-        size_t backslashes = 0;
-        for (const char* b = quote; b > p && b[-1] == '\\'; --b) ++backslashes;
-        p = quote + 1;
-        if (backslashes % 2 == 0) break;
-      }
-    } else if (c == '[' || c == '{') {
-      if (++depth > max_depth) return true;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return false;
-}
-
 ParsedProblem CheckParsed(const nlohmann::json& v, int max_depth, size_t max_bytes,
                           std::string* detail) {
   std::vector<std::pair<const nlohmann::json*, int>> stack{{&v, 0}};

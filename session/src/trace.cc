@@ -3,35 +3,12 @@
 // cannot make the parser or the destructor recurse deeply.
 #include "taskledger/session/trace.h"
 
+#include "taskledger/json_depth.h"
+
 namespace taskledger {
 namespace {
 
 using nlohmann::json;
-
-// Deepest bracket nesting of a JSON text, ignoring brackets inside strings.
-// Stops counting once `limit` is exceeded.
-int NestingDepth(std::string_view text, int limit) {
-  int depth = 0, deepest = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-      continue;
-    }
-    if (c == '"') in_string = true;
-    else if (c == '[' || c == '{') {
-      if (++depth > deepest) {
-        deepest = depth;
-        if (deepest > limit) return deepest;
-      }
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return deepest;
-}
 
 Status Bad(size_t index, const std::string& what) {
   return Status::InvalidArgument("event " + std::to_string(index) + ": " + what);
@@ -141,7 +118,7 @@ Result<TraceConversation> ParseTraceLine(std::string_view line, const TraceLimit
   if (line.find_first_not_of(" \t\r\n") == std::string_view::npos) {
     return Status::InvalidArgument("empty line");
   }
-  if (NestingDepth(line, limits.max_depth) > limits.max_depth) {
+  if (JsonNestsDeeperThan(line, limits.max_depth)) {
     return Status::LimitExceeded("JSON nested deeper than " + std::to_string(limits.max_depth));
   }
   json doc;

@@ -21,10 +21,6 @@ bool IsValidUtf8(std::string_view s, size_t* bad_offset = nullptr);
 // text; anything else is treated as plain text.
 bool LooksLikeJson(std::string_view s);
 
-// True if JSON text nests arrays/objects more than max_depth deep (brackets
-// inside strings do not count). Stops scanning as soon as the limit is passed.
-bool NestsDeeperThan(std::string_view json_text, int max_depth);
-
 // Problems found in an already-parsed value, in the order checked.
 enum class ParsedProblem { kNone, kTooDeep, kInvalidUtf8, kTooLarge };
 

@@ -7,19 +7,26 @@
 //                    [--batch N] [--seconds S]
 // The last line of output is one JSON object:
 // {"ping_p50_us":..,"ping_p99_us":..,"commit_p50_us":..,"commit_p99_us":..,
+//  "commit_to_ping_p50":..,"commit_minus_ping_p50_us":..,"placement":..,
+//  "same_core":{"ping_p50_us":..,"commit_p50_us":..,"commit_to_ping_p50":..},
 //  "pipelined_turns_per_s":..,"turn_bytes":..,"turn_json_bytes":..,
 //  "snapshot_every":..,"redis":{"version":..,"appendonly":..,"appendfsync":..},
 //  "server_us_per_call":{...}}
 // turn_bytes is the stored (CBOR) record sent per commit. "redis" is read
 // from the server itself (CONFIG GET), so the JSON says which persistence
 // the numbers were taken with. server_us_per_call is INFO commandstats over
-// the latency phase: what each command cost inside Redis, without the
-// round trip. Single-threaded.
+// the headline latency phase: what each command cost inside Redis, without
+// the round trip. "placement" is "separate cores" when the server is local
+// and pinned to some CPUs (scripts/bench does that): the headline numbers
+// and the pipelined phase then run on the other CPUs, and "same_core"
+// repeats the latency phase on the server's own core (else it is null and
+// "placement" is "os"). Single-threaded.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <sched.h>
 #include <string>
 #include <vector>
 
@@ -96,6 +103,69 @@ double ThreadCpuSeconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
 
+// Where redis-server and this process run. When the server is local and
+// pinned to some of this machine's CPUs (scripts/bench pins it to the last
+// one), the client takes the others: a PING between two processes that share
+// one core measures a context switch, not a round trip, and a deployment
+// does not put its Redis on the clients' cores.
+struct Placement {
+  bool pinned = false;
+  cpu_set_t server_cpus{}, client_cpus{};
+};
+
+Placement PlacementOf(internal::RedisClient& client) {
+  Placement p;
+  auto info = client.Command({"INFO", "server"});
+  if (!info || !info->is_string()) return p;
+  size_t at = info->str().find("process_id:");
+  if (at == std::string::npos) return p;
+  pid_t pid = static_cast<pid_t>(std::atol(info->str().c_str() + at + 11));
+  cpu_set_t all;
+  if (sched_getaffinity(0, sizeof all, &all) != 0 || sched_getaffinity(pid, sizeof p.server_cpus, &p.server_cpus) != 0) {
+    return p;  // not a local server, or not ours to inspect
+  }
+  CPU_ZERO(&p.client_cpus);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &all) && !CPU_ISSET(cpu, &p.server_cpus)) CPU_SET(cpu, &p.client_cpus);
+  }
+  p.pinned = CPU_COUNT(&p.client_cpus) > 0 && CPU_COUNT(&p.server_cpus) < CPU_COUNT(&all);
+  return p;
+}
+
+void Pin(const cpu_set_t& cpus) { (void)sched_setaffinity(0, sizeof cpus, &cpus); }
+
+struct Latency {
+  std::vector<double> ping_us, commit_us;
+  double ping_p50() const { return Percentile(ping_us, 0.50); }
+  double ping_p99() const { return Percentile(ping_us, 0.99); }
+  double commit_p50() const { return Percentile(commit_us, 0.50); }
+  double commit_p99() const { return Percentile(commit_us, 0.99); }
+};
+
+// Warm-up, then PING and a commit alternate, so both see the same load.
+Status MeasureLatency(internal::RedisClient& ping_client, Store& store, const ConversationId& id, LedgerState& head,
+                      int samples, Latency& out) {
+  for (int i = -200; i < samples; ++i) {
+    auto start = Steady::now();
+    auto pong = ping_client.Command({"PING"});
+    double ping = MicrosSince(start);
+    if (!pong) return pong.error();
+    TurnRecord turn = MakeTurn(head.version + 1, 1'700'000'000'000 + i);
+    LedgerState after = head;
+    if (Status s = ApplyTurn(after, turn); !s.ok()) return s;
+    start = Steady::now();
+    Status s = store.CommitTurn(id, turn, after);
+    double commit = MicrosSince(start);
+    if (!s.ok()) return s;
+    head = std::move(after);
+    if (i >= 0) {
+      out.ping_us.push_back(ping);
+      out.commit_us.push_back(commit);
+    }
+  }
+  return Status::Ok();
+}
+
 int Fail(const std::string& what, const Status& s) {
   std::fprintf(stderr, "bench_store: %s: %s\n", what.c_str(), s.ToString().c_str());
   return 1;
@@ -141,38 +211,36 @@ int main(int argc, char** argv) {
   std::string appendonly = ConfigValue(ping_client, "appendonly");
   std::string appendfsync = ConfigValue(ping_client, "appendfsync");
   (void)ping_client.Command({"CONFIG", "RESETSTAT"});
-  std::vector<double> ping_us, commit_us;
+  Placement placement = PlacementOf(ping_client);
   size_t turn_bytes = 0, turn_json_bytes = 0;
-  // Warm-up, then PING and commit alternate so both see the same load.
-  for (int i = -200; i < samples; ++i) {
-    auto start = Steady::now();
-    auto pong = ping_client.Command({"PING"});
-    double ping = MicrosSince(start);
-    if (!pong) return Fail("ping", pong.error());
-
-    TurnRecord turn = MakeTurn(head.version + 1, 1'700'000'000'000 + i);
-    LedgerState after = head;
-    if (Status s = ApplyTurn(after, turn); !s.ok()) return Fail("apply", s);
-    start = Steady::now();
-    Status s = store.CommitTurn(id, turn, after);
-    double commit = MicrosSince(start);
-    if (!s.ok()) return Fail("commit", s);
-    head = std::move(after);
-    if (i >= 0) {
-      ping_us.push_back(ping);
-      commit_us.push_back(commit);
-    } else if (turn_bytes == 0) {
-      turn_bytes = internal::TurnRecordBytes(turn).size();
-      turn_json_bytes = EncodeTurn(turn).dump().size();
-    }
+  {
+    TurnRecord turn = MakeTurn(1, 0);
+    turn_bytes = internal::TurnRecordBytes(turn).size();
+    turn_json_bytes = EncodeTurn(turn).dump().size();
   }
+  // The headline: this thread on a core of its own (the server's other
+  // cores, when it is pinned); then, for comparison, on the server's core.
+  if (placement.pinned) Pin(placement.client_cpus);
+  Latency apart;
+  if (Status s = MeasureLatency(ping_client, store, id, head, samples, apart); !s.ok()) return Fail("latency", s);
   std::string server_stats;
   if (auto info = ping_client.Command({"INFO", "commandstats"}); info && info->is_string()) {
-    for (const char* cmd : {"ping", "multi", "xlen", "xadd", "persist", "pexpire", "exec"}) {
+    for (const char* cmd : {"ping", "fcall", "xlen", "xadd", "persist", "pexpire"}) {
       std::string v = InfoField(info->str(), std::string("cmdstat_") + cmd + ":", "usec_per_call");
       if (v.empty()) continue;
       server_stats += std::string(server_stats.empty() ? "" : ",") + "\"" + cmd + "\":" + v;
     }
+  }
+  std::string same_core = "null";
+  if (placement.pinned) {
+    Pin(placement.server_cpus);
+    Latency shared;
+    if (Status s = MeasureLatency(ping_client, store, id, head, samples, shared); !s.ok()) return Fail("latency", s);
+    Pin(placement.client_cpus);
+    char text[160];
+    std::snprintf(text, sizeof text, "{\"ping_p50_us\":%.1f,\"commit_p50_us\":%.1f,\"commit_to_ping_p50\":%.2f}",
+                  shared.ping_p50(), shared.commit_p50(), shared.commit_p50() / shared.ping_p50());
+    same_core = text;
   }
 
   // Pipelined: `batch` conversations per CommitTurns call, for `seconds`.
@@ -213,17 +281,20 @@ int main(int argc, char** argv) {
   (void)store.DropConversation(id);
   for (const auto& c : ids) (void)store.DropConversation(c);
 
-  double ping_p50 = Percentile(ping_us, 0.50), commit_p50 = Percentile(commit_us, 0.50);
-  std::printf("samples=%d turn_bytes=%zu batch=%d\n", samples, turn_bytes, batch);
+  double ping_p50 = apart.ping_p50(), commit_p50 = apart.commit_p50();
+  std::printf("samples=%d turn_bytes=%zu batch=%d placement=%s\n", samples, turn_bytes, batch,
+              placement.pinned ? "client and server on separate cores" : "left to the OS");
   std::printf("commit_p50 / ping_p50 = %.2f\n", commit_p50 / ping_p50);
   std::printf(
       "{\"ping_p50_us\":%.1f,\"ping_p99_us\":%.1f,\"commit_p50_us\":%.1f,\"commit_p99_us\":%.1f,"
-      "\"commit_to_ping_p50\":%.2f,\"pipelined_turns_per_s\":%.0f,\"batch\":%d,\"turn_bytes\":%zu,"
+      "\"commit_to_ping_p50\":%.2f,\"commit_minus_ping_p50_us\":%.1f,\"placement\":\"%s\","
+      "\"same_core\":%s,\"pipelined_turns_per_s\":%.0f,\"batch\":%d,\"turn_bytes\":%zu,"
       "\"turn_json_bytes\":%zu,\"snapshot_every\":%u,"
       "\"pipelined_us_per_turn\":{\"wall\":%.2f,\"client_cpu\":%.2f,\"server_cpu\":%.2f},"
       "\"redis\":{\"version\":\"%s\",\"appendonly\":\"%s\",\"appendfsync\":\"%s\"},"
       "\"server_us_per_call\":{%s}}\n",
-      ping_p50, Percentile(ping_us, 0.99), commit_p50, Percentile(commit_us, 0.99), commit_p50 / ping_p50,
+      ping_p50, apart.ping_p99(), commit_p50, apart.commit_p99(), commit_p50 / ping_p50, commit_p50 - ping_p50,
+      placement.pinned ? "separate cores" : "os", same_core.c_str(),
       static_cast<double>(committed) / store_seconds, batch, turn_bytes, turn_json_bytes,
       options.store.snapshot_every, store_seconds * 1e6 / static_cast<double>(committed),
       client_cpu_seconds * 1e6 / static_cast<double>(committed), server_us / static_cast<double>(committed), redis_version.c_str(), appendonly.c_str(), appendfsync.c_str(),

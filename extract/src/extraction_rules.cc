@@ -207,6 +207,7 @@ Status ParseToolRules(const std::string& tool, const json& list, extract_interna
         return s;
       }
       m.spec.id = id;
+      extract_internal::InternPointers(m, out.pointers);
       out.mappings.push_back(std::move(m));
     } else {
       if (Status s = CheckFields(r, where, {"id", "text", "icase", "category", "key", "value",

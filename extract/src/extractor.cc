@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "internal/compiled_rules.h"
+#include "internal/deferred_values.h"
 #include "internal/extraction_errors.h"
 #include "internal/input_check.h"
 #include "internal/update_builder.h"
@@ -31,15 +32,32 @@ struct Extractor::ToolContext {
   }
 };
 
+struct Extractor::Scratch {
+  std::string source_id;                          // composed here, then shared
+  std::vector<const json*> chain;                 // of the match being built
+  std::vector<extract_internal::Capture> captures;  // of the match being built
+  extract_internal::ResolvedPointers pointers;     // of one tool's rules in the output
+  extract_internal::DeferredValues deferred;       // of the whole extraction
+};
+
 Extractor::Extractor(std::shared_ptr<const ExtractionRules> rules, ExtractorOptions options)
     : rules_(rules ? std::move(rules) : ExtractionRules::Empty()),
       pack_version_(rules_->pack_version()),
       clock_(options.clock ? *options.clock : SystemClock()),
-      checker_(options.checker) {}
+      checker_(options.checker),
+      scratch_(std::make_unique<Scratch>()) {}
+
+Extractor::~Extractor() = default;
+
+Extractor::ToolContext Extractor::NewToolContext(const ProposedCall& call) {
+  std::string& source_id = scratch_->source_id;
+  source_id.assign(call.tool).append(1, '#').append(call.id);
+  return ToolContext{call, SharedString(source_id), clock_.NowMs(), rules_->HasRulesFor(call.tool),
+                     checker_ != nullptr && checker_->HasExtractors(call.tool)};
+}
 
 Extraction Extractor::ExtractToolOutput(const ProposedCall& call, std::string_view output) {
-  ToolContext tc{call, call.tool + "#" + call.id, clock_.NowMs(), rules_->HasRulesFor(call.tool),
-                 checker_ != nullptr && checker_->HasExtractors(call.tool)};
+  const ToolContext tc = NewToolContext(call);
   Extraction out;
   if (!tc.has_rules && !tc.has_lua) return out;
   const ExtractionLimits& limits = rules_->limits();
@@ -91,21 +109,20 @@ Extraction Extractor::ExtractToolOutput(const ProposedCall& call, std::string_vi
     }
     return out;
   }
-  return ExtractValidatedJson(tc, doc);
+  return ExtractValidatedJson(tc, doc, /*consume=*/true);
 }
 
 Extraction Extractor::ExtractParsedToolOutput(const ProposedCall& call, const json& output) {
   if (output.is_string()) return ExtractToolOutput(call, output.get_ref<const std::string&>());
   if (!output.is_object() && !output.is_array()) return ExtractToolOutput(call, output.dump());
-  ToolContext tc{call, call.tool + "#" + call.id, clock_.NowMs(), rules_->HasRulesFor(call.tool),
-                 checker_ != nullptr && checker_->HasExtractors(call.tool)};
+  const ToolContext tc = NewToolContext(call);
   Extraction out;
   if (!tc.has_rules && !tc.has_lua) return out;
   const ExtractionLimits& limits = rules_->limits();
   std::string detail;
   switch (extract_internal::CheckParsed(output, limits.max_depth, limits.max_output_bytes, &detail)) {
     case extract_internal::ParsedProblem::kNone:
-      return ExtractValidatedJson(tc, output);
+      return ExtractValidatedJson(tc, output, /*consume=*/false);
     case extract_internal::ParsedProblem::kTooDeep:
       out.errors.push_back(tc.Error("", extraction_error::kTooDeep, detail));
       break;
@@ -119,18 +136,22 @@ Extraction Extractor::ExtractParsedToolOutput(const ProposedCall& call, const js
   return out;
 }
 
-Extraction Extractor::ExtractValidatedJson(const ToolContext& tc, const json& doc) {
+Extraction Extractor::ExtractValidatedJson(const ToolContext& tc, const json& doc, bool consume) {
   Extraction out;
+  extract_internal::DeferredValues& deferred = scratch_->deferred;
+  deferred.Clear();  // of what an earlier extraction's exception left
   try {
     RunMappings(tc, doc, out);
+    if (tc.has_lua) RunLuaExtractors(tc, doc, out);
+    // Last, once nothing reads the output any more: a consumed output gives
+    // its strings, objects and arrays to the updates instead of copies.
+    deferred.Fill(out.updates, consume);
   } catch (const std::exception& e) {
     // Only allocation failure can get here; drop everything rather than
     // stage a partial, unexplained result.
     out.updates.clear();
     out.errors.push_back(tc.Error("", extraction_error::kInternal, e.what()));
-    return out;
   }
-  if (tc.has_lua) RunLuaExtractors(tc, doc, out);
   return out;
 }
 
@@ -146,28 +167,33 @@ Extraction Extractor::ExtractValidatedText(const ToolContext& tc, std::string_vi
   return out;
 }
 
-void Extractor::RunMappings(const ToolContext& tc, const json& doc, Extraction& out) const {
+void Extractor::RunMappings(const ToolContext& tc, const json& doc, Extraction& out) {
   extract_internal::UpdateOrigin origin{SourceKind::kToolOutput, &tc.source_id, &pack_version_,
                                         tc.now_ms};
-  std::vector<const json*> chain_scratch;
-  std::vector<extract_internal::Capture> capture_scratch;
+  std::vector<const json*>& chain_scratch = scratch_->chain;
+  std::vector<extract_internal::Capture>& capture_scratch = scratch_->captures;
+  extract_internal::ResolvedPointers& pointers = scratch_->pointers;
+  extract_internal::DeferredValues& deferred = scratch_->deferred;
   rules_->compiled().ForEachToolRules(tc.call.tool, [&](const extract_internal::ToolRules& tr) {
     out.updates.reserve(out.updates.size() + 2 * tr.mappings.size());
+    deferred.Reserve(out.updates.capacity());
+    pointers.Resolve(tr.pointers, doc);
     for (const extract_internal::Mapping& m : tr.mappings) {
       const size_t mark = out.updates.size();
       size_t matches = 0;
       bool failed = false;
       BuildProblem problem;
       std::string where;
-      m.path.ForEachMatch(doc, chain_scratch, capture_scratch,
-                          [&](const json&, const auto& chain, const auto& captures) {
+      auto on_match = [&](const json&, const auto& chain, const auto& captures) {
         if (failed) return;
         ++matches;
-        MatchContext ctx{&doc, &chain, &captures, &tc.call.arguments};
+        MatchContext ctx{&pointers, &chain, &captures, &tc.call.arguments};
         // Built in place: an Update is large, and most matches yield one.
+        const json* deferred_value = nullptr;
         switch (extract_internal::BuildUpdate(m.spec, ctx, origin, out.updates.emplace_back(),
-                                              problem)) {
+                                              problem, &deferred_value)) {
           case BuildOutcome::kBuilt:
+            if (deferred_value != nullptr) deferred.Add(deferred_value, out.updates.size() - 1);
             break;
           case BuildOutcome::kSkipped:
             out.updates.pop_back();
@@ -178,7 +204,13 @@ void Extractor::RunMappings(const ToolContext& tc, const json& doc, Extraction& 
             where = m.path.Describe(captures);
             break;
         }
-      });
+      };
+      // The walk starts where the path's first wildcard (or its end) is,
+      // from the node resolved once for every mapping that shares the prefix.
+      if (const json* start = pointers.at(m.fixed_prefix); start != nullptr) {
+        pointers.ChainTo(m.fixed_prefix, chain_scratch);
+        m.path.ForEachMatchFrom(*start, m.fixed_segments, chain_scratch, capture_scratch, on_match);
+      }
       if (!failed && matches == 0 && m.spec.required) {
         failed = true;
         problem = {std::string(extraction_error::kMissing), "path matched nothing"};
@@ -187,6 +219,7 @@ void Extractor::RunMappings(const ToolContext& tc, const json& doc, Extraction& 
       if (failed) {
         // A failing mapping loses all of its own updates, never another's.
         out.updates.resize(mark);
+        deferred.DropFrom(mark);
         out.errors.push_back(tc.Error(m.spec.id, problem.code, "at " + where + ": " + problem.message));
       }
     }

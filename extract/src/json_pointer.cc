@@ -90,18 +90,8 @@ std::string CompiledPointer::Describe(const std::vector<Capture>& captures) cons
 const nlohmann::json* CompiledPointer::Resolve(const nlohmann::json& from) const {
   const nlohmann::json* node = &from;
   for (const PointerSegment& s : segments_) {
-    if (node->is_object()) {
-      const auto& obj = node->get_ref<const nlohmann::json::object_t&>();
-      auto it = obj.find(s.name);
-      if (it == obj.end()) return nullptr;
-      node = &it->second;
-    } else if (node->is_array()) {
-      const auto& arr = node->get_ref<const nlohmann::json::array_t&>();
-      if (s.index >= arr.size()) return nullptr;
-      node = &arr[s.index];
-    } else {
-      return nullptr;
-    }
+    node = Step(*node, s);
+    if (node == nullptr) return nullptr;
   }
   return node;
 }

@@ -2,6 +2,8 @@
 // thread-safe.
 #include "internal/template.h"
 
+#include <cassert>
+
 namespace taskledger::extract_internal {
 namespace {
 
@@ -59,9 +61,7 @@ const nlohmann::json* FindField(const MatchContext& ctx, const std::string& name
   if (ctx.chain == nullptr) return nullptr;
   for (auto it = ctx.chain->rbegin(); it != ctx.chain->rend(); ++it) {
     if (!(*it)->is_object()) continue;
-    const auto& obj = (*it)->get_ref<const nlohmann::json::object_t&>();
-    auto f = obj.find(name);
-    return f == obj.end() ? nullptr : &f->second;
+    return FindMember((*it)->get_ref<const nlohmann::json::object_t&>(), name);
   }
   return nullptr;
 }
@@ -111,6 +111,18 @@ Result<Template> Template::Parse(std::string_view text, TemplateScope scope) {
   return t;
 }
 
+void Template::InternPointers(PointerTable& table) {
+  for (Part& p : parts_) {
+    if (p.kind == Kind::kAbsPointer) p.node = table.Intern(p.pointer, p.pointer.segments().size());
+  }
+}
+
+// An {/abs} placeholder, from the output's pointers resolved once.
+const nlohmann::json* Template::ResolveAbsolute(const Part& p, const MatchContext& ctx) {
+  assert(p.node != kNotInterned);
+  return ctx.pointers != nullptr ? ctx.pointers->at(p.node) : nullptr;
+}
+
 bool Template::is_single_pointer() const {
   return parts_.size() == 1 &&
          (parts_[0].kind == Kind::kAbsPointer || parts_[0].kind == Kind::kRelPointer);
@@ -118,7 +130,7 @@ bool Template::is_single_pointer() const {
 
 const nlohmann::json* Template::ResolveSingle(const MatchContext& ctx) const {
   const Part& p = parts_[0];
-  if (p.kind == Kind::kAbsPointer) return ctx.root ? p.pointer.Resolve(*ctx.root) : nullptr;
+  if (p.kind == Kind::kAbsPointer) return ResolveAbsolute(p, ctx);
   return ctx.chain ? p.pointer.Resolve(ctx.matched()) : nullptr;
 }
 
@@ -143,15 +155,14 @@ bool Template::Render(const MatchContext& ctx, std::string& out, std::string* un
         break;
       case Kind::kArg:
         if (ctx.arguments != nullptr && ctx.arguments->is_object()) {
-          auto it = ctx.arguments->find(p.text);
-          if (it != ctx.arguments->end()) node = &*it;
+          node = FindMember(ctx.arguments->get_ref<const nlohmann::json::object_t&>(), p.text);
         }
         break;
       case Kind::kField:
         node = FindField(ctx, p.text);
         break;
       case Kind::kAbsPointer:
-        if (ctx.root != nullptr) node = p.pointer.Resolve(*ctx.root);
+        node = ResolveAbsolute(p, ctx);
         break;
       case Kind::kRelPointer:
         if (ctx.chain != nullptr) node = p.pointer.Resolve(ctx.matched());

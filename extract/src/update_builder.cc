@@ -32,23 +32,24 @@ bool ToInteger(json& v) {
   return true;
 }
 
-// The value of `spec` for this match; false to skip the match.
-bool MakeValue(const ValueSpec& spec, const MatchContext& ctx, json& out, std::string* unresolved) {
+// The value of `spec` for this match: a node of the output (`node`) or a
+// value made for the match (`out`); false to skip the match.
+bool MakeValue(const ValueSpec& spec, const MatchContext& ctx, const json*& node, json& out,
+               std::string* unresolved) {
   switch (spec.kind) {
     case ValueSpec::Kind::kMatched:
-      out = ctx.matched();
+      node = &ctx.matched();
       return true;
     case ValueSpec::Kind::kLiteral:
       out = spec.literal;
       return true;
     case ValueSpec::Kind::kTemplate:
       if (spec.tmpl.is_single_pointer()) {
-        const json* node = spec.tmpl.ResolveSingle(ctx);
+        node = spec.tmpl.ResolveSingle(ctx);
         if (node == nullptr) {
           *unresolved = "{" + spec.tmpl.text() + "}";
           return false;
         }
-        out = *node;
         return true;
       }
       std::string s;
@@ -141,7 +142,8 @@ bool Coerce(Coercion c, json& v) {
 }
 
 BuildOutcome BuildUpdate(const UpdateSpec& spec, const MatchContext& ctx,
-                         const UpdateOrigin& origin, Update& out, BuildProblem& problem) {
+                         const UpdateOrigin& origin, Update& out, BuildProblem& problem,
+                         const json** deferred) {
   std::string unresolved;
   auto skip = [&](std::string what) {
     if (!spec.required) return BuildOutcome::kSkipped;
@@ -149,32 +151,41 @@ BuildOutcome BuildUpdate(const UpdateSpec& spec, const MatchContext& ctx,
     problem.message = std::move(what);
     return BuildOutcome::kFailed;
   };
-  std::string key;
-  key.reserve(64);
-  if (!spec.key.Render(ctx, key, &unresolved)) {
+  // Rendered in place: `out` is the caller's to discard if this fails.
+  out.key.reserve(64);
+  if (!spec.key.Render(ctx, out.key, &unresolved)) {
     return skip("key placeholder " + unresolved + " did not resolve to a scalar");
   }
-  if (key.empty()) return skip("key rendered empty");
-  json value;
-  if (!MakeValue(spec.value, ctx, value, &unresolved)) {
+  if (out.key.empty()) return skip("key rendered empty");
+  const json* node = nullptr;
+  json& value = out.value;
+  if (!MakeValue(spec.value, ctx, node, value, &unresolved)) {
     return skip("value placeholder " + unresolved + " did not resolve");
   }
-  // A null with a coercion is an absent value ("tracking": null), not a
-  // failure: there is nothing to convert.
-  if (spec.coerce != Coercion::kNone && value.is_null()) return skip("value is null");
-  if (!Coerce(spec.coerce, value)) {
-    problem.code = std::string(extraction_error::kCoercionFailed);
-    std::string shown = value.dump(-1, ' ', false, json::error_handler_t::replace);
-    if (shown.size() > 80) shown = shown.substr(0, 77) + "...";
-    static constexpr const char* kNames[] = {"", "string", "number", "integer", "boolean"};
-    problem.message = "cannot coerce " + shown + " to " + kNames[static_cast<int>(spec.coerce)];
-    return BuildOutcome::kFailed;
+  // A string, object or array that is taken as it is can be filled in by the
+  // caller, who may move it out of an output it owns instead of copying it.
+  const bool defer =
+      deferred != nullptr && node != nullptr &&
+      ((spec.coerce == Coercion::kNone && (node->is_string() || node->is_structured())) ||
+       (spec.coerce == Coercion::kString && node->is_string()));
+  if (deferred != nullptr) *deferred = defer ? node : nullptr;
+  if (!defer) {
+    if (node != nullptr) value = *node;
+    // A null with a coercion is an absent value ("tracking": null), not a
+    // failure: there is nothing to convert.
+    if (spec.coerce != Coercion::kNone && value.is_null()) return skip("value is null");
+    if (!Coerce(spec.coerce, value)) {
+      problem.code = std::string(extraction_error::kCoercionFailed);
+      std::string shown = value.dump(-1, ' ', false, json::error_handler_t::replace);
+      if (shown.size() > 80) shown = shown.substr(0, 77) + "...";
+      static constexpr const char* kNames[] = {"", "string", "number", "integer", "boolean"};
+      problem.message = "cannot coerce " + shown + " to " + kNames[static_cast<int>(spec.coerce)];
+      return BuildOutcome::kFailed;
+    }
   }
 
   out.op = UpdateOp::kSet;
   out.category = spec.category;
-  out.key = std::move(key);
-  out.value = std::move(value);
   out.provenance.source = origin.source;
   out.provenance.source_id = *origin.source_id;
   out.provenance.verified = spec.verified;

@@ -13,6 +13,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 namespace taskledger::internal {
 namespace {
@@ -265,18 +266,23 @@ Result<std::vector<Reply>> RedisClient::Pipeline(const std::vector<Argv>& comman
 void RedisClient::Queue(std::span<const std::string_view> argv) {
   AppendRequest(queued_, argv);
   ++queued_count_;
+  if (queued_.size() >= kStreamBytes) SendQueued();
+}
+
+void RedisClient::SendQueued() {
+  if (queue_error_.ok()) queue_error_ = Connect();
+  if (queue_error_.ok()) {
+    out_.swap(queued_);
+    queue_error_ = Send("send pipeline");
+  }
+  queued_.clear();
 }
 
 Result<std::vector<Reply>> RedisClient::Flush() {
   size_t n = queued_count_;
   queued_count_ = 0;
-  if (Status s = Connect(); !s.ok()) {
-    queued_.clear();
-    return s;
-  }
-  out_.swap(queued_);
-  queued_.clear();
-  if (Status s = Send("send pipeline"); !s.ok()) return s;
+  SendQueued();
+  if (!queue_error_.ok()) return std::exchange(queue_error_, Status::Ok());
   return ReadReplies(n, "pipeline");
 }
 

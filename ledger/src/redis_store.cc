@@ -1,11 +1,10 @@
 // RedisStore: the Store on Redis 7 (see taskledger/ledger/redis_store.h and
 // docs/redis-keys.md). A conversation is one stream, `tl:{t:c}:turns`, whose
 // entry 0-<v> holds turn v (field `t`) and, every snapshot_every turns, the
-// full state (field `s`). A commit is one MULTI / XLEN / XADD / PEXPIRE or
-// PERSIST / EXEC transaction: XADD's explicit id refuses a version at or below
-// the head and XLEN, read in the same transaction, tells a base above the
-// head, so the check and the write are atomic, in one round trip, with no Lua.
-// A batch is one pipeline of such transactions. Reads are XREVRANGE / XRANGE.
+// full state (field `s`). A commit is one call of the Redis Function
+// tl_commit (internal/ledger_redis_function.h), which appends the turn only
+// if the head is the version it was built on: check and write are atomic, in
+// one round trip. A batch is one pipeline of such calls. Reads are XREVRANGE / XRANGE.
 // Records are the codec's JSON documents serialised as CBOR, written
 // directly from the structs (internal/redis_records.h).
 //
@@ -18,6 +17,7 @@
 #include <set>
 
 #include "internal/redis_client.h"
+#include "internal/ledger_redis_function.h"
 #include "internal/redis_keys.h"
 #include "internal/redis_pool.h"
 #include "internal/redis_records.h"
@@ -42,11 +42,6 @@ Status Conflict(const CommitRequest& r, const std::string& head) {
                           "; this turn was built on version " + std::to_string(r.turn->turn - 1));
 }
 
-// What XADD answers when the id is not above the stream's top: a conflict.
-bool IsIdNotAbove(const Reply& r) {
-  return r.is_error() && r.str().find("equal or smaller than the target stream top item") != std::string::npos;
-}
-
 class RedisStore final : public Store {
  public:
   RedisStore(internal::RedisEndpoint endpoint, const RedisOptions& options)
@@ -59,13 +54,9 @@ class RedisStore final : public Store {
     }
   }
 
-  // Connects (and authenticates) once, so a wrong URL fails at open.
-  Status Open() {
-    auto pong = pool_.Take()->Command({"PING"});
-    if (!pong) return pong.error();
-    if (pong->is_error()) return internal::ServerErrorToStatus(*pong, "open");
-    return Status::Ok();
-  }
+  // Connects (and authenticates) once, so a wrong URL fails at open, and
+  // loads the commit function unless the server holds this very version.
+  Status Open() { return pool_.Take()->EnsureLoaded(internal::LedgerFunctionLibrary()); }
 
   Status CommitTurn(const ConversationId& id, const TurnRecord& turn,
                     const LedgerState& after) override {
@@ -73,33 +64,53 @@ class RedisStore final : public Store {
     return CommitTurns(std::span<const CommitRequest>(&request, 1)).front();
   }
 
-  // Every commit of the batch goes out in one pipeline; see docs/redis-keys.md
-  // ("Commit protocol"). A second round trip happens only for commits that
-  // did not land: to tell a retry that already landed from a conflict, and to
-  // take back a turn written above a gap.
+  // Every commit of the batch is one FCALL tl_commit, all in one pipeline;
+  // see docs/redis-keys.md ("Commit protocol"). A second round trip happens
+  // only if the server had lost the function library (FUNCTION FLUSH): it is
+  // loaded again and the commits that found no function are sent again.
   std::vector<Status> CommitTurns(std::span<const CommitRequest> batch) override {
     std::vector<Status> out(batch.size());
     std::vector<Pending> commits;
     commits.reserve(batch.size());
     std::string records;  // every commit's encoded turn (and state), end to end
     records.reserve(batch.size() * 2048);
+    auto client = pool_.Take();
+    // Each commit is queued as soon as it is encoded: a long batch starts
+    // going out (RedisClient::kStreamBytes) while the rest is being encoded.
     for (size_t i = 0; i < batch.size(); ++i) {
-      if (Status s = Encode(batch[i], i, records, commits); !s.ok()) out[i] = std::move(s);
+      if (Status s = Encode(batch[i], i, records, commits); !s.ok()) {
+        out[i] = std::move(s);
+      } else {
+        Queue(*client, commits.back(), records);
+      }
     }
     if (commits.empty()) return out;
-    auto client = pool_.Take();
-    for (const Pending& c : commits) Queue(*client, c, records);
     auto replies = client->Flush();
-    if (!replies) {
-      for (const Pending& c : commits) out[c.index] = replies.error();
-      return out;
+    std::vector<const Pending*> again;
+    if (replies) {
+      for (size_t k = 0; k < commits.size(); ++k) {
+        if (internal::IsFunctionNotFound((*replies)[k])) again.push_back(&commits[k]);
+      }
     }
-    size_t k = 0;
-    for (Pending& c : commits) {
-      TakeReplies(*replies, k, c);
-      k += kCommandsPerCommit;
+    std::vector<Reply> retried;
+    if (!again.empty()) {
+      client->Queue({"FUNCTION", "LOAD", "REPLACE", internal::LedgerFunctionLibrary().source});
+      for (const Pending* c : again) Queue(*client, *c, records);
+      auto second = client->Flush();
+      if (!second) {
+        replies = second.error();
+      } else if ((*second)[0].is_error()) {
+        replies = internal::ServerErrorToStatus((*second)[0], "FUNCTION LOAD taskledger_ledger");
+      } else {
+        for (size_t k = 0; k < again.size(); ++k) {
+          (*replies)[static_cast<size_t>(again[k] - commits.data())] = std::move((*second)[k + 1]);
+        }
+      }
     }
-    Settle(*client, batch, commits, records, out);
+    for (size_t k = 0; k < commits.size(); ++k) {
+      const Pending& c = commits[k];
+      out[c.index] = replies ? Outcome(batch[c.index], c, (*replies)[k]) : replies.error();
+    }
     return out;
   }
 
@@ -181,18 +192,12 @@ class RedisStore final : public Store {
   }
 
  private:
-  // MULTI, XLEN, XADD, PEXPIRE or PERSIST, EXEC.
-  static constexpr size_t kCommandsPerCommit = 5;
-
   // One commit on the wire. Its records sit in the batch's shared buffer
   // (`records`), so queuing them copies each byte once, into the request.
   struct Pending {
     size_t index = 0;  // in the batch
-    uint64_t version = 0;
-    std::string key, id;
+    std::string key, base;
     size_t turn_at = 0, turn_size = 0, state_at = 0, state_size = 0;  // state_size 0: no snapshot
-    int64_t length_before = -1;  // XLEN inside the transaction, before the XADD
-    Reply added;                 // XADD's reply, or the error that stood for it
   };
 
   // InvalidArgument for a malformed request; else appends its Pending.
@@ -205,9 +210,8 @@ class RedisStore final : public Store {
     }
     Pending c;
     c.index = index;
-    c.version = turn.turn;
     c.key = internal::TurnStreamKey(r.id);
-    c.id = internal::EntryId(turn.turn);
+    c.base = std::to_string(turn.turn - 1);
     c.turn_at = records.size();
     internal::AppendTurnRecordBytes(turn, records);
     c.turn_size = records.size() - c.turn_at;
@@ -220,128 +224,25 @@ class RedisStore final : public Store {
     return Status::Ok();
   }
 
-  // NOMKSTREAM after version 1: a conversation that was dropped or expired is
-  // not re-created by a writer that still holds an old head.
+  // FCALL tl_commit 1 key base retention turn [snapshot]. Retention applies
+  // to the whole conversation (its one key); a store without retention makes
+  // a conversation another store let expire permanent.
   void Queue(internal::RedisClient& client, const Pending& c, const std::string& records) const {
     std::string_view data(records);
-    std::array<std::string_view, 8> xadd;
-    size_t n = 0;
-    xadd[n++] = "XADD";
-    xadd[n++] = c.key;
-    if (c.version > 1) xadd[n++] = "NOMKSTREAM";
-    xadd[n++] = c.id;
-    xadd[n++] = "t";
-    xadd[n++] = data.substr(c.turn_at, c.turn_size);
-    if (c.state_size > 0) {
-      xadd[n++] = "s";
-      xadd[n++] = data.substr(c.state_at, c.state_size);
-    }
-    client.Queue({"MULTI"});
-    client.Queue({"XLEN", c.key});
-    client.Queue(std::span<const std::string_view>(xadd.data(), n));
-    // Retention applies to the whole conversation (its one key); a store
-    // without retention makes a conversation another store let expire permanent.
-    if (options_.retention) {
-      client.Queue({"PEXPIRE", c.key, retention_ms_});
-    } else {
-      client.Queue({"PERSIST", c.key});
-    }
-    client.Queue({"EXEC"});
+    std::array<std::string_view, 9> fcall{"FCALL", "tl_commit", "1", c.key, c.base, retention_ms_,
+                                          data.substr(c.turn_at, c.turn_size)};
+    size_t n = 7;
+    if (c.state_size > 0) fcall[n++] = data.substr(c.state_at, c.state_size);
+    client.Queue(std::span<const std::string_view>(fcall.data(), n));
   }
 
-  // Fills c.length_before and c.added from replies [k, k + kCommandsPerCommit).
-  static void TakeReplies(std::vector<Reply>& replies, size_t k, Pending& c) {
-    Reply& exec = replies[k + kCommandsPerCommit - 1];
-    if (exec.is_array() && exec.elements().size() == 3) {
-      const Reply& length = exec.elements()[0];
-      c.length_before = length.is_integer() ? length.integer() : -1;
-      c.added = exec.elements()[1];
-      return;
-    }
-    // The transaction did not run (EXECABORT: a command was refused when
-    // queued, e.g. NOPERM); the first error says why.
-    for (size_t j = k; j < k + kCommandsPerCommit; ++j) {
-      if (replies[j].is_error()) {
-        c.added = std::move(replies[j]);
-        return;
-      }
-    }
-    c.added = Reply::Error("ERR commit transaction: unexpected " + exec.Describe());
-  }
-
-  // Turns each XADD reply into the commit's status. Commits refused at or
-  // below the head are checked for being a retry that already landed (its
-  // entry holds byte for byte this turn); a turn written above a gap (its
-  // base was above the head) is taken back and reported as a conflict.
-  void Settle(internal::RedisClient& client, std::span<const CommitRequest> batch, std::vector<Pending>& commits,
-              const std::string& records, std::vector<Status>& out) const {
-    std::vector<Pending*> refused, above_gap;
-    for (Pending& c : commits) {
-      const CommitRequest& r = batch[c.index];
-      if (c.added.is_string()) {
-        if (c.length_before == static_cast<int64_t>(c.version - 1)) {
-          out[c.index] = Status::Ok();
-        } else {
-          above_gap.push_back(&c);
-        }
-      } else if (c.added.is_nil()) {
-        out[c.index] = Status::Conflict("conversation '" + Describe(r.id) + "' does not exist (dropped or expired); " +
-                                        "this turn was built on version " + std::to_string(c.version - 1));
-      } else if (IsIdNotAbove(c.added)) {
-        refused.push_back(&c);
-      } else {
-        out[c.index] = c.added.is_error()
-                           ? internal::ServerErrorToStatus(c.added, "commit " + Describe(r.id))
-                           : Status::Internal("commit " + Describe(r.id) + ": unexpected reply " + c.added.Describe());
-      }
-    }
-    if (refused.empty() && above_gap.empty()) return;
-    for (const Pending* c : refused) {
-      client.Queue({"XRANGE", c->key, c->id, c->id});
-      client.Queue({"XREVRANGE", c->key, "+", "-", "COUNT", "1"});
-    }
-    // The writer's base was above the head; the stream's top must go back to
-    // the head too, or every later XADD there would be refused.
-    std::vector<std::string> heads;
-    heads.reserve(above_gap.size());
-    for (const Pending* c : above_gap) {
-      heads.push_back(internal::EntryId(static_cast<uint64_t>(std::max<int64_t>(c->length_before, 0))));
-      client.Queue({"MULTI"});
-      client.Queue({"XDEL", c->key, c->id});
-      client.Queue({"XSETID", c->key, heads.back()});
-      client.Queue({"EXEC"});
-    }
-    auto replies = client.Flush();
-    size_t k = 0;
-    for (const Pending* c : refused) {
-      const CommitRequest& r = batch[c->index];
-      if (!replies) {
-        out[c->index] = replies.error();
-        continue;
-      }
-      std::vector<StreamEntry> stored, top;
-      std::string what = "commit " + Describe(r.id);
-      Status s = internal::AppendEntries((*replies)[k], what, stored);
-      if (s.ok()) s = internal::AppendEntries((*replies)[k + 1], what, top);
-      k += 2;
-      if (!s.ok()) {
-        out[c->index] = s;
-      } else if (stored.size() == 1 && *stored[0].turn == std::string_view(records).substr(c->turn_at, c->turn_size)) {
-        out[c->index] = Status::Ok();  // a retry: this very turn is already there
-      } else {
-        out[c->index] = Conflict(r, top.empty() ? "0" : std::to_string(top[0].version));
-      }
-    }
-    for (const Pending* c : above_gap) {
-      const CommitRequest& r = batch[c->index];
-      Status undone = !replies ? replies.error()
-                      : (*replies)[k + 3].is_array() ? Status::Ok()
-                                                     : Status::Internal("commit " + Describe(r.id) +
-                                                                        ": could not take back a turn above a gap: " +
-                                                                        (*replies)[k + 3].Describe());
-      k += 4;
-      out[c->index] = undone.ok() ? Conflict(r, std::to_string(std::max<int64_t>(c->length_before, 0))) : undone;
-    }
+  // The status of one commit from its FCALL reply.
+  static Status Outcome(const CommitRequest& r, const Pending& c, const Reply& reply) {
+    if (reply.is_integer() && reply.integer() == static_cast<int64_t>(r.turn->turn)) return Status::Ok();
+    std::string what = "commit " + Describe(r.id);
+    if (auto head = internal::ConflictHead(reply)) return Conflict(r, std::to_string(*head));
+    if (reply.is_error()) return internal::CommitErrorToStatus(reply, what + " (built on version " + c.base + ")");
+    return Status::Internal(what + ": unexpected reply " + reply.Describe());
   }
 
   // The head from an XREVRANGE key + - COUNT 1 reply.

@@ -9,17 +9,6 @@
 -- no product looked up) is made up and denied here too. Pure function of call
 -- and ledger.
 
--- The user this conversation serves: its one authenticated user, or nil when
--- none or several were authenticated (retail.auth_before_action and
--- retail.single_user deny those calls; see identity.lua).
-local function conversation_user(ledger)
-  local keys = ledger.keys("identifier", "user.authenticated.")
-  if #keys ~= 1 or not ledger.verified("identifier", keys[1]) then
-    return nil
-  end
-  return tostring(ledger.identifier(keys[1]))
-end
-
 -- The arguments each retail write needs before anything can be checked.
 local required_arguments = {
   cancel_pending_order = {"order_id", "reason"},
@@ -33,20 +22,6 @@ local required_arguments = {
 
 local function known(ledger, key)
   return ledger.fact(key) ~= nil and ledger.verified("fact", key)
-end
-
--- The JSON array `value` (call arguments are read-only views: tables or
--- userdata proxies) as a plain array of strings, or nil if it is not an array.
-local function string_list(value)
-  local kind = type(value)
-  if kind ~= "table" and kind ~= "userdata" then
-    return nil
-  end
-  local out = {}
-  for i = 1, #value do
-    out[i] = tostring(value[i])
-  end
-  return out
 end
 
 -- What is missing for the order and its items, or nil.

@@ -10,20 +10,6 @@
 
 local item_tools = {"modify_pending_order_items", "exchange_delivered_order_items"}
 
--- The JSON array `value` (call arguments are read-only views: tables or
--- userdata proxies) as a plain array of strings, or nil if it is not an array.
-local function string_list(value)
-  local kind = type(value)
-  if kind ~= "table" and kind ~= "userdata" then
-    return nil
-  end
-  local out = {}
-  for i = 1, #value do
-    out[i] = tostring(value[i])
-  end
-  return out
-end
-
 -- The pairs {old, new} of the call, or nil and what is wrong with the lists.
 local function item_pairs(call)
   local old, new = string_list(call.args.item_ids), string_list(call.args.new_item_ids)

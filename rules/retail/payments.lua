@@ -9,17 +9,6 @@
 -- on evidence; a fact no tool has shown yet is left to retail.facts_from_tools
 -- (see identity.lua). Pure functions of call and ledger.
 
--- The user this conversation serves: its one authenticated user, or nil when
--- none or several were authenticated (retail.auth_before_action and
--- retail.single_user deny those calls; see identity.lua).
-local function conversation_user(ledger)
-  local keys = ledger.keys("identifier", "user.authenticated.")
-  if #keys ~= 1 or not ledger.verified("identifier", keys[1]) then
-    return nil
-  end
-  return tostring(ledger.identifier(keys[1]))
-end
-
 local function source_of(ledger, user, method)
   return ledger.fact("user." .. tostring(user) .. ".payment." .. tostring(method) .. ".source")
 end
@@ -64,20 +53,6 @@ local function owner_of(ledger, method, user)
     end
   end
   return found
-end
-
--- The JSON array `value` (call arguments are read-only views: tables or
--- userdata proxies) as a plain array of strings, or nil if it is not an array.
-local function string_list(value)
-  local kind = type(value)
-  if kind ~= "table" and kind ~= "userdata" then
-    return nil
-  end
-  local out = {}
-  for i = 1, #value do
-    out[i] = tostring(value[i])
-  end
-  return out
 end
 
 local function money(x)

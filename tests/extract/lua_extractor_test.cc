@@ -21,7 +21,10 @@ const char* kPackJson = R"({"name": "lua-extract", "tools": {"read_only": ["get_
 // max_depth 3: an extractor may not return a value nested deeper than the
 // outputs the pack accepts.
 const char* kExtractJson = R"({"tools": {"get_user_details": [
-  {"id": "user.name", "path": "/name", "category": "fact", "key": "user.{@user_id}.name"}]},
+  {"id": "user.name", "path": "/name", "category": "fact", "key": "user.{@user_id}.name"}],
+  "get_order_status": [
+  {"id": "order.status", "path": "/status", "category": "fact", "key": "order.status"},
+  {"id": "order.address", "path": "/address", "category": "fact", "key": "order.address"}]},
   "limits": {"max_depth": 3}})";
 
 const char* kExtractors = R"(
@@ -59,6 +62,14 @@ extractor {
     if output.bad_bytes then return {{category = "fact", key = "d.ran", value = "\xff\xfe"}} end
     if output.deep then return {{category = "fact", key = "d.ran", value = {{{{1}}}}}} end
     return {{category = "fact", key = "d.ran", value = "ok"}}
+  end,
+}
+extractor {
+  id = "f.echo",
+  tools = {"get_order_status"},
+  extract = function(output, call)
+    return {{category = "fact", key = "echo.status", value = output.status},
+            {category = "fact", key = "echo.city", value = output.address.city}}
   end,
 }
 extractor {
@@ -178,6 +189,19 @@ TEST_CASE("a failing extractor leaves the ledger with the rest and the error", "
   REQUIRE(turns.has_value());
   REQUIRE(turns.value()[0].errors.size() == 1);
   CHECK(turns.value()[0].errors[0]["rule"] == "b.fails");
+}
+
+TEST_CASE("Lua extractors see all of the output the mappings took values from", "[extract][lua]") {
+  LuaFixture f;
+  Extraction e = f.extractor->ExtractToolOutput(
+      Call("get_order_status"), R"({"status": "open", "address": {"city": "Philadelphia"}})");
+  INFO(json(e.errors).dump());
+  REQUIRE(e.errors.empty());
+  REQUIRE(e.updates.size() == 4);
+  CHECK(e.updates[0].value == "open");
+  CHECK(e.updates[1].value == json{{"city", "Philadelphia"}});
+  CHECK(Find(e, Category::kFact, "echo.status")->value == "open");
+  CHECK(Find(e, Category::kFact, "echo.city")->value == "Philadelphia");
 }
 
 TEST_CASE("a text output reaches Lua extractors as a string; bad input reaches none",

@@ -145,8 +145,12 @@ TEST_CASE("redis layout: one stream per conversation, snapshots every K turns, o
   auto keeper = OpenOn(server->url(), StoreOpts(5));
   REQUIRE(CommitNext(*keeper, id, head, {}, kT0).ok());
   CHECK(server->Run({"PTTL", key}) == "-1");
-  // No function library is needed: a fresh server with none serves commits.
-  CHECK(server->Run({"FUNCTION", "LIST"}).empty());
+  // The commit function was loaded at open; after a FUNCTION FLUSH the next
+  // commit loads it again and lands.
+  CHECK(server->Run({"FUNCTION", "LIST"}).find("taskledger_ledger") != std::string::npos);
+  REQUIRE(server->Run({"FUNCTION", "FLUSH"}) == "OK");
+  REQUIRE(CommitNext(*keeper, id, head, {}, kT0).ok());
+  CHECK(server->Run({"FUNCTION", "LIST"}).find("tl_commit") != std::string::npos);
   CHECK(store->ReadHead(id).value() == head);
 }
 
@@ -244,6 +248,14 @@ TEST_CASE("redis: a gap in the stream or an undecodable record is Corruption nam
   CHECK(store->ReadTurns(id, 3, 6).error().message().find("versions 5..5 are missing") != std::string::npos);
   CHECK(store->ReadVersion(id, 4).value().version == 4);  // below the gap all is well
   CHECK(store->ReadTurns(id, 1, 4).value().size() == 4);
+  // The stream now has 5 entries but its top is 6: a writer on version 5 is
+  // told so, and nothing is written.
+  LedgerState five = store->ReadVersion(id, 4).value();
+  five.version = 5;
+  Status on_gap = CommitNext(*store, id, five, {SetUpdate(Category::kFact, "x", 0)}, kT0);
+  CHECK(on_gap.code() == StatusCode::kCorruption);
+  CHECK(on_gap.message().find("5 entries but XADD 0-6 refused") != std::string::npos);
+  CHECK(server->Run({"XLEN", key}) == "5");
 
   REQUIRE(server->Run({"XADD", key, "0-7", "t", "\xff garbage"}) == "0-7");
   CHECK(store->ReadTurns(id, 7, 7).error().code() == StatusCode::kCorruption);
@@ -300,4 +312,36 @@ TEST_CASE("redis: a batch pipelines many conversations, each with its own outcom
   CHECK(statuses[2].ok());
   CHECK(store->Head(fresh).value() == 1);
   CHECK(store->ReadHead(moved).value() == moved_head);
+}
+
+TEST_CASE("redis: a batch longer than one send chunk starts going out while it is encoded", "[redis]") {
+  auto server = RedisServer::Start();
+  auto store = OpenOn(server->url(), StoreOpts(4));
+  // ~600 KB of turns: several RedisClient::kStreamBytes chunks, each sent as
+  // soon as it is queued; one conversation in the middle has moved on.
+  constexpr size_t kCount = 300;
+  std::vector<ConversationId> ids;
+  std::vector<TurnRecord> turns(kCount);
+  std::vector<LedgerState> afters(kCount);
+  std::vector<CommitRequest> batch;
+  for (size_t i = 0; i < kCount; ++i) ids.push_back({"acme", "big-" + std::to_string(i)});
+  LedgerState moved_head;
+  REQUIRE(CommitNext(*store, ids[150], moved_head, {}, kT0).ok());
+  for (size_t i = 0; i < kCount; ++i) {
+    turns[i].turn = 1;
+    turns[i].committed_at_ms = kT0;
+    turns[i].updates = {SetUpdate(Category::kFact, "blob", std::string(2000, static_cast<char>('a' + i % 26)))};
+    REQUIRE(ApplyTurn(afters[i], turns[i]).ok());
+    batch.push_back({ids[i], &turns[i], &afters[i]});
+  }
+  auto statuses = store->CommitTurns(batch);
+  REQUIRE(statuses.size() == kCount);
+  for (size_t i = 0; i < kCount; ++i) {
+    INFO("conversation " << i);
+    CHECK(statuses[i].code() == (i == 150 ? StatusCode::kConflict : StatusCode::kOk));
+    if (i != 150) CHECK(store->ReadHead(ids[i]).value() == afters[i]);
+  }
+  CHECK(store->ReadHead(ids[150]).value() == moved_head);
+  // The pooled connection is in step afterwards: the next call reads its own reply.
+  CHECK(store->Head(ids[0]).value() == 1);
 }

@@ -6,7 +6,6 @@
 // exactly once, and every worker recovers through Recover alone.
 #include <catch2/catch.hpp>
 
-#include <atomic>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -122,23 +121,9 @@ TEST_CASE("fault: kill -9 of redis-server during a command workload loses and re
   constexpr int kCommands = 600;  // long enough that three kills land mid-workload
   const auto deadline = Clock_::now() + 90s;
   std::vector<WorkerReport> reports(kWorkers);
-  std::vector<std::thread> workers;
-  std::atomic<int> finished{0};
-  for (int w = 0; w < kWorkers; ++w) {
-    workers.emplace_back([&, w] {
-      RunWorker(*store.value(), system, w, kCommands, deadline, reports[w]);
-      finished.fetch_add(1);
-    });
-  }
-  int kills = 0;
-  for (int round = 0; round < 3 && finished.load() < kWorkers; ++round) {
-    std::this_thread::sleep_for(100ms);
-    server->Kill9();
-    std::this_thread::sleep_for(150ms);
-    server->Restart();
-    ++kills;
-  }
-  for (std::thread& t : workers) t.join();
+  const int kills = RunWhileKilling(*server, kWorkers, 3, [&](int w) {
+    RunWorker(*store.value(), system, w, kCommands, deadline, reports[w]);
+  });
 
   auto fresh = OpenRedisCommandStore(RedisOpts(server->url(), 1000ms));
   REQUIRE(fresh.has_value());

@@ -6,7 +6,6 @@
 // recovers by itself, and no call waits on a slow Redis past its timeout.
 #include <catch2/catch.hpp>
 
-#include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -79,26 +78,10 @@ TEST_CASE("fault: kill -9 of redis-server during a session workload loses no ack
   constexpr uint64_t kTurns = 1500;  // long enough that three kills land mid-workload
   const auto deadline = Clock_::now() + 90s;
   std::vector<WorkerReport> reports(kWorkers);
-  std::vector<std::thread> workers;
-  std::atomic<int> finished{0};
-  for (int w = 0; w < kWorkers; ++w) {
-    workers.emplace_back([&, w] {
-      RunWorker(*store, ConversationId{"fault", "w" + std::to_string(w)}, kTurns, deadline, reports[w]);
-      finished.fetch_add(1);
-    });
-  }
   // Redis dies three times mid-workload; the restart replays the AOF.
-  // (Start/kill/restart stay on this thread: the server dies with the thread
-  // that spawned it.)
-  int kills = 0;
-  for (int round = 0; round < 3 && finished.load() < kWorkers; ++round) {
-    std::this_thread::sleep_for(100ms);
-    server->Kill9();
-    std::this_thread::sleep_for(150ms);
-    server->Restart();
-    ++kills;
-  }
-  for (std::thread& t : workers) t.join();
+  const int kills = RunWhileKilling(*server, kWorkers, 3, [&](int w) {
+    RunWorker(*store, ConversationId{"fault", "w" + std::to_string(w)}, kTurns, deadline, reports[w]);
+  });
 
   auto fresh = MustOpenStore(server->url());
   int retries = 0;

@@ -103,10 +103,10 @@ std::vector<std::string> TenantAcl(const std::string& tenant, const std::string&
   return {"ACL", "SETUSER", tenant, "on", ">" + password, "resetkeys",
           "~tl:{" + tenant + ":*", "~tlc:{" + tenant + ":*", "~tlc:runs:{" + tenant + "}",
           "resetchannels", "-@all",
-          // issued by the ledger's RedisStore (no Lua: docs/redis-keys.md)
-          "+ping", "+multi", "+exec", "+discard", "+xlen", "+xadd", "+xrange", "+xrevrange", "+xdel",
-          "+xsetid", "+pexpire", "+persist", "+del", "+scan", "+exists",
-          // issued by the RedisCommandStore
+          // issued by the ledger's RedisStore, and inside its tl_commit function
+          "+ping", "+xrange", "+xrevrange", "+del", "+scan", "+exists", "+xlen", "+xadd", "+pexpire",
+          "+persist",
+          // issued by both stores, and by the RedisCommandStore
           "+fcall", "+function|list", "+hget", "+hgetall", "+sadd", "+smembers", "+srem", "+zrange",
           // issued inside the taskledger_commands functions, under the caller's ACL
           "+hset", "+hsetnx", "+hincrby", "+zadd"};
@@ -149,7 +149,7 @@ ToolBinding RefundService() {
 
 TEST_CASE("tenant isolation: per-tenant ACL users confine each process to its own keys", "[reliability][tenant][acl]") {
   auto server = RedisServer::Start();
-  // The operator's connection loads the command ledger's function library once.
+  // The operator's connections load both function libraries once.
   auto admin = MustOpenStore(server->url());
   auto admin_commands = OpenRedisCommandStore(RedisOpts(server->url(), std::chrono::milliseconds(1000)));
   REQUIRE(admin_commands.has_value());

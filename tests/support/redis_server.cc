@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -257,6 +258,28 @@ void RedisServer::WaitForPing() {
     std::this_thread::sleep_for(10ms);
   }
   throw std::runtime_error("redis-server did not answer PING within 10 s");
+}
+
+int RunWhileKilling(RedisServer& server, int workers, int kills, const std::function<void(int)>& work) {
+  using namespace std::chrono_literals;
+  std::atomic<int> finished{0};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < workers; ++w) {
+    threads.emplace_back([&, w] {
+      work(w);
+      finished.fetch_add(1);
+    });
+  }
+  int landed = 0;
+  for (int round = 0; round < kills && finished.load() < workers; ++round) {
+    std::this_thread::sleep_for(100ms);
+    server.Kill9();
+    std::this_thread::sleep_for(150ms);
+    server.Restart();
+    ++landed;
+  }
+  for (std::thread& t : threads) t.join();
+  return landed;
 }
 
 void RedisServer::Kill9() {

@@ -17,6 +17,7 @@
 // Thread safety: a RedisServer is not thread-safe; SharedRedisUrl is.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <sys/types.h>
@@ -74,6 +75,13 @@ class RedisServer {
   int port_ = 0;
   pid_t pid_ = -1;
 };
+
+// Runs work(0) .. work(workers - 1), each on its own thread, while this
+// thread (the one that started `server`) kills it with SIGKILL and restarts it
+// (AOF replayed) up to `kills` times, each 100 ms into a round, until every
+// worker has returned. Returns how many kills landed before the workers
+// finished: a fault test checks that all of them did.
+int RunWhileKilling(RedisServer& server, int workers, int kills, const std::function<void(int)>& work);
 
 // See the file comment.
 std::string SharedRedisUrl();

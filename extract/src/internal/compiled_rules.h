@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "internal/json_pointer.h"
+#include "internal/pointer_table.h"
 #include "internal/posix_regex.h"
 #include "internal/template.h"
 #include "taskledger/extract/extraction_rules.h"
@@ -55,6 +56,10 @@ struct UpdateSpec {
 struct Mapping {
   UpdateSpec spec;
   CompiledPointer path;
+  // The segments of `path` before its first wildcard (all of them if it has
+  // none), resolved once per output as node `fixed_prefix` of the tool's table.
+  size_t fixed_segments = 0;
+  PointerTable::Id fixed_prefix = PointerTable::kRoot;
 };
 
 struct TextRule {
@@ -71,7 +76,12 @@ struct UserPattern {
 struct ToolRules {
   std::vector<Mapping> mappings;
   std::vector<TextRule> text_rules;
+  PointerTable pointers;  // of `mappings`
 };
+
+// Interns the path prefix and the {/abs} placeholders of `m` in `table` (the
+// table of the tool `m` belongs to). Done once, when the mapping is compiled.
+void InternPointers(Mapping& m, PointerTable& table);
 
 // Lets the tool map be searched with a string_view without a copy.
 struct StringHash {

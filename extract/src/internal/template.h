@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "internal/json_pointer.h"
+#include "internal/pointer_table.h"
 #include "taskledger/status.h"
 
 namespace taskledger::extract_internal {
@@ -26,7 +27,7 @@ enum class TemplateScope { kJsonOutput, kTextOutput, kUserMessage };
 
 // Everything a placeholder can refer to for one match.
 struct MatchContext {
-  const nlohmann::json* root = nullptr;                       // the JSON output, if any
+  const ResolvedPointers* pointers = nullptr;                 // of the JSON output, if any
   const std::vector<const nlohmann::json*>* chain = nullptr;  // root .. matched node
   const std::vector<Capture>* captures = nullptr;             // [0] whole match, [i] i-th
   const nlohmann::json* arguments = nullptr;                  // the call's arguments
@@ -36,17 +37,23 @@ struct MatchContext {
 class Template {
  public:
   enum class Kind { kLiteral, kField, kAbsPointer, kRelPointer, kCapture, kArg };
+  static constexpr PointerTable::Id kNotInterned = ~PointerTable::Id{0};
   struct Part {
     Kind kind = Kind::kLiteral;
     std::string text;  // literal text, field or argument name
     CompiledPointer pointer;
     size_t capture = 0;
+    PointerTable::Id node = kNotInterned;  // kAbsPointer: `pointer` in the tool's table
   };
 
   Template() = default;
   static Result<Template> Parse(std::string_view text, TemplateScope scope);
 
   const std::string& text() const { return text_; }
+  // Interns every {/abs} placeholder in `table`, the table of the tool whose
+  // rule this template belongs to; evaluating one needs the output's
+  // ResolvedPointers of that table. REQUIRES: called before any use.
+  void InternPointers(PointerTable& table);
   // True if the template is exactly one {/abs} or {./rel} placeholder: as a
   // value it then yields the JSON node itself rather than a string.
   bool is_single_pointer() const;
@@ -58,6 +65,8 @@ class Template {
   const nlohmann::json* ResolveSingle(const MatchContext& ctx) const;
 
  private:
+  static const nlohmann::json* ResolveAbsolute(const Part& p, const MatchContext& ctx);
+
   std::string text_;
   std::vector<Part> parts_;
 };

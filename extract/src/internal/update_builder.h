@@ -39,10 +39,15 @@ struct BuildProblem {
 };
 
 // Builds the update of `spec` for the match `ctx` into `out`, which must be a
-// default-constructed Update. A skip becomes a failure (code "unresolved")
-// when the spec is required.
+// default-constructed Update (and is the caller's to discard unless kBuilt). A
+// skip becomes a failure (code "unresolved") when the spec is required.
+// With `deferred`, a value that is a string, object or array of the output,
+// taken as it is, is not copied: on kBuilt, *deferred is that node (else
+// nullptr) and out.value stays null for the caller to fill in (see
+// DeferredValues).
 BuildOutcome BuildUpdate(const UpdateSpec& spec, const MatchContext& ctx,
-                         const UpdateOrigin& origin, Update& out, BuildProblem& problem);
+                         const UpdateOrigin& origin, Update& out, BuildProblem& problem,
+                         const nlohmann::json** deferred = nullptr);
 
 // Fills `captures` from a regex match of `text`: [0] the whole match, [i]
 // group i (absent if it did not participate).

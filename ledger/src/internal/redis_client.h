@@ -140,9 +140,13 @@ class RedisClient {
 
   // A pipeline without building Argv copies, for hot paths: each Queue()
   // writes one command straight into the request buffer (the arguments are
-  // copied once, there); Flush() sends every queued command in one write and
-  // reads one reply per command, in order. Same failure rules as Pipeline.
-  // The queue is emptied by Flush, whatever its outcome.
+  // copied once, there); Flush() sends what is still queued and reads one
+  // reply per queued command, in order. Same failure rules as Pipeline.
+  // Once kStreamBytes are queued, Queue() already sends them, so the server
+  // works on the start of a long pipeline while the caller still builds the
+  // rest: a caller that queues must always Flush, which also reports a
+  // failed early send. The queue is emptied by Flush, whatever its outcome.
+  static constexpr size_t kStreamBytes = 64 * 1024;
   void Queue(std::span<const std::string_view> argv);
   void Queue(std::initializer_list<std::string_view> argv) {
     Queue(std::span<const std::string_view>(argv.begin(), argv.size()));
@@ -177,6 +181,9 @@ class RedisClient {
   // redisGetReply only reads): a write to a connection the server reset
   // fails with EPIPE instead of raising SIGPIPE, at no per-call cost.
   Status Send(std::string_view during);
+  // Sends queued_ now (see Queue); a failure is kept for Flush, and no
+  // later part of that pipeline is sent.
+  void SendQueued();
   // Reads `n` replies of what Send wrote.
   Result<std::vector<Reply>> ReadReplies(size_t n, std::string_view during);
 
@@ -189,6 +196,7 @@ class RedisClient {
   std::string out_;  // the requests being sent, RESP-encoded; reused across calls
   std::string queued_;  // Queue()d requests not yet flushed (Connect may use out_)
   size_t queued_count_ = 0;
+  Status queue_error_;  // a failed SendQueued of the pipeline being queued
 };
 
 // Builds "FCALL function numkeys keys... args...".

@@ -76,6 +76,7 @@ struct ExtractorOptions {
 class Extractor {
  public:
   explicit Extractor(std::shared_ptr<const ExtractionRules> rules, ExtractorOptions options = {});
+  ~Extractor();
 
   const ExtractionRules& rules() const { return *rules_; }
 
@@ -96,9 +97,16 @@ class Extractor {
 
  private:
   struct ToolContext;
-  Extraction ExtractValidatedJson(const ToolContext& tc, const nlohmann::json& doc);
+  // Working memory of tool-output extraction, kept from one call to the next
+  // (so with the capacity of the largest so far) instead of allocated anew.
+  struct Scratch;
+
+  ToolContext NewToolContext(const ProposedCall& call);
+  // `consume`: `doc` is a non-const object the caller destroys right after,
+  // so updates may take their values out of it.
+  Extraction ExtractValidatedJson(const ToolContext& tc, const nlohmann::json& doc, bool consume);
   Extraction ExtractValidatedText(const ToolContext& tc, std::string_view text);
-  void RunMappings(const ToolContext& tc, const nlohmann::json& doc, Extraction& out) const;
+  void RunMappings(const ToolContext& tc, const nlohmann::json& doc, Extraction& out);
   void RunTextRules(const ToolContext& tc, std::string_view text, Extraction& out) const;
   void RunLuaExtractors(const ToolContext& tc, const nlohmann::json& output, Extraction& out);
 
@@ -106,6 +114,7 @@ class Extractor {
   SharedString pack_version_;  // rules_->pack_version(), shared by every update
   const Clock& clock_;
   PolicyChecker* checker_;
+  std::unique_ptr<Scratch> scratch_;
 };
 
 // Stages an extraction into the ledger's current turn: every update (all or

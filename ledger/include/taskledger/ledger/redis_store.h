@@ -1,18 +1,20 @@
 // RedisStore: the durable Store on Redis (7.0+, through hiredis).
 //
 // A conversation is one Redis stream whose entry ids are its versions. A turn
-// commit is one round trip: a MULTI / XLEN / XADD / EXEC transaction that
-// appends the turn (and every K turns a snapshot) as entry 0-<version>, and
-// that a writer who built on another version loses with a Conflict. The key
+// commit is one round trip: one call of the Redis Function tl_commit, which
+// atomically appends the turn (and every K turns a snapshot) as entry
+// 0-<version> only if the head is the version the writer built on; a writer
+// who built on another version loses with a Conflict, nothing written. The key
 // carries the hash tag {tenant:conversation} (both parts percent-encoded), so
 // it works unchanged on Redis Cluster. Key layout: docs/redis-keys.md.
 //
 // Thread-safe: each thread gets its own connection from a small pool. A broken
 // connection is re-established on the next call; a call whose connection
 // broke returns Unavailable or Timeout and was not retried unless retrying is
-// provably safe (the commit carries its base version, so a retried commit that
-// already landed reports Conflict rather than writing twice... see
-// docs/redis-keys.md for how the store disambiguates that case).
+// provably safe. Committing the very same TurnRecord again after Unavailable
+// or Timeout is safe: if the first attempt had landed, the function finds
+// those bytes at that version and reports success without writing twice
+// (docs/redis-keys.md, "Commit protocol").
 #pragma once
 
 #include <chrono>
@@ -32,8 +34,9 @@ struct RedisOptions {
   StoreOptions store;
 };
 
-// Parses and validates the URL, connects, and loads the taskledger function
-// library if the server lacks it. Unavailable / Timeout / InvalidArgument.
+// Parses and validates the URL, connects, and loads the taskledger_ledger
+// function library unless the server holds this very version (a user whose
+// ACL forbids FUNCTION LOAD needs an operator to have opened a store once). Unavailable / Timeout / InvalidArgument.
 Result<std::unique_ptr<Store>> OpenRedisStore(const RedisOptions& options,
                                               const Clock& clock = SystemClock());
 

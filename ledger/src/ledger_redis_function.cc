@@ -54,8 +54,6 @@ end
 redis.register_function('tl_commit', commit)
 )LUA";
 
-bool StartsWith(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
-
 }  // namespace
 
 const FunctionLibrary& LedgerFunctionLibrary() {
@@ -65,7 +63,7 @@ const FunctionLibrary& LedgerFunctionLibrary() {
 
 std::optional<uint64_t> ConflictHead(const Reply& reply) {
   constexpr std::string_view kPrefix = "TLCONFLICT ";
-  if (!reply.is_error() || !StartsWith(reply.str(), kPrefix)) return std::nullopt;
+  if (!reply.is_error() || !std::string_view(reply.str()).starts_with(kPrefix)) return std::nullopt;
   std::string_view digits = std::string_view(reply.str()).substr(kPrefix.size());
   uint64_t head = 0;
   auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), head);
@@ -75,10 +73,10 @@ std::optional<uint64_t> ConflictHead(const Reply& reply) {
 
 Status CommitErrorToStatus(const Reply& reply, std::string_view context) {
   const std::string& e = reply.str();
-  if (StartsWith(e, "TLGONE")) {
+  if (std::string_view(e).starts_with("TLGONE")) {
     return Status::Conflict(std::string(context) + ": the conversation does not exist (dropped or expired)");
   }
-  if (StartsWith(e, "TLCORRUPT ")) {
+  if (std::string_view(e).starts_with("TLCORRUPT ")) {
     return Status::Corruption(std::string(context) + ": " + e.substr(10));
   }
   return ServerErrorToStatus(reply, context);

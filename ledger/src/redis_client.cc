@@ -301,38 +301,35 @@ Result<std::vector<Reply>> RedisClient::ReadReplies(size_t n, std::string_view d
   return replies;
 }
 
-Result<Reply> RedisClient::FCall(const FunctionLibrary& library, std::string_view function,
-                                 const std::vector<std::string>& keys,
-                                 const std::vector<std::string>& args) {
-  Argv argv = MakeFCall(function, keys, args);
-  auto reply = Command(argv);
-  if (!reply || !IsFunctionNotFound(*reply)) return reply;
-  auto loaded = Command({"FUNCTION", "LOAD", "REPLACE", library.source});
-  if (!loaded) return loaded.error();
-  if (loaded->is_error()) return ServerErrorToStatus(*loaded, "FUNCTION LOAD " + library.name);
-  return Command(argv);
-}
-
-Result<std::vector<Reply>> RedisClient::FCallPipeline(const FunctionLibrary& library,
-                                                      const std::vector<Argv>& fcalls) {
-  auto replies = Pipeline(fcalls);
+Result<std::vector<Reply>> RedisClient::FlushReloading(const FunctionLibrary& library,
+                                                       const std::function<void(size_t)>& requeue) {
+  auto replies = Flush();
   if (!replies) return replies;
   std::vector<size_t> missing;
   for (size_t i = 0; i < replies->size(); ++i) {
     if (IsFunctionNotFound((*replies)[i])) missing.push_back(i);
   }
   if (missing.empty()) return replies;
-  std::vector<Argv> again;
-  again.reserve(missing.size() + 1);
-  again.push_back({"FUNCTION", "LOAD", "REPLACE", library.source});
-  for (size_t i : missing) again.push_back(fcalls[i]);
-  auto retried = Pipeline(again);
+  Queue({"FUNCTION", "LOAD", "REPLACE", library.source});
+  for (size_t i : missing) requeue(i);
+  auto retried = Flush();
   if (!retried) return retried.error();
   if ((*retried)[0].is_error()) {
     return ServerErrorToStatus((*retried)[0], "FUNCTION LOAD " + library.name);
   }
   for (size_t k = 0; k < missing.size(); ++k) (*replies)[missing[k]] = std::move((*retried)[k + 1]);
   return replies;
+}
+
+Result<Reply> RedisClient::FCall(const FunctionLibrary& library, std::string_view function,
+                                 const std::vector<std::string>& keys,
+                                 const std::vector<std::string>& args) {
+  const Argv argv = MakeFCall(function, keys, args);
+  const std::vector<std::string_view> command(argv.begin(), argv.end());
+  Queue(command);
+  auto replies = FlushReloading(library, [&](size_t) { Queue(command); });
+  if (!replies) return replies.error();
+  return std::move(replies->front());
 }
 
 Status RedisClient::EnsureLoaded(const FunctionLibrary& library) {

@@ -85,28 +85,8 @@ class RedisStore final : public Store {
       }
     }
     if (commits.empty()) return out;
-    auto replies = client->Flush();
-    std::vector<const Pending*> again;
-    if (replies) {
-      for (size_t k = 0; k < commits.size(); ++k) {
-        if (internal::IsFunctionNotFound((*replies)[k])) again.push_back(&commits[k]);
-      }
-    }
-    std::vector<Reply> retried;
-    if (!again.empty()) {
-      client->Queue({"FUNCTION", "LOAD", "REPLACE", internal::LedgerFunctionLibrary().source});
-      for (const Pending* c : again) Queue(*client, *c, records);
-      auto second = client->Flush();
-      if (!second) {
-        replies = second.error();
-      } else if ((*second)[0].is_error()) {
-        replies = internal::ServerErrorToStatus((*second)[0], "FUNCTION LOAD taskledger_ledger");
-      } else {
-        for (size_t k = 0; k < again.size(); ++k) {
-          (*replies)[static_cast<size_t>(again[k] - commits.data())] = std::move((*second)[k + 1]);
-        }
-      }
-    }
+    auto replies = client->FlushReloading(internal::LedgerFunctionLibrary(),
+                                          [&](size_t k) { Queue(*client, commits[k], records); });
     for (size_t k = 0; k < commits.size(); ++k) {
       const Pending& c = commits[k];
       out[c.index] = replies ? Outcome(batch[c.index], c, (*replies)[k]) : replies.error();

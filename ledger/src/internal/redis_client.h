@@ -22,6 +22,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <span>
@@ -154,17 +155,18 @@ class RedisClient {
   size_t queued() const { return queued_count_; }
   Result<std::vector<Reply>> Flush();
 
-  // FCALL function with keys and args. If the server does not know the
-  // function (never loaded, or FUNCTION FLUSH), loads `library` with
-  // FUNCTION LOAD REPLACE and calls once more: safe, since a missing function
-  // ran nothing.
+  // Flush() for a pipeline of FCALLs into `library`: the commands the server
+  // answers "function not found" (never loaded, or FUNCTION FLUSH) are sent
+  // once more, after FUNCTION LOAD REPLACE of `library`, in a second round
+  // trip, and their replies take the place of the refusals. requeue(i) must
+  // Queue() command i of the flushed pipeline again (exactly one command).
+  // Safe: a call that found no function ran nothing.
+  Result<std::vector<Reply>> FlushReloading(const FunctionLibrary& library,
+                                            const std::function<void(size_t)>& requeue);
+  // One FCALL of function with keys and args, through FlushReloading.
+  // REQUIRES: nothing queued.
   Result<Reply> FCall(const FunctionLibrary& library, std::string_view function,
                       const std::vector<std::string>& keys, const std::vector<std::string>& args);
-  // Runs many FCALLs (each an Argv starting with "FCALL") in one pipeline;
-  // those answered "function not found" are re-sent, once, after loading
-  // `library`. Replies in command order.
-  Result<std::vector<Reply>> FCallPipeline(const FunctionLibrary& library,
-                                           const std::vector<Argv>& fcalls);
   // Loads `library` unless the server already holds exactly this source
   // under its name (FUNCTION LIST ... WITHCODE), so stale code is replaced.
   Status EnsureLoaded(const FunctionLibrary& library);

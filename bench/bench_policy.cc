@@ -30,7 +30,7 @@
 #include <nlohmann/json.hpp>
 
 #include "taskledger/policy/checker.h"
-#include "taskledger/policy/rule_pack.h"
+#include "taskledger/pack/rule_pack.h"
 
 namespace fs = std::filesystem;
 using namespace taskledger;

@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "internal/redis_client.h"
+#include "taskledger/redis/client.h"
 #include "internal/redis_records.h"
 #include "taskledger/ledger/codec.h"
 #include "taskledger/ledger/redis_store.h"

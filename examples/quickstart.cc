@@ -4,7 +4,7 @@
 #include <iostream>
 
 #include "taskledger/ledger/memory_store.h"
-#include "taskledger/policy/rule_pack.h"
+#include "taskledger/pack/rule_pack.h"
 #include "taskledger/render/state_block.h"
 #include "taskledger/session/session.h"
 

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "taskledger/policy/rule_pack.h"
+#include "taskledger/pack/rule_pack.h"
 
 namespace taskledger::fuzz {
 

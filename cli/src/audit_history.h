@@ -10,7 +10,7 @@
 
 #include "taskledger/ledger/state.h"
 #include "taskledger/ledger/store.h"
-#include "taskledger/status.h"
+#include "taskledger/base/status.h"
 
 namespace taskledger::cli {
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "taskledger/ledger/store.h"
-#include "taskledger/status.h"
+#include "taskledger/base/status.h"
 
 namespace taskledger::cli {
 

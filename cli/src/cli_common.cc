@@ -9,7 +9,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "taskledger/json_depth.h"
+#include "taskledger/base/json_depth.h"
 #include "taskledger/ledger/redis_store.h"
 
 namespace taskledger::cli {

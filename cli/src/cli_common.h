@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "taskledger/ledger/store.h"
-#include "taskledger/status.h"
+#include "taskledger/base/status.h"
 
 namespace taskledger::cli {
 

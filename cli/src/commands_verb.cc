@@ -12,13 +12,13 @@
 #include <vector>
 
 #include "cli_common.h"
-#include "taskledger/ledger/clock.h"
-#include "taskledger/ledger/command.h"
-#include "taskledger/ledger/command_ledger.h"
-#include "taskledger/ledger/command_store.h"
-#include "taskledger/ledger/command_transition.h"
-#include "taskledger/ledger/memory_command_store.h"
-#include "taskledger/ledger/redis_command_store.h"
+#include "taskledger/base/clock.h"
+#include "taskledger/commands/command.h"
+#include "taskledger/commands/command_ledger.h"
+#include "taskledger/commands/command_store.h"
+#include "taskledger/commands/command_transition.h"
+#include "taskledger/commands/memory_command_store.h"
+#include "taskledger/commands/redis_command_store.h"
 #include "taskledger/ledger/redis_store.h"
 #include "verbs.h"
 

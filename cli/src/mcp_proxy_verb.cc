@@ -1,5 +1,5 @@
 // `taskledger mcp-proxy --rules DIR [--store URL] [--conversation ID] -- CMD ...`
-// runs an MCP server (CMD) behind the gating proxy (adapters/mcp_proxy.h) on
+// runs an MCP server (CMD) behind the gating proxy (mcp_proxy/proxy.h) on
 // this process's stdin/stdout, so any MCP client gets the ledger, the policy
 // gate and the command ledger by launching this instead of the server.
 // stdout belongs to the protocol: everything else goes to stderr.
@@ -16,11 +16,11 @@
 #include <vector>
 
 #include "cli_common.h"
-#include "taskledger/adapters/mcp_proxy.h"
-#include "taskledger/ledger/command_ledger.h"
-#include "taskledger/ledger/memory_command_store.h"
-#include "taskledger/ledger/redis_command_store.h"
-#include "taskledger/policy/rule_pack.h"
+#include "taskledger/mcp_proxy/proxy.h"
+#include "taskledger/commands/command_ledger.h"
+#include "taskledger/commands/memory_command_store.h"
+#include "taskledger/commands/redis_command_store.h"
+#include "taskledger/pack/rule_pack.h"
 #include "taskledger/session/session.h"
 #include "verbs.h"
 

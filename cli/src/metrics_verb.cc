@@ -12,8 +12,8 @@
 #include <tuple>
 
 #include "cli_common.h"
-#include "taskledger/ledger/command_metrics.h"
-#include "taskledger/ledger/redis_command_store.h"
+#include "taskledger/commands/command_metrics.h"
+#include "taskledger/commands/redis_command_store.h"
 #include "taskledger/ledger/redis_store.h"
 #include "verbs.h"
 

@@ -10,7 +10,7 @@
 #include "taskledger/ledger/memory_store.h"
 #include "taskledger/policy/checker.h"
 #include "taskledger/policy/decision.h"
-#include "taskledger/policy/rule_pack.h"
+#include "taskledger/pack/rule_pack.h"
 #include "taskledger/policy/test_state.h"
 #include "taskledger/session/replay.h"
 #include "taskledger/session/session.h"

@@ -13,9 +13,9 @@
 
 #include "audit_html.h"
 #include "cli_common.h"
-#include "taskledger/ledger/clock.h"
+#include "taskledger/base/clock.h"
 #include "taskledger/policy/checker.h"
-#include "taskledger/policy/rule_pack.h"
+#include "taskledger/pack/rule_pack.h"
 #include "taskledger/session/replay.h"
 #include "taskledger/session/replay_tally.h"
 #include "taskledger/session/session.h"

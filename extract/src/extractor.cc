@@ -10,8 +10,8 @@
 #include "internal/extraction_errors.h"
 #include "internal/input_check.h"
 #include "internal/update_builder.h"
-#include "taskledger/json_depth.h"
-#include "taskledger/policy/checker.h"
+#include "taskledger/base/json_depth.h"
+#include "taskledger/pack/lua_extractors.h"
 
 namespace taskledger {
 

@@ -16,10 +16,10 @@
 #include <deque>
 #include <set>
 
-#include "internal/redis_client.h"
+#include "taskledger/redis/client.h"
 #include "internal/ledger_redis_function.h"
-#include "internal/redis_keys.h"
-#include "internal/redis_pool.h"
+#include "taskledger/redis/keys.h"
+#include "taskledger/redis/pool.h"
 #include "internal/redis_records.h"
 #include "internal/redis_stream.h"
 #include "taskledger/ledger/memory_store.h"

@@ -4,9 +4,12 @@
 #include <bit>
 #include <cstdint>
 
-#include "internal/lua_json.h"
+#include "taskledger/pack/lua/lua_json.h"
 
 namespace taskledger::policy_internal {
+
+// The sandbox's conversions between Lua and JSON, and its read-only proxies.
+using namespace ::taskledger::lua;  // NOLINT(google-build-using-namespace)
 namespace {
 
 // True if `a` and `b` push as the same Lua values: equal types all the way

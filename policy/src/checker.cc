@@ -1,7 +1,7 @@
 // PolicyChecker: the decision procedure over a CompiledPack (see checker.h).
 // Rule order, the first-deny rule, outcome strength and fail-closed handling
 // live here; everything touching Lua internals is in sandbox.cc,
-// lua_json.cc, ledger_view.cc and compiled_pack.cc. Not thread-safe.
+// lua_json.cc and compiled_pack.cc (pack/) and ledger_view.cc. Not thread-safe.
 #include "taskledger/policy/checker.h"
 
 #include <chrono>
@@ -9,13 +9,13 @@
 #include <exception>
 #include <unordered_map>
 
-#include "internal/compiled_pack.h"
-#include "internal/lua_json.h"
+#include "internal/rule_runtime.h"
+#include "taskledger/pack/lua/lua_json.h"
 
 namespace taskledger {
 
-using policy_internal::CompiledPack;
-using policy_internal::Sandbox;
+using lua::Sandbox;
+using policy_internal::RuleRuntime;
 
 namespace {
 
@@ -32,10 +32,10 @@ std::string Truncate(std::string s) {
 }
 
 std::optional<Outcome> TokenOutcome(const void* token) {
-  if (token == &policy_internal::kAllowToken) return Outcome::kAllow;
-  if (token == &policy_internal::kDenyToken) return Outcome::kDeny;
-  if (token == &policy_internal::kApprovalToken) return Outcome::kRequireApproval;
-  if (token == &policy_internal::kConfirmToken) return Outcome::kConfirm;
+  if (token == &lua::kAllowToken) return Outcome::kAllow;
+  if (token == &lua::kDenyToken) return Outcome::kDeny;
+  if (token == &lua::kApprovalToken) return Outcome::kRequireApproval;
+  if (token == &lua::kConfirmToken) return Outcome::kConfirm;
   return std::nullopt;
 }
 
@@ -103,7 +103,7 @@ struct PolicyChecker::Impl {
   std::shared_ptr<const RulePack> pack;
   SharedString pack_version;  // pack->version(), shared by every decision
   CheckerLimits limits;
-  std::unique_ptr<CompiledPack> compiled;
+  std::unique_ptr<RuleRuntime> runtime;
   // What the pack says about one tool: its class and the rules applying to
   // it, in evaluation order. Both depend only on the (immutable) pack, so
   // they are worked out (glob matching) once per tool name.
@@ -119,8 +119,8 @@ struct PolicyChecker::Impl {
     if (plans.size() >= kRuleCacheEntries) plans.clear();
     ToolPlan plan;
     plan.tool_class = pack->Classify(tool);
-    for (size_t i = 0; i < compiled->rules.size(); ++i) {
-      for (const std::string& glob : compiled->rules[i].info.tools) {
+    for (size_t i = 0; i < runtime->compiled->rules.size(); ++i) {
+      for (const std::string& glob : runtime->compiled->rules[i].info.tools) {
         if (GlobMatch(glob, tool)) {
           plan.rules.push_back(i);
           break;
@@ -156,8 +156,8 @@ void PolicyChecker::Impl::Decide(PolicyDecision& d, const ProposedCall& call,
   d.outcome = Outcome::kAllow;
   if (applicable.empty()) return;
 
-  Sandbox& sb = *compiled->sandbox;
-  compiled->view.Bind(state, call, key, now_ms);
+  Sandbox& sb = *runtime->compiled->sandbox;
+  runtime->view.Bind(state, call, key, now_ms);
   d.rules.reserve(applicable.size());
   // One protected call runs every rule: the first error ends the check anyway,
   // and `current` says whose it was.
@@ -165,12 +165,12 @@ void PolicyChecker::Impl::Decide(PolicyDecision& d, const ProposedCall& call,
   size_t current = kNone;
   sb.ArmBudget(limits.instruction_budget, start);
   Status st = sb.Protected([&](lua_State* L) {
-    compiled->call_view.Push(L, call);
+    runtime->call_view.Push(L, call);
     int call_idx = lua_gettop(L);
-    compiled->view.Push(L);
+    runtime->view.Push(L);
     int ledger_idx = lua_gettop(L);
     for (size_t k = 0; k < applicable.size(); ++k) {
-      const policy_internal::CompiledRule& rule = compiled->rules[applicable[k]];
+      const lua::CompiledRule& rule = runtime->compiled->rules[applicable[k]];
       current = k;
       lua_rawgeti(L, LUA_REGISTRYINDEX, rule.ref);
       lua_pushvalue(L, call_idx);
@@ -201,7 +201,7 @@ void PolicyChecker::Impl::Decide(PolicyDecision& d, const ProposedCall& call,
     }
     current = kNone;
   });
-  compiled->view.Unbind();
+  runtime->view.Unbind();
   sb.DisarmBudget();
   if (!st.ok()) {
     sb.Recover();
@@ -211,7 +211,7 @@ void PolicyChecker::Impl::Decide(PolicyDecision& d, const ProposedCall& call,
       d.reason = Truncate("policy error: the rules could not be evaluated: " + st.message());
       return;
     }
-    const SharedString& id = compiled->rules[applicable[current]].id;
+    const SharedString& id = runtime->compiled->rules[applicable[current]].id;
     if (d.rules.size() > current) d.rules.resize(current);
     RuleEvaluation& ev = d.rules.emplace_back();
     ev.rule_id = id;
@@ -240,13 +240,13 @@ Result<std::unique_ptr<PolicyChecker>> PolicyChecker::Create(std::shared_ptr<con
                                                             CheckerLimits limits) {
   if (!pack) return Status::InvalidArgument("PolicyChecker needs a rule pack");
   try {
-    auto compiled = policy_internal::CompilePack(pack->lua_files(), limits);
-    if (!compiled) return compiled.error();
+    auto runtime = policy_internal::LoadRuleRuntime(*pack, limits);
+    if (!runtime) return runtime.error();
     auto impl = std::make_unique<Impl>();
     impl->pack_version = pack->version();
     impl->pack = std::move(pack);
     impl->limits = limits;
-    impl->compiled = std::move(compiled.value());
+    impl->runtime = std::move(runtime.value());
     return std::unique_ptr<PolicyChecker>(new PolicyChecker(std::move(impl)));
   } catch (const std::exception& e) {
     return Status::Internal(std::string("creating a policy checker: ") + e.what());
@@ -261,9 +261,9 @@ Status PolicyChecker::SetPack(std::shared_ptr<const RulePack> pack) {
     return Status::Ok();
   }
   try {
-    auto compiled = policy_internal::CompilePack(pack->lua_files(), impl_->limits);
-    if (!compiled) return compiled.error();
-    impl_->compiled = std::move(compiled.value());
+    auto runtime = policy_internal::LoadRuleRuntime(*pack, impl_->limits);
+    if (!runtime) return runtime.error();
+    impl_->runtime = std::move(runtime.value());
     impl_->pack_version = pack->version();
     impl_->pack = std::move(pack);
     impl_->plans.clear();
@@ -282,8 +282,8 @@ PolicyDecision PolicyChecker::Check(const ProposedCall& call, const LedgerState&
   try {
     impl_->Decide(d, call, state, key, now_ms, start);
   } catch (const std::exception& e) {
-    impl_->compiled->view.Unbind();
-    impl_->compiled->sandbox->DisarmBudget();
+    impl_->runtime->view.Unbind();
+    impl_->runtime->compiled->sandbox->DisarmBudget();
     d.outcome = Outcome::kDeny;
     d.rule_id = kCheckerErrorRule;
     d.reason = std::string("policy error: ") + e.what();
@@ -295,7 +295,7 @@ PolicyDecision PolicyChecker::Check(const ProposedCall& call, const LedgerState&
 }
 
 bool PolicyChecker::HasExtractors(std::string_view tool) const {
-  for (const auto& x : impl_->compiled->extractors) {
+  for (const auto& x : impl_->runtime->compiled->extractors) {
     for (const std::string& glob : x.info.tools) {
       if (GlobMatch(glob, tool)) return true;
     }
@@ -307,9 +307,9 @@ std::vector<ExtractorRun> PolicyChecker::RunExtractors(const ProposedCall& call,
                                                        const nlohmann::json& output,
                                                        int64_t now_ms) {
   std::vector<ExtractorRun> runs;
-  Sandbox& sb = *impl_->compiled->sandbox;
+  Sandbox& sb = *impl_->runtime->compiled->sandbox;
   const SharedString source_id = call.tool + "#" + call.id;
-  for (const auto& x : impl_->compiled->extractors) {
+  for (const auto& x : impl_->runtime->compiled->extractors) {
     bool applies = false;
     for (const std::string& glob : x.info.tools) applies = applies || GlobMatch(glob, call.tool);
     if (!applies) continue;
@@ -322,10 +322,10 @@ std::vector<ExtractorRun> PolicyChecker::RunExtractors(const ProposedCall& call,
       sb.ArmBudget(impl_->limits.instruction_budget);
       Status st = sb.Protected([&](lua_State* L) {
         lua_rawgeti(L, LUA_REGISTRYINDEX, x.ref);
-        policy_internal::PushReadOnly(L, output);
-        impl_->compiled->call_view.Push(L, call);
+        lua::PushReadOnly(L, output);
+        impl_->runtime->call_view.Push(L, call);
         failure = sb.Call(2, 1);
-        if (failure.ok()) result = policy_internal::ToJson(L, -1);
+        if (failure.ok()) result = lua::ToJson(L, -1);
       });
       sb.DisarmBudget();
       // The extractor ran but its result does not convert to JSON (cycle,
@@ -370,6 +370,6 @@ std::vector<ExtractorRun> PolicyChecker::RunExtractors(const ProposedCall& call,
   return runs;
 }
 
-size_t PolicyChecker::memory_in_use() const { return impl_->compiled->sandbox->memory_in_use(); }
+size_t PolicyChecker::memory_in_use() const { return impl_->runtime->compiled->sandbox->memory_in_use(); }
 
 }  // namespace taskledger

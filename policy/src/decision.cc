@@ -1,7 +1,7 @@
 // Outcome names and the decision-log record (see decision.h). Pure functions.
 #include "taskledger/policy/decision.h"
 
-#include "taskledger/digest.h"
+#include "taskledger/base/digest.h"
 
 namespace taskledger {
 

@@ -5,11 +5,14 @@
 
 #include <algorithm>
 
-#include "internal/lua_json.h"
+#include "taskledger/pack/lua/lua_json.h"
 #include "taskledger/ledger/entry.h"
-#include "taskledger/policy/rule_pack.h"
+#include "taskledger/pack/rule_pack.h"
 
 namespace taskledger::policy_internal {
+
+// The sandbox's conversions between Lua and JSON, and its read-only proxies.
+using namespace ::taskledger::lua;  // NOLINT(google-build-using-namespace)
 namespace {
 
 // Lookups cached per category and view; beyond this a lookup is not cached

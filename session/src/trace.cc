@@ -3,7 +3,7 @@
 // cannot make the parser or the destructor recurse deeply.
 #include "taskledger/session/trace.h"
 
-#include "taskledger/json_depth.h"
+#include "taskledger/base/json_depth.h"
 
 namespace taskledger {
 namespace {

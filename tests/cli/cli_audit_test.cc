@@ -12,9 +12,9 @@
 
 #include "cli/cli_runner.h"
 #include "support/redis_server.h"
-#include "taskledger/ledger/clock.h"
-#include "taskledger/ledger/command_ledger.h"
-#include "taskledger/ledger/redis_command_store.h"
+#include "taskledger/base/clock.h"
+#include "taskledger/commands/command_ledger.h"
+#include "taskledger/commands/redis_command_store.h"
 #include "taskledger/ledger/redis_store.h"
 
 using namespace taskledger;

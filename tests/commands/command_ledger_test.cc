@@ -6,8 +6,8 @@
 
 #include "command_test_support.h"
 #include "fake_service.h"
-#include "taskledger/ledger/command_ledger.h"
-#include "taskledger/ledger/command_metrics.h"
+#include "taskledger/commands/command_ledger.h"
+#include "taskledger/commands/command_metrics.h"
 
 using namespace taskledger;
 using namespace taskledger::testing;

@@ -7,7 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "command_test_support.h"
-#include "taskledger/ledger/command_transition.h"
+#include "taskledger/commands/command_transition.h"
 
 using namespace taskledger;
 using namespace taskledger::testing;

@@ -14,9 +14,9 @@
 #include <catch2/catch.hpp>
 
 #include "support/redis_server.h"
-#include "taskledger/ledger/command_store.h"
-#include "taskledger/ledger/memory_command_store.h"
-#include "taskledger/ledger/redis_command_store.h"
+#include "taskledger/commands/command_store.h"
+#include "taskledger/commands/memory_command_store.h"
+#include "taskledger/commands/redis_command_store.h"
 
 namespace taskledger::testing {
 

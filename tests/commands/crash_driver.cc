@@ -28,8 +28,8 @@
 
 #include "file_effect_service.h"
 #include "support/redis_server.h"
-#include "taskledger/ledger/journal.h"
-#include "taskledger/ledger/redis_command_store.h"
+#include "taskledger/commands/journal.h"
+#include "taskledger/commands/redis_command_store.h"
 
 using namespace taskledger;
 

@@ -18,9 +18,9 @@
 #include <string>
 
 #include "file_effect_service.h"
-#include "taskledger/ledger/command_ledger.h"
-#include "taskledger/ledger/journal.h"
-#include "taskledger/ledger/redis_command_store.h"
+#include "taskledger/commands/command_ledger.h"
+#include "taskledger/commands/journal.h"
+#include "taskledger/commands/redis_command_store.h"
 
 using namespace taskledger;
 

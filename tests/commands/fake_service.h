@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "taskledger/ledger/tool_binding.h"
+#include "taskledger/commands/tool_binding.h"
 
 namespace taskledger::testing {
 

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "taskledger/ledger/command.h"
+#include "taskledger/commands/command.h"
 
 namespace taskledger::testing {
 namespace {

@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "command_test_support.h"
-#include "taskledger/ledger/journal.h"
+#include "taskledger/commands/journal.h"
 
 using namespace taskledger;
 using namespace taskledger::testing;

@@ -10,7 +10,7 @@
 
 #include "taskledger/extract/extraction_rules.h"
 #include "taskledger/extract/extractor.h"
-#include "taskledger/policy/proposed_call.h"
+#include "taskledger/base/tool_call.h"
 
 namespace taskledger::extract_test {
 

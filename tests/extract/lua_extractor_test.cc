@@ -7,7 +7,7 @@
 #include "taskledger/ledger/ledger.h"
 #include "taskledger/ledger/memory_store.h"
 #include "taskledger/policy/checker.h"
-#include "taskledger/policy/rule_pack.h"
+#include "taskledger/pack/rule_pack.h"
 
 namespace taskledger {
 namespace {

@@ -1,7 +1,7 @@
 // Declarative JSON mappings of extract.json: wildcard paths over arrays and
 // objects, key templates, value specs, coercion, expiry and provenance.
 #include "extract_test_util.h"
-#include "taskledger/ledger/clock.h"
+#include "taskledger/base/clock.h"
 
 namespace taskledger {
 namespace {

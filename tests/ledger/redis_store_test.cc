@@ -6,8 +6,8 @@
 // snapshot_every. More in redis_commit_test.cc.
 #include <catch2/catch.hpp>
 
-#include "internal/redis_client.h"
-#include "internal/redis_keys.h"
+#include "taskledger/redis/client.h"
+#include "taskledger/redis/keys.h"
 #include "internal/redis_stream.h"
 #include "ledger/store_backends.h"
 

@@ -21,7 +21,7 @@
 #include <catch2/catch.hpp>
 
 #include "support/redis_server.h"
-#include "taskledger/ledger/clock.h"
+#include "taskledger/base/clock.h"
 #include "taskledger/ledger/memory_store.h"
 #include "taskledger/ledger/redis_store.h"
 #include "taskledger/ledger/state.h"

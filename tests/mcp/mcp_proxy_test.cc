@@ -18,8 +18,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "taskledger/adapters/mcp_proxy.h"
-#include "taskledger/ledger/memory_command_store.h"
+#include "taskledger/mcp_proxy/proxy.h"
+#include "taskledger/commands/memory_command_store.h"
 #include "taskledger/ledger/memory_store.h"
 
 namespace taskledger {

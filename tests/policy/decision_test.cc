@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "policy_test_util.h"
-#include "taskledger/digest.h"
+#include "taskledger/base/digest.h"
 #include "taskledger/policy/decision.h"
 
 using namespace taskledger;

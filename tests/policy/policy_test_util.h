@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "taskledger/policy/checker.h"
-#include "taskledger/policy/rule_pack.h"
+#include "taskledger/pack/rule_pack.h"
 
 namespace taskledger::testing {
 

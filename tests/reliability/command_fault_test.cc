@@ -16,8 +16,8 @@
 
 #include "reliability/workload.h"
 #include "support/redis_server.h"
-#include "taskledger/ledger/command_ledger.h"
-#include "taskledger/ledger/redis_command_store.h"
+#include "taskledger/commands/command_ledger.h"
+#include "taskledger/commands/redis_command_store.h"
 
 using namespace taskledger;
 using namespace taskledger::testing;

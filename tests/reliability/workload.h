@@ -17,7 +17,7 @@
 #include <catch2/catch.hpp>
 
 #include "taskledger/ledger/redis_store.h"
-#include "taskledger/policy/rule_pack.h"
+#include "taskledger/pack/rule_pack.h"
 #include "taskledger/session/session.h"
 
 namespace taskledger::testing {

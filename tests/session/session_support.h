@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "support/shop_pack.h"
-#include "taskledger/policy/rule_pack.h"
+#include "taskledger/pack/rule_pack.h"
 
 namespace taskledger::testing {
 

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "taskledger/adapters/tool_call.h"
-#include "taskledger/status.h"
+#include "taskledger/base/status.h"
 
 namespace taskledger::adapters_internal {
 

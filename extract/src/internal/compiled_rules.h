@@ -18,7 +18,7 @@
 #include "internal/template.h"
 #include "taskledger/extract/extraction_rules.h"
 #include "taskledger/ledger/entry.h"
-#include "taskledger/policy/rule_pack.h"
+#include "taskledger/pack/rule_pack.h"
 
 namespace taskledger::extract_internal {
 

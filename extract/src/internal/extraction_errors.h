@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "taskledger/policy/proposed_call.h"
+#include "taskledger/base/tool_call.h"
 
 namespace taskledger::extract_internal {
 

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "taskledger/status.h"
+#include "taskledger/base/status.h"
 
 namespace taskledger::extract_internal {
 

@@ -18,7 +18,7 @@
 
 #include "internal/json_pointer.h"
 #include "internal/pointer_table.h"
-#include "taskledger/status.h"
+#include "taskledger/base/status.h"
 
 namespace taskledger::extract_internal {
 

@@ -19,7 +19,7 @@
 #include <optional>
 #include <string_view>
 
-#include "internal/redis_client.h"
+#include "taskledger/redis/client.h"
 
 namespace taskledger::internal {
 

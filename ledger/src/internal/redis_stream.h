@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "internal/redis_client.h"
+#include "taskledger/redis/client.h"
 #include "taskledger/ledger/state.h"
 
 namespace taskledger::internal {

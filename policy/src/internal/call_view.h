@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lua.hpp"
-#include "taskledger/policy/proposed_call.h"
+#include "taskledger/base/tool_call.h"
 
 namespace taskledger::policy_internal {
 

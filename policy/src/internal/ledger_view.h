@@ -19,7 +19,7 @@
 #include "lua.hpp"
 #include "taskledger/ledger/state.h"
 #include "taskledger/policy/checker.h"
-#include "taskledger/policy/proposed_call.h"
+#include "taskledger/base/tool_call.h"
 
 namespace taskledger::policy_internal {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "taskledger/adapters/tool_call.h"
-#include "taskledger/status.h"
+#include "taskledger/base/status.h"
 
 namespace taskledger::openai_responses {
 

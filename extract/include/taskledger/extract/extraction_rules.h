@@ -17,7 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "taskledger/status.h"
+#include "taskledger/base/status.h"
 
 namespace taskledger {
 

@@ -31,15 +31,15 @@
 #include <nlohmann/json.hpp>
 
 #include "taskledger/extract/extraction_rules.h"
-#include "taskledger/ledger/clock.h"
+#include "taskledger/base/clock.h"
 #include "taskledger/ledger/entry.h"
-#include "taskledger/policy/proposed_call.h"
-#include "taskledger/status.h"
+#include "taskledger/base/tool_call.h"
+#include "taskledger/base/status.h"
 
 namespace taskledger {
 
 class Ledger;
-class PolicyChecker;
+class LuaExtractors;
 
 // The `code` of an extraction error.
 namespace extraction_error {
@@ -68,9 +68,10 @@ struct ExtractorOptions {
   // Wall clock for "seconds" expiries; SystemClock() if null. Must outlive the
   // Extractor (use the Ledger's clock so expiry and commit agree).
   const Clock* clock = nullptr;
-  // Runs the pack's Lua extractors; without one only extract.json applies.
-  // Not owned; must outlive the Extractor and be used on the same thread.
-  PolicyChecker* checker = nullptr;
+  // Runs the pack's Lua extractors (normally the session's PolicyChecker);
+  // without one only extract.json applies. Not owned; must outlive the
+  // Extractor and be used on the same thread.
+  LuaExtractors* checker = nullptr;
 };
 
 class Extractor {
@@ -113,7 +114,7 @@ class Extractor {
   std::shared_ptr<const ExtractionRules> rules_;
   SharedString pack_version_;  // rules_->pack_version(), shared by every update
   const Clock& clock_;
-  PolicyChecker* checker_;
+  LuaExtractors* checker_;
   std::unique_ptr<Scratch> scratch_;
 };
 

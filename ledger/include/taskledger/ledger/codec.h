@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "taskledger/ledger/state.h"
-#include "taskledger/status.h"
+#include "taskledger/base/status.h"
 
 namespace taskledger {
 

@@ -20,7 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "taskledger/ledger/shared_string.h"
+#include "taskledger/base/shared_string.h"
 
 namespace taskledger {
 

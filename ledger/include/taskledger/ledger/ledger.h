@@ -15,7 +15,7 @@
 #include <memory>
 #include <vector>
 
-#include "taskledger/ledger/clock.h"
+#include "taskledger/base/clock.h"
 #include "taskledger/ledger/state.h"
 #include "taskledger/ledger/store.h"
 

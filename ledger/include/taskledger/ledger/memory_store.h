@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "taskledger/ledger/clock.h"
+#include "taskledger/base/clock.h"
 #include "taskledger/ledger/store.h"
 
 namespace taskledger {

@@ -21,7 +21,7 @@
 #include <memory>
 #include <string>
 
-#include "taskledger/ledger/clock.h"
+#include "taskledger/base/clock.h"
 #include "taskledger/ledger/store.h"
 
 namespace taskledger {

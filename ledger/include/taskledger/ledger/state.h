@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "taskledger/ledger/entry.h"
-#include "taskledger/status.h"
+#include "taskledger/base/status.h"
 
 namespace taskledger {
 

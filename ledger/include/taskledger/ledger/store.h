@@ -21,17 +21,11 @@
 #include <string>
 #include <vector>
 
+#include "taskledger/base/conversation_id.h"
 #include "taskledger/ledger/state.h"
-#include "taskledger/status.h"
+#include "taskledger/base/status.h"
 
 namespace taskledger {
-
-struct ConversationId {
-  std::string tenant = "default";
-  std::string conversation;
-  bool operator==(const ConversationId&) const = default;
-  auto operator<=>(const ConversationId&) const = default;
-};
 
 // One turn to commit: `after` is the state once `turn` is applied (the store
 // may persist it as a full snapshot every few turns).

@@ -23,26 +23,14 @@
 
 #include "taskledger/ledger/state.h"
 #include "taskledger/policy/decision.h"
-#include "taskledger/policy/proposed_call.h"
-#include "taskledger/policy/rule_pack.h"
-#include "taskledger/status.h"
+#include "taskledger/base/tool_call.h"
+#include "taskledger/pack/limits.h"
+#include "taskledger/pack/lua_extractors.h"
+#include "taskledger/pack/rule_pack.h"
+#include "taskledger/base/status.h"
 
 namespace taskledger {
 
-struct CheckerLimits {
-  // Lua VM instructions one check (all its rules) or one extractor may run.
-  int64_t instruction_budget = 2'000'000;
-  // Wall-clock bound on one check / one extractor, polled from the instruction
-  // hook (catches time spent in library functions between instructions).
-  int64_t deadline_ms = 250;
-  // Cap on everything the lua_State allocates (pack code, views, rule data).
-  size_t memory_limit_bytes = 32u << 20;
-  // string.find/match/gmatch/gsub: longest subject and pattern accepted, and
-  // the largest estimated backtracking work (see docs/rule-api.md).
-  size_t pattern_max_subject = 64u << 10;
-  size_t pattern_max_pattern = 256;
-  double pattern_max_work = 2e7;
-};
 
 // Identifies the ledger state a check sees, so the checker can reuse what it
 // derived from it (the observed-value index) across checks. Two checks with
@@ -54,25 +42,15 @@ struct ViewKey {
   bool operator==(const ViewKey&) const = default;
 };
 
-// The result of one Lua extractor: its updates, or why it failed. One
-// extractor failing never loses another's updates. Error codes:
-// PolicyError (the extractor raised an error), LimitExceeded (budget,
-// deadline or memory), InvalidArgument (it returned something that is not a
-// valid array of updates: bad shape, unknown field, empty key, a value that
-// is not JSON-representable), Internal.
-struct ExtractorRun {
-  std::string extractor_id;
-  Result<std::vector<Update>> updates = std::vector<Update>{};
-};
 
-class PolicyChecker {
+class PolicyChecker : public LuaExtractors {
  public:
   // Creates a sandboxed lua_State and runs the pack's Lua in it. Errors:
   // InvalidArgument (the pack's Lua fails to load here: syntax, bad rule),
   // LimitExceeded (loading the pack ran out of budget or memory), Internal.
   static Result<std::unique_ptr<PolicyChecker>> Create(std::shared_ptr<const RulePack> pack,
                                                       CheckerLimits limits = {});
-  ~PolicyChecker();
+  ~PolicyChecker() override;
   PolicyChecker(const PolicyChecker&) = delete;
   PolicyChecker& operator=(const PolicyChecker&) = delete;
 
@@ -89,14 +67,14 @@ class PolicyChecker {
                        int64_t now_ms);
 
   // True if some extractor{} of the pack applies to `tool`.
-  bool HasExtractors(std::string_view tool) const;
+  bool HasExtractors(std::string_view tool) const override;
   // Runs every extractor applying to call.tool over `output` (decoded JSON, or
   // a JSON string for a text output), each in its own budget. Updates carry
   // provenance {source tool, source_id "<tool>#<call id>", verified, rule_id =
   // extractor id, pack_version}; expire_seconds is resolved against now_ms.
   // Results are in extractor order (by file, then declaration order).
   std::vector<ExtractorRun> RunExtractors(const ProposedCall& call, const nlohmann::json& output,
-                                          int64_t now_ms);
+                                          int64_t now_ms) override;
 
   // Bytes the lua_State currently holds (diagnostics, tests).
   size_t memory_in_use() const;

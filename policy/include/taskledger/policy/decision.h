@@ -13,9 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "taskledger/ledger/shared_string.h"
-#include "taskledger/policy/proposed_call.h"
-#include "taskledger/policy/rule_pack.h"
+#include "taskledger/base/shared_string.h"
+#include "taskledger/base/tool_call.h"
+#include "taskledger/pack/rule_pack.h"
 
 namespace taskledger {
 

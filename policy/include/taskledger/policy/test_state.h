@@ -9,7 +9,7 @@
 
 #include "taskledger/ledger/state.h"
 #include "taskledger/policy/decision.h"
-#include "taskledger/status.h"
+#include "taskledger/base/status.h"
 
 namespace taskledger {
 

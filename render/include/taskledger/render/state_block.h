@@ -18,7 +18,7 @@
 #include <string_view>
 
 #include "taskledger/ledger/state.h"
-#include "taskledger/status.h"
+#include "taskledger/base/status.h"
 
 namespace taskledger {
 

@@ -51,14 +51,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "taskledger/ledger/clock.h"
+#include "taskledger/base/clock.h"
 #include "taskledger/ledger/ledger.h"
 #include "taskledger/ledger/store.h"
 #include "taskledger/policy/checker.h"
 #include "taskledger/policy/decision.h"
-#include "taskledger/policy/proposed_call.h"
-#include "taskledger/policy/rule_pack.h"
-#include "taskledger/status.h"
+#include "taskledger/base/tool_call.h"
+#include "taskledger/pack/rule_pack.h"
+#include "taskledger/base/status.h"
 
 namespace taskledger {
 

@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "taskledger/status.h"
+#include "taskledger/base/status.h"
 
 namespace taskledger {
 

@@ -1,0 +1,121 @@
+// Command: the durable record of one environment-changing tool call, written
+// BEFORE the call executes (write-before-execute), so that after any crash the
+// record says what was intended and how far it got.
+//
+// A command is identified within its run by its command_key: step, tool,
+// target and a hash of the canonical JSON arguments. Reserving the same
+// logical call twice therefore names the same record. Its idempotency key
+// (run + command_key) is handed to the tool so the external system can
+// deduplicate a call that is retried after a crash.
+// States and the transitions between them: command_transition.h and
+// docs/commands.md. Plain value types; thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "taskledger/base/digest.h"
+#include "taskledger/base/status.h"
+
+namespace taskledger {
+
+// A run: one execution of an agent workflow, within a tenant.
+struct RunId {
+  std::string tenant = "default";
+  std::string run;
+  bool operator==(const RunId&) const = default;
+  auto operator<=>(const RunId&) const = default;
+};
+
+enum class CommandState {
+  kPending = 0,   // reserved, allowed, ready to lease
+  kBlocked,       // waiting for a human: approval required, or escalated
+  kApproved,      // a human approved it; ready to lease
+  kLeased,        // a worker holds it and may be calling the tool
+  kSucceeded,     // the call took effect; external id and evidence recorded
+  kFailed,        // the tool refused definitively
+  kUncertain,     // the outcome is unknown (timeout, dropped connection, crash)
+  kCancelled,     // denied or cancelled with a reason; will never run
+};
+inline constexpr int kCommandStateCount = 8;
+
+// "pending", "blocked", ... (as stored and as shown by the CLI).
+std::string_view CommandStateName(CommandState s);
+std::optional<CommandState> ParseCommandState(std::string_view name);
+// Succeeded, failed and cancelled are final: no transition leaves them except
+// an explicit replay of a failed command.
+bool IsTerminal(CommandState s);
+
+// The compensating call a succeeded command declares: run (LIFO) if the run fails.
+struct CompensationSpec {
+  std::string tool;
+  std::string target;
+  nlohmann::json arguments = nlohmann::json::object();
+  bool operator==(const CompensationSpec&) const = default;
+};
+
+// What the caller asks to reserve: a call the policy allowed.
+struct CommandSpec {
+  RunId run;
+  std::string step;    // the workflow step that issues the call ("refund-1")
+  std::string tool;    // "issue_refund"
+  std::string target;  // the natural key of what it changes ("order:A17")
+  nlohmann::json arguments = nlohmann::json::object();
+  nlohmann::json decision = nlohmann::json::object();  // the policy decision record
+  std::string pack_version;                           // the rule pack that decided
+  bool requires_approval = false;  // the decision was require_approval: starts blocked
+  std::optional<CompensationSpec> compensation;
+  std::string compensates;  // for a compensating command: the command_key it undoes
+};
+
+struct Command {
+  RunId run;
+  uint64_t seq = 0;  // reservation order within the run, from 1
+  std::string command_key;
+  std::string idempotency_key;
+  std::string step, tool, target;
+  nlohmann::json arguments = nlohmann::json::object();  // normalized (canonical)
+  nlohmann::json decision = nlohmann::json::object();
+  std::string pack_version;
+  std::optional<CompensationSpec> compensation;
+  std::string compensates;
+
+  CommandState state = CommandState::kPending;
+  uint32_t attempts = 0;       // leases taken so far
+  uint64_t fencing_token = 0;  // grows with every lease; outcomes must carry the current one
+  std::string lease_owner;
+  int64_t lease_expires_ms = 0;
+  std::string last_error;
+  std::string external_id;
+  nlohmann::json evidence;  // what proved success (tool result or reconciliation lookup)
+  std::string approver, approval_reason;  // who approved or denied, and why
+  bool escalated = false;                 // blocked because automatic recovery gave up
+  std::string escalation_reason;
+  std::string cancel_reason;
+  uint32_t replays = 0;
+  std::string replay_reason;
+  uint64_t completed_seq = 0;  // order of success within the run (for LIFO compensation)
+  int64_t created_ms = 0, updated_ms = 0;
+
+  bool operator==(const Command&) const = default;
+};
+
+// step|tool|target|hash, the parts percent-encoded so '|' cannot be forged.
+Result<std::string> MakeCommandKey(std::string_view step, std::string_view tool,
+                                   std::string_view target, const nlohmann::json& arguments);
+// "<tenant>:<run>/<command_key>" (tenant and run percent-encoded).
+std::string MakeIdempotencyKey(const RunId& run, std::string_view command_key);
+
+// Builds the initial record for `spec` (validated, normalized, keys computed).
+// InvalidArgument for an empty run, step or tool, or unencodable arguments.
+Result<Command> NewCommand(const CommandSpec& spec, int64_t now_ms);
+
+nlohmann::json EncodeCommand(const Command& c);
+// Corruption, naming the field, for anything malformed.
+Result<Command> DecodeCommand(const nlohmann::json& j);
+
+}  // namespace taskledger

@@ -1,0 +1,27 @@
+// The Redis Functions library "taskledger_commands": one function per command
+// transition (tlc_<transition name>), plus reserve, run status and journal
+// put. Each checks every precondition before its first write, mirroring
+// ApplyTransition (command_transition.cc) check for check.
+//
+// Calling convention of the transition functions:
+//   KEYS = {command hash, run meta hash}
+//   ARGV = {now_ms, fencing_token, owner, lease_ms, external_id, evidence_json,
+//           error, actor, reason, max_attempts, replay_max_attempts_per_command,
+//           replay_max_per_run, replay_max_per_window, replay_window_ms}
+// and they return the command hash (HGETALL) after the write. Refusals are
+// error replies whose first word maps to a StatusCode (CommandErrorToStatus).
+// Thread-safe (constant data).
+#pragma once
+
+#include "taskledger/redis/client.h"
+
+namespace taskledger::internal {
+
+const FunctionLibrary& CommandFunctionLibrary();
+
+// TLPRE -> FailedPrecondition, TLFENCED -> Conflict, TLARG -> InvalidArgument,
+// TLLIMIT -> LimitExceeded, TLNOTFOUND -> NotFound; else ServerErrorToStatus.
+// REQUIRES: reply.is_error().
+Status CommandErrorToStatus(const Reply& reply, std::string_view context);
+
+}  // namespace taskledger::internal

@@ -1,0 +1,6 @@
+// Forwarding header kept for one release (0.2): `taskledger/digest.h` moved to
+// `taskledger/base/digest.h`. Include the new path; this file goes away in 0.3.
+// docs/migration-0.2.md lists every moved header.
+#pragma once
+
+#include "taskledger/base/digest.h"

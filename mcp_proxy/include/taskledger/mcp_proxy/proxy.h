@@ -1,0 +1,117 @@
+// GatingProxy: an MCP (Model Context Protocol) stdio proxy that puts the task
+// ledger, the policy gate and the write-before-execute command ledger in front
+// of any MCP server, so an unmodified MCP client gets all three.
+//
+// Both sides speak JSON-RPC 2.0, one message per line. The proxy starts the
+// server as a child process and relays every message untouched (same bytes),
+// except:
+//   - tools/call requests are gated one at a time, in arrival order (a call
+//     decided later sees the outcome of the calls before it). A call the gate
+//     does not allow never reaches the server: the client gets a tool result
+//     with isError true and the reason. An allowed environment-changing call
+//     is reserved and leased in the command ledger before it is forwarded and
+//     its outcome recorded after (no answer, a server exit or a cancellation:
+//     uncertain). Every call's output is extracted into the ledger and a turn
+//     is committed per call.
+//   - the rendered task state is offered as the resource `state_uri` and the
+//     prompt `state_prompt`: merged into the first page of the server's
+//     resources/list and prompts/list results (or answered by the proxy if the
+//     server has no such capability), answered by the proxy for resources/read
+//     and prompts/get, and advertised in the initialize result.
+//   - batches (JSON arrays) are refused: gating works on single messages.
+// Malformed or oversize client messages get a JSON-RPC error; a server that
+// exits fails every request still waiting on it with a JSON-RPC error. On any
+// exit the proxy closes the server's stdin, waits `shutdown_grace_ms`, then
+// terminates and finally kills the server's process group, and reaps it.
+//
+// Not thread-safe: one proxy runs on one thread with its Session (see
+// session.h) and CommandLedger, which must outlive it. Run() ignores SIGPIPE
+// for the process (a vanished reader must not kill the proxy).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "taskledger/commands/command_ledger.h"
+#include "taskledger/render/state_block.h"
+#include "taskledger/session/session.h"
+#include "taskledger/base/status.h"
+
+namespace taskledger::mcp {
+
+struct ProxyOptions {
+  // argv of the MCP server; argv[0] is looked up in PATH. Required.
+  std::vector<std::string> server_command;
+  // The run under which environment-changing calls are recorded as commands;
+  // normally tenant and conversation of the session.
+  RunId run;
+  // Longest message accepted from either side, in bytes without the newline.
+  size_t max_message_bytes = 16u << 20;
+  // How long a forwarded tools/call may wait for its answer before it is
+  // answered with an error and recorded as uncertain. 0: no limit.
+  int64_t call_timeout_ms = 300'000;
+  // After the client leaves or on an error: how long the server gets to exit
+  // on its own after its stdin closes, and again after SIGTERM, before SIGKILL.
+  int64_t shutdown_grace_ms = 2'000;
+  std::string state_uri = "taskledger://state";
+  std::string state_prompt = "taskledger_state";
+  StateBlockOptions state_block{StateBlockFormat::kMarkdown, false, 0};
+  // How the command ledger settles a call whose outcome is unknown (see
+  // tool_binding.h). MCP has no standard lookup, so the default answers
+  // "unknown" and such a call stays uncertain for a human to settle with
+  // `taskledger commands`. The proxy binds it to every write tool it forwards.
+  std::function<LookupResult(const Command&)> lookup;
+  // Diagnostics (one line each, no newline); default: stderr.
+  std::function<void(std::string_view)> log;
+};
+
+// How a run ended, and what went through.
+struct ProxyReport {
+  enum class End {
+    kClientClosed,  // the client closed its side (or the proxy was signalled)
+    kServerExited,  // the server exited or closed its stdout first
+  };
+  End end = End::kClientClosed;
+  std::string detail;           // e.g. "server exited with status 3"
+  int server_wait_status = -1;  // as from waitpid; -1 if not reaped
+  uint64_t client_messages = 0, server_messages = 0;
+  uint64_t calls_forwarded = 0;   // tools/call that reached the server
+  uint64_t calls_blocked = 0;     // tools/call the gate did not let through
+  uint64_t calls_uncertain = 0;   // forwarded calls whose outcome is unknown
+  uint64_t malformed = 0;         // messages refused as malformed or oversize
+};
+
+class GatingProxy {
+ public:
+  // `session` and `commands` must outlive the proxy.
+  GatingProxy(Session& session, CommandLedger& commands, ProxyOptions options);
+  ~GatingProxy();
+  GatingProxy(const GatingProxy&) = delete;
+  GatingProxy& operator=(const GatingProxy&) = delete;
+
+  // Starts the server and relays between the client's (`client_in`,
+  // `client_out`) descriptors and it until either side is gone, then stops
+  // the server. The descriptors are not closed. Errors: InvalidArgument (no
+  // server command), Unavailable (the server could not be started); every
+  // problem after the start ends the run and is described in the report.
+  Result<ProxyReport> Run(int client_in, int client_out);
+
+  // Stops Run() from another thread or a signal handler (async-signal-safe):
+  // it ends as if the client had closed.
+  void RequestStop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The text of the state resource and prompt: the session's working state
+// rendered with `options` (exposed for tests and the CLI).
+std::string RenderedState(const Session& session, const StateBlockOptions& options);
+
+}  // namespace taskledger::mcp

@@ -1,0 +1,179 @@
+// Running a pack's Lua and collecting its rule{} / extractor{} declarations
+// (see internal/compiled_pack.h). Declarations are validated strictly (unknown
+// fields, wrong types) because a typo in a policy silently weakens it.
+#include "taskledger/pack/lua/compiled_pack.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "taskledger/pack/lua/lua_json.h"
+
+namespace taskledger::lua {
+namespace {
+
+constexpr size_t kMaxIdLength = 200;
+
+CompiledPack& PackOf(lua_State* L) {
+  return *static_cast<CompiledPack*>(lua_touserdata(L, lua_upvalueindex(1)));
+}
+
+// Pushes t[name] without metamethods.
+int RawField(lua_State* L, int t, const char* name) {
+  lua_pushstring(L, name);
+  return lua_rawget(L, t);
+}
+
+void CheckFields(lua_State* L, const char* what, std::initializer_list<const char*> allowed) {
+  lua_pushnil(L);
+  while (lua_next(L, 1)) {
+    lua_pop(L, 1);
+    bool known = false;
+    if (lua_type(L, -1) == LUA_TSTRING) {
+      for (const char* a : allowed) known = known || std::strcmp(a, lua_tostring(L, -1)) == 0;
+    }
+    if (!known) {
+      std::string field = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : luaL_typename(L, -1);
+      std::string list;
+      for (const char* a : allowed) list += std::string(list.empty() ? "" : ", ") + a;
+      RaiseError(L, std::string(what) + "{}: unknown field '" + field + "' (fields: " + list + ")");
+    }
+  }
+}
+
+std::string ReadId(lua_State* L, const char* what) {
+  if (RawField(L, 1, "id") != LUA_TSTRING || lua_rawlen(L, -1) == 0 ||
+      lua_rawlen(L, -1) > kMaxIdLength) {
+    RaiseError(L, std::string(what) + "{}: id must be a non-empty string of at most 200 bytes");
+  }
+  std::string id = lua_tostring(L, -1);
+  lua_pop(L, 1);
+  return id;
+}
+
+std::vector<std::string> ReadTools(lua_State* L, const std::string& id) {
+  std::vector<std::string> tools;
+  int t = RawField(L, 1, "tools");
+  if (t == LUA_TSTRING) {
+    tools.emplace_back(lua_tostring(L, -1));
+  } else if (t == LUA_TTABLE) {
+    lua_Integer n = static_cast<lua_Integer>(lua_rawlen(L, -1));
+    for (lua_Integer i = 1; i <= n; ++i) {
+      if (lua_rawgeti(L, -1, i) != LUA_TSTRING) RaiseError(L, id + ": tools must be strings");
+      tools.emplace_back(lua_tostring(L, -1));
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 1);
+  if (tools.empty()) RaiseError(L, id + ": tools must list at least one tool name or glob");
+  return tools;
+}
+
+// Stores the function field `name` in the registry and returns the reference.
+int ReadFunction(lua_State* L, const std::string& id, const char* name) {
+  if (RawField(L, 1, name) != LUA_TFUNCTION) {
+    RaiseError(L, id + ": '" + name + "' must be a function");
+  }
+  return luaL_ref(L, LUA_REGISTRYINDEX);
+}
+
+int DeclareRule(lua_State* L) {
+  CompiledPack& pack = PackOf(L);
+  if (!pack.sandbox->declaring()) RaiseError(L, "rule{} may only be called while the pack loads");
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 1);
+  CheckFields(L, "rule", {"id", "tools", "priority", "description", "check"});
+  CompiledRule r;
+  r.info.id = ReadId(L, "rule");
+  for (const CompiledRule& other : pack.rules) {
+    if (other.info.id == r.info.id) RaiseError(L, "duplicate rule id '" + r.info.id + "'");
+  }
+  r.info.tools = ReadTools(L, r.info.id);
+  int t = RawField(L, 1, "priority");
+  if (t != LUA_TNIL) {
+    if (!lua_isinteger(L, -1)) RaiseError(L, r.info.id + ": priority must be an integer");
+    r.info.priority = lua_tointeger(L, -1);
+  }
+  lua_pop(L, 1);
+  t = RawField(L, 1, "description");
+  if (t != LUA_TNIL) {
+    if (t != LUA_TSTRING) RaiseError(L, r.info.id + ": description must be a string");
+    r.info.description = lua_tostring(L, -1);
+  }
+  lua_pop(L, 1);
+  r.info.file = pack.loading_file;
+  r.id = r.info.id;
+  pack.rules.push_back(r);  // before taking the ref, so a failed push leaks nothing
+  pack.rules.back().ref = ReadFunction(L, r.info.id, "check");
+  return 0;
+}
+
+int DeclareExtractor(lua_State* L) {
+  CompiledPack& pack = PackOf(L);
+  if (!pack.sandbox->declaring()) {
+    RaiseError(L, "extractor{} may only be called while the pack loads");
+  }
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 1);
+  CheckFields(L, "extractor", {"id", "tools", "extract"});
+  CompiledExtractor x;
+  x.info.id = ReadId(L, "extractor");
+  for (const CompiledExtractor& other : pack.extractors) {
+    if (other.info.id == x.info.id) RaiseError(L, "duplicate extractor id '" + x.info.id + "'");
+  }
+  x.info.tools = ReadTools(L, x.info.id);
+  x.info.file = pack.loading_file;
+  pack.extractors.push_back(x);
+  pack.extractors.back().ref = ReadFunction(L, x.info.id, "extract");
+  return 0;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<CompiledPack>> CompilePack(
+    const std::vector<const PackFile*>& lua_files, const CheckerLimits& limits,
+    const std::function<void(lua_State*)>& install) {
+  auto pack = std::make_unique<CompiledPack>();
+  Result<std::unique_ptr<Sandbox>> sb = Sandbox::Create(limits);
+  if (!sb) return sb.error();
+  pack->sandbox = std::move(sb.value());
+  Sandbox& box = *pack->sandbox;
+  CompiledPack* raw = pack.get();
+  Status st = box.Protected([&](lua_State* L) {
+    lua_pushlightuserdata(L, raw);
+    lua_pushcclosure(L, DeclareRule, 1);
+    box.DefineGlobal("rule");
+    lua_pushlightuserdata(L, raw);
+    lua_pushcclosure(L, DeclareExtractor, 1);
+    box.DefineGlobal("extractor");
+    if (install) install(L);
+  });
+  if (!st.ok()) return Status::Internal("setting up the rule API: " + st.message());
+
+  box.SetDeclaring(true);
+  for (const PackFile* f : lua_files) {
+    raw->loading_file = f->path;
+    // The top level of a pack gets ten times a check's budget: it may build
+    // lookup tables.
+    box.ArmBudget(limits.instruction_budget * 10);
+    Status run = box.Protected([&](lua_State* L) {
+      box.LoadChunk(f->path, f->contents);
+      lua_call(L, 0, 0);
+    });
+    box.DisarmBudget();
+    if (!run.ok()) {
+      StatusCode code = run.code() == StatusCode::kLimitExceeded ? StatusCode::kLimitExceeded
+                                                                 : StatusCode::kInvalidArgument;
+      return Status(code, "loading " + f->path + ": " + run.message());
+    }
+  }
+  box.SetDeclaring(false);
+  raw->loading_file.clear();
+  std::stable_sort(pack->rules.begin(), pack->rules.end(),
+                   [](const CompiledRule& a, const CompiledRule& b) {
+                     if (a.info.priority != b.info.priority) return a.info.priority > b.info.priority;
+                     return a.info.id < b.info.id;
+                   });
+  return pack;
+}
+
+}  // namespace taskledger::lua

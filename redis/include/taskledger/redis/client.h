@@ -1,0 +1,208 @@
+// RedisClient: one synchronous connection to a Redis server, and the only code
+// in taskledger that touches hiredis.
+//
+// Everything a store needs from Redis goes through here: URL parsing, connect
+// and command timeouts, AUTH (with an ACL user) and SELECT, single commands,
+// pipelines (many commands, one round trip), and calling functions of a Redis
+// Functions library that is (re)loaded when the server lacks it. Replies come
+// back as the plain value type Reply, so no hiredis type leaves this file pair.
+//
+// Errors are values: transport failures (refused, reset, EOF) are Unavailable,
+// a command that outlives the command timeout is Timeout, and error replies
+// from the server are Reply values of type kError that a caller can map with
+// ServerErrorToStatus. After any transport failure the connection is dropped
+// (its stream may hold a late reply), and the NEXT call reconnects; a failed
+// call is never retried here, because only the caller knows whether a retry
+// is safe.
+//
+// Thread safety: a RedisClient is NOT thread-safe (one connection, one
+// in-flight exchange). Use one per thread, or a pool. Distinct clients are
+// independent.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "taskledger/base/status.h"
+
+struct redisContext;  // hiredis; only client.cc sees the definition
+
+namespace taskledger::internal {
+
+// Where and how to connect, parsed from a URL.
+struct RedisEndpoint {
+  bool unix_socket = false;
+  std::string host;         // TCP only
+  int port = 6379;          // TCP only
+  std::string socket_path;  // unix only
+  std::string user;         // empty: the default user (AUTH with password only)
+  std::string password;     // empty: no AUTH
+  int db = 0;               // SELECTed after connect when non-zero
+};
+
+// Accepts redis://[[user]:password@]host[:port][/db] and
+// unix:///path/to/socket[?db=N]; user and password may be percent-encoded.
+// InvalidArgument, with what is wrong, for anything else.
+Result<RedisEndpoint> ParseRedisUrl(std::string_view url);
+
+// A server reply, converted from hiredis. Strings are binary-safe.
+class Reply {
+ public:
+  enum class Type { kNil, kInteger, kString, kStatus, kError, kArray };
+
+  Reply() = default;  // nil
+  static Reply Integer(int64_t v);
+  static Reply String(std::string s);
+  static Reply StatusText(std::string s);  // a +OK style status line
+  static Reply Error(std::string s);       // a -ERR style error line
+  static Reply Array(std::vector<Reply> elements);
+
+  Type type() const { return type_; }
+  bool is_nil() const { return type_ == Type::kNil; }
+  bool is_error() const { return type_ == Type::kError; }
+  bool is_string() const { return type_ == Type::kString; }
+  bool is_integer() const { return type_ == Type::kInteger; }
+  bool is_array() const { return type_ == Type::kArray; }
+  // REQUIRES: is_integer().
+  int64_t integer() const { return integer_; }
+  // The text of a string, status or error reply; empty for other types.
+  const std::string& str() const { return str_; }
+  // The elements of an array reply; empty for other types.
+  const std::vector<Reply>& elements() const { return elements_; }
+  // A short human-readable rendering for error messages.
+  std::string Describe() const;
+
+ private:
+  Type type_ = Type::kNil;
+  int64_t integer_ = 0;
+  std::string str_;
+  std::vector<Reply> elements_;
+};
+
+// One command: its name and arguments, each binary-safe.
+using Argv = std::vector<std::string>;
+
+// Maps an error reply to a Status: LOADING/BUSY/MASTERDOWN/TRYAGAIN/
+// CLUSTERDOWN/READONLY/OOM -> Unavailable (the server cannot serve now),
+// NOAUTH/WRONGPASS -> InvalidArgument (the URL's credentials are wrong),
+// NOPERM -> FailedPrecondition (the ACL user lacks a permission), anything
+// else -> Internal. `context` prefixes the message ("commit acme/c1").
+// REQUIRES: reply.is_error().
+Status ServerErrorToStatus(const Reply& reply, std::string_view context);
+
+// True for the error FCALL returns when the named function is not loaded.
+bool IsFunctionNotFound(const Reply& reply);
+
+// A Redis Functions library: its name (as in the "#!lua name=..." shebang)
+// and full source. The source text identifies the version: a server holding
+// different code under the same name is brought up to date by EnsureLoaded.
+struct FunctionLibrary {
+  std::string name;
+  std::string source;
+};
+
+struct RedisClientOptions {
+  std::chrono::milliseconds connect_timeout{1000};
+  // Bounds each blocking read or write of a command; a command that takes
+  // longer yields Timeout and drops the connection.
+  std::chrono::milliseconds command_timeout{1000};
+};
+
+class RedisClient {
+ public:
+  // Does not connect; the first call does (see Connect).
+  RedisClient(RedisEndpoint endpoint, RedisClientOptions options);
+  ~RedisClient();
+  RedisClient(const RedisClient&) = delete;
+  RedisClient& operator=(const RedisClient&) = delete;
+
+  // Connects (if not connected), authenticates and selects the database.
+  // Unavailable (refused, unreachable), Timeout (connect timeout), or the
+  // mapped AUTH/SELECT error. Every other call invokes it implicitly.
+  Status Connect();
+  bool connected() const { return context_ != nullptr; }
+  // Closes the connection; the next call reconnects.
+  void Disconnect();
+
+  // Sends one command and waits for its reply. A server error reply is a
+  // value (Reply::is_error), not a failed Result.
+  Result<Reply> Command(const Argv& argv);
+  // Sends all commands in one write and reads all replies: one round trip.
+  // The replies are in command order, one per command. If the connection
+  // fails part way, the whole call fails (some commands may have run).
+  Result<std::vector<Reply>> Pipeline(const std::vector<Argv>& commands);
+
+  // A pipeline without building Argv copies, for hot paths: each Queue()
+  // writes one command straight into the request buffer (the arguments are
+  // copied once, there); Flush() sends what is still queued and reads one
+  // reply per queued command, in order. Same failure rules as Pipeline.
+  // Once kStreamBytes are queued, Queue() already sends them, so the server
+  // works on the start of a long pipeline while the caller still builds the
+  // rest: a caller that queues must always Flush, which also reports a
+  // failed early send. The queue is emptied by Flush, whatever its outcome.
+  static constexpr size_t kStreamBytes = 64 * 1024;
+  void Queue(std::span<const std::string_view> argv);
+  void Queue(std::initializer_list<std::string_view> argv) {
+    Queue(std::span<const std::string_view>(argv.begin(), argv.size()));
+  }
+  size_t queued() const { return queued_count_; }
+  Result<std::vector<Reply>> Flush();
+
+  // Flush() for a pipeline of FCALLs into `library`: the commands the server
+  // answers "function not found" (never loaded, or FUNCTION FLUSH) are sent
+  // once more, after FUNCTION LOAD REPLACE of `library`, in a second round
+  // trip, and their replies take the place of the refusals. requeue(i) must
+  // Queue() command i of the flushed pipeline again (exactly one command).
+  // Safe: a call that found no function ran nothing.
+  Result<std::vector<Reply>> FlushReloading(const FunctionLibrary& library,
+                                            const std::function<void(size_t)>& requeue);
+  // One FCALL of function with keys and args, through FlushReloading.
+  // REQUIRES: nothing queued.
+  Result<Reply> FCall(const FunctionLibrary& library, std::string_view function,
+                      const std::vector<std::string>& keys, const std::vector<std::string>& args);
+  // Loads `library` unless the server already holds exactly this source
+  // under its name (FUNCTION LIST ... WITHCODE), so stale code is replaced.
+  Status EnsureLoaded(const FunctionLibrary& library);
+
+  const RedisEndpoint& endpoint() const { return endpoint_; }
+  // "127.0.0.1:6379" or "unix:/path": for error messages (never the password).
+  std::string Where() const;
+
+ private:
+  // Converts the context's error into a Status and drops the connection.
+  Status TransportFailure(std::string_view during);
+  // Writes all of out_ to the socket. Requests are written here with
+  // send(MSG_NOSIGNAL), never by hiredis (its output buffer stays empty, so
+  // redisGetReply only reads): a write to a connection the server reset
+  // fails with EPIPE instead of raising SIGPIPE, at no per-call cost.
+  Status Send(std::string_view during);
+  // Sends queued_ now (see Queue); a failure is kept for Flush, and no
+  // later part of that pipeline is sent.
+  void SendQueued();
+  // Reads `n` replies of what Send wrote.
+  Result<std::vector<Reply>> ReadReplies(size_t n, std::string_view during);
+
+  RedisEndpoint endpoint_;
+  RedisClientOptions options_;
+  struct ContextDeleter {
+    void operator()(redisContext* c) const;  // redisFree
+  };
+  std::unique_ptr<redisContext, ContextDeleter> context_;  // null: not connected
+  std::string out_;  // the requests being sent, RESP-encoded; reused across calls
+  std::string queued_;  // Queue()d requests not yet flushed (Connect may use out_)
+  size_t queued_count_ = 0;
+  Status queue_error_;  // a failed SendQueued of the pipeline being queued
+};
+
+// Builds "FCALL function numkeys keys... args...".
+Argv MakeFCall(std::string_view function, const std::vector<std::string>& keys,
+               const std::vector<std::string>& args);
+
+}  // namespace taskledger::internal

@@ -1,0 +1,137 @@
+// ParseRedisUrl: turns the redis:// and unix:// URLs taskledger accepts into a
+// RedisEndpoint, with an InvalidArgument that names what is wrong. Pure and
+// thread-safe. (Lives apart from client.cc because it needs no hiredis.)
+#include <charconv>
+#include <string>
+#include <string_view>
+
+#include "taskledger/redis/client.h"
+
+namespace taskledger::internal {
+namespace {
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+Result<std::string> PercentDecode(std::string_view in, std::string_view what) {
+  std::string out;
+  out.reserve(in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != '%') {
+      out.push_back(in[i]);
+      continue;
+    }
+    if (i + 2 >= in.size()) {
+      return Status::InvalidArgument("redis URL: truncated %-escape in " + std::string(what));
+    }
+    int hi = HexValue(in[i + 1]), lo = HexValue(in[i + 2]);
+    if (hi < 0 || lo < 0) {
+      return Status::InvalidArgument("redis URL: bad %-escape in " + std::string(what));
+    }
+    out.push_back(static_cast<char>(hi * 16 + lo));
+    i += 2;
+  }
+  return out;
+}
+
+// Parses a non-negative decimal integer in [min, max] that fills all of `text`.
+bool ParseBounded(std::string_view text, int min, int max, int& out) {
+  if (text.empty()) return false;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && end == text.data() + text.size() && out >= min && out <= max;
+}
+
+Result<RedisEndpoint> ParseUnix(std::string_view rest) {
+  RedisEndpoint ep;
+  ep.unix_socket = true;
+  std::string_view path = rest, query;
+  if (auto q = rest.find('?'); q != std::string_view::npos) {
+    path = rest.substr(0, q);
+    query = rest.substr(q + 1);
+  }
+  if (path.empty() || path.front() != '/') {
+    return Status::InvalidArgument("redis URL: unix:// needs an absolute socket path, as in unix:///run/redis.sock");
+  }
+  auto decoded = PercentDecode(path, "socket path");
+  if (!decoded) return decoded.error();
+  ep.socket_path = std::move(decoded.value());
+  if (!query.empty()) {
+    if (query.substr(0, 3) != "db=" || !ParseBounded(query.substr(3), 0, 1 << 20, ep.db)) {
+      return Status::InvalidArgument("redis URL: the only unix:// query is ?db=N, got '?" +
+                                     std::string(query) + "'");
+    }
+  }
+  return ep;
+}
+
+Result<RedisEndpoint> ParseTcp(std::string_view rest) {
+  RedisEndpoint ep;
+  // The password may hold any byte once percent-encoded, so the last '@'
+  // ends the user info.
+  if (auto at = rest.rfind('@'); at != std::string_view::npos) {
+    std::string_view userinfo = rest.substr(0, at);
+    rest = rest.substr(at + 1);
+    auto colon = userinfo.find(':');
+    if (colon == std::string_view::npos) {
+      return Status::InvalidArgument(
+          "redis URL: user info needs a password: redis://user:password@host or redis://:password@host");
+    }
+    auto user = PercentDecode(userinfo.substr(0, colon), "user");
+    if (!user) return user.error();
+    auto password = PercentDecode(userinfo.substr(colon + 1), "password");
+    if (!password) return password.error();
+    if (password->empty()) return Status::InvalidArgument("redis URL: empty password");
+    ep.user = std::move(user.value());
+    ep.password = std::move(password.value());
+  }
+  std::string_view hostport = rest, db;
+  if (auto slash = rest.find('/'); slash != std::string_view::npos) {
+    hostport = rest.substr(0, slash);
+    db = rest.substr(slash + 1);
+  }
+  std::string_view port;
+  if (!hostport.empty() && hostport.front() == '[') {  // [IPv6]:port
+    auto close = hostport.find(']');
+    if (close == std::string_view::npos) return Status::InvalidArgument("redis URL: unclosed '[' in host");
+    ep.host = std::string(hostport.substr(1, close - 1));
+    std::string_view after = hostport.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') return Status::InvalidArgument("redis URL: junk after ']' in host");
+      port = after.substr(1);
+      if (port.empty()) return Status::InvalidArgument("redis URL: empty port");
+    }
+  } else if (auto colon = hostport.rfind(':'); colon != std::string_view::npos) {
+    ep.host = std::string(hostport.substr(0, colon));
+    port = hostport.substr(colon + 1);
+    if (port.empty()) return Status::InvalidArgument("redis URL: empty port");
+  } else {
+    ep.host = std::string(hostport);
+  }
+  if (ep.host.empty()) return Status::InvalidArgument("redis URL: missing host");
+  if (!port.empty() && !ParseBounded(port, 1, 65535, ep.port)) {
+    return Status::InvalidArgument("redis URL: port must be 1..65535, got '" + std::string(port) + "'");
+  }
+  if (!db.empty() && !ParseBounded(db, 0, 1 << 20, ep.db)) {
+    return Status::InvalidArgument("redis URL: database must be a number, got '/" + std::string(db) + "'");
+  }
+  return ep;
+}
+
+}  // namespace
+
+Result<RedisEndpoint> ParseRedisUrl(std::string_view url) {
+  constexpr std::string_view kRedis = "redis://", kUnix = "unix://";
+  if (url.starts_with(kRedis)) return ParseTcp(url.substr(kRedis.size()));
+  if (url.starts_with(kUnix)) return ParseUnix(url.substr(kUnix.size()));
+  if (url.starts_with("rediss://")) {
+    return Status::InvalidArgument("redis URL: TLS (rediss://) is not supported by this build");
+  }
+  return Status::InvalidArgument("redis URL must start with redis:// or unix://, got '" +
+                                 std::string(url.substr(0, 40)) + "'");
+}
+
+}  // namespace taskledger::internal

@@ -77,8 +77,8 @@ json Rules() {
       Mapping("order.item_name", "/items/*/name", "item.{item_id}.name", {{"coerce", "string"}}),
       Mapping("order.item_color", "/items/*/options/color", "item.{/items/0/item_id}.color.{$1}"),
       Mapping("order.tracking", "/fulfillments/*/tracking_id/0", "order.{/order_id}.tracking.{$1}"),
-      Mapping("order.first_fulfilled", "/fulfillments/0/item_ids/0", "order.{/order_id}.first_shipped",
-              {{"value", true}}),
+      Mapping("order.first_fulfilled", "/fulfillments/0/item_ids/0",
+              "order.{/order_id}.first_shipped", {{"value", true}}),
       Mapping("order.total", "/payment_history/0/amount", "order.{/order_id}.total",
               {{"coerce", "number"}}),
       Mapping("order.paid_with", "/payment_history/*/payment_method_id",
@@ -142,7 +142,8 @@ int main(int argc, char** argv) {
     auto t0 = SteadyClock::now();
     for (int b = 0; b < batch; ++b) sink += json::parse(output).size();
     auto t1 = SteadyClock::now();
-    for (int b = 0; b < batch; ++b) sink += extractor.ExtractToolOutput(call, output).updates.size();
+    for (int b = 0; b < batch; ++b)
+      sink += extractor.ExtractToolOutput(call, output).updates.size();
     auto t2 = SteadyClock::now();
     parse_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / batch);
     extract_us.push_back(std::chrono::duration<double, std::micro>(t2 - t1).count() / batch);

@@ -47,7 +47,8 @@ struct Options {
   int sessions = 8;
   double seconds = 10;
   int share = 2;
-  std::string rules = (std::filesystem::path(__FILE__).parent_path() / ".." / "rules" / "retail").string();
+  std::string rules =
+      (std::filesystem::path(__FILE__).parent_path() / ".." / "rules" / "retail").string();
   int timeout_ms = 2000;
   int think_ms = 0;
 };
@@ -123,10 +124,13 @@ void RunSession(Store& store, std::shared_ptr<const RulePack> pack, Conversation
   Session& s = *opened.value();
   const ToolExecutor tools = [](const ProposedCall& call) -> Result<ToolOutput> {
     const std::string order = call.arguments.value("order_id", "");
-    return ToolOutput{{{"order_id", order}, {"user_id", "u_1"}, {"status", "pending"},
-                       {"items", {{{"item_id", "i1"}, {"product_id", "p1"}, {"price", 12.5}}}},
-                       {"payment_history", {{{"payment_method_id", "gift_card_1"}, {"amount", 12.5}}}}},
-                      false};
+    return ToolOutput{
+        {{"order_id", order},
+         {"user_id", "u_1"},
+         {"status", "pending"},
+         {"items", {{{"item_id", "i1"}, {"product_id", "p1"}, {"price", 12.5}}}},
+         {"payment_history", {{{"payment_method_id", "gift_card_1"}, {"amount", 12.5}}}}},
+        false};
   };
   for (int n = 1; SteadyClock::now() < end; ++n) {
     const auto start = SteadyClock::now();
@@ -167,7 +171,8 @@ void RunSession(Store& store, std::shared_ptr<const RulePack> pack, Conversation
       return;
     }
     stats.acknowledged.push_back(call_id);
-    stats.turn_us.push_back(std::chrono::duration<double, std::micro>(SteadyClock::now() - start).count());
+    stats.turn_us.push_back(
+        std::chrono::duration<double, std::micro>(SteadyClock::now() - start).count());
   }
 }
 
@@ -176,14 +181,22 @@ bool ParseArgs(int argc, char** argv, Options& o) {
     const std::string flag = argv[i];
     if (i + 1 >= argc) return false;
     const char* v = argv[i + 1];
-    if (flag == "--url") o.url = v;
-    else if (flag == "--sessions") o.sessions = std::atoi(v);
-    else if (flag == "--seconds") o.seconds = std::atof(v);
-    else if (flag == "--share") o.share = std::atoi(v);
-    else if (flag == "--rules") o.rules = v;
-    else if (flag == "--timeout-ms") o.timeout_ms = std::atoi(v);
-    else if (flag == "--think-ms") o.think_ms = std::atoi(v);
-    else return false;
+    if (flag == "--url")
+      o.url = v;
+    else if (flag == "--sessions")
+      o.sessions = std::atoi(v);
+    else if (flag == "--seconds")
+      o.seconds = std::atof(v);
+    else if (flag == "--share")
+      o.share = std::atoi(v);
+    else if (flag == "--rules")
+      o.rules = v;
+    else if (flag == "--timeout-ms")
+      o.timeout_ms = std::atoi(v);
+    else if (flag == "--think-ms")
+      o.think_ms = std::atoi(v);
+    else
+      return false;
   }
   return o.sessions > 0 && o.seconds > 0 && o.share > 0 && o.timeout_ms > 0 && o.think_ms >= 0;
 }
@@ -193,9 +206,10 @@ bool ParseArgs(int argc, char** argv, Options& o) {
 int main(int argc, char** argv) {
   Options o;
   if (!ParseArgs(argc, argv, o)) {
-    std::fprintf(stderr,
-                 "usage: bench_load [--url redis://HOST:PORT] [--sessions N] [--seconds S] [--share K] "
-                 "[--rules DIR] [--timeout-ms T] [--think-ms T]\n");
+    std::fprintf(
+        stderr,
+        "usage: bench_load [--url redis://HOST:PORT] [--sessions N] [--seconds S] [--share K] "
+        "[--rules DIR] [--timeout-ms T] [--think-ms T]\n");
     return 2;
   }
   OwnRedis own;
@@ -208,7 +222,8 @@ int main(int argc, char** argv) {
   }
   auto pack = RulePack::Load(o.rules);
   if (!pack.has_value()) {
-    std::fprintf(stderr, "bench_load: rules %s: %s\n", o.rules.c_str(), pack.error().ToString().c_str());
+    std::fprintf(stderr, "bench_load: rules %s: %s\n", o.rules.c_str(),
+                 pack.error().ToString().c_str());
     return 1;
   }
   RedisOptions ro;
@@ -226,16 +241,18 @@ int main(int argc, char** argv) {
   }
 
   // A fresh tenant per run, so runs against a shared server never mix.
-  const std::string tenant = "load-" + std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
+  const std::string tenant =
+      "load-" + std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
   const int conversations = (o.sessions + o.share - 1) / o.share;
   std::vector<SessionStats> stats(o.sessions);
   std::vector<std::thread> threads;
   const auto start = SteadyClock::now();
-  const auto end = start + std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(o.seconds));
+  const auto end = start + std::chrono::duration_cast<SteadyClock::duration>(
+                               std::chrono::duration<double>(o.seconds));
   for (int i = 0; i < o.sessions; ++i) {
     threads.emplace_back(RunSession, std::ref(*store.value()), pack.value(),
-                         ConversationId{tenant, "c" + std::to_string(i / o.share)}, i, o.think_ms, end,
-                         std::ref(stats[i]));
+                         ConversationId{tenant, "c" + std::to_string(i / o.share)}, i, o.think_ms,
+                         end, std::ref(stats[i]));
   }
   for (std::thread& t : threads) t.join();
   const double elapsed = std::chrono::duration<double>(SteadyClock::now() - start).count();
@@ -252,7 +269,8 @@ int main(int argc, char** argv) {
     unresolved += stats[i].unresolved;
     max_attempts = std::max(max_attempts, stats[i].max_attempts);
     if (!stats[i].last_conflict.empty()) {
-      std::fprintf(stderr, "bench_load: session %d gave up: %s\n", i, stats[i].last_conflict.c_str());
+      std::fprintf(stderr, "bench_load: session %d gave up: %s\n", i,
+                   stats[i].last_conflict.c_str());
     }
     if (!stats[i].error.empty()) {
       ++errors;
@@ -276,8 +294,10 @@ int main(int argc, char** argv) {
     for (const TurnRecord& t : records.value()) {
       for (const CallRecord& call : t.calls) {
         auto it = expected.find(call.call_id);
-        if (it == expected.end()) ++foreign;  // a turn committed but never acknowledged
-        else if (++it->second > 1) ++duplicated;
+        if (it == expected.end())
+          ++foreign;  // a turn committed but never acknowledged
+        else if (++it->second > 1)
+          ++duplicated;
       }
     }
     (void)store.value()->DropConversation(id);
@@ -285,23 +305,26 @@ int main(int argc, char** argv) {
   uint64_t lost = 0;
   for (const auto& [id, found] : expected) lost += found == 0;
 
-  std::printf("bench_load: %d sessions over %d conversations for %.1f s: %llu turns, %llu conflicts resolved\n",
-              o.sessions, conversations, elapsed, static_cast<unsigned long long>(turns),
-              static_cast<unsigned long long>(conflicts));
+  std::printf(
+      "bench_load: %d sessions over %d conversations for %.1f s: %llu turns, %llu conflicts "
+      "resolved\n",
+      o.sessions, conversations, elapsed, static_cast<unsigned long long>(turns),
+      static_cast<unsigned long long>(conflicts));
   if (foreign > 0) {
-    std::printf("bench_load: %llu committed turns were never acknowledged (abandoned after conflicts)\n",
-                static_cast<unsigned long long>(foreign));
+    std::printf(
+        "bench_load: %llu committed turns were never acknowledged (abandoned after conflicts)\n",
+        static_cast<unsigned long long>(foreign));
   }
   std::printf(
       "{\"sessions\":%d,\"conversations\":%d,\"seconds\":%.2f,\"turns\":%llu,\"turns_per_s\":%.0f,"
-      "\"turn_p50_us\":%.0f,\"turn_p99_us\":%.0f,\"conflicts_resolved\":%llu,\"max_commit_attempts\":%llu,"
+      "\"turn_p50_us\":%.0f,\"turn_p99_us\":%.0f,\"conflicts_resolved\":%llu,\"max_commit_"
+      "attempts\":%llu,"
       "\"lost_turns\":%llu,"
       "\"duplicated_turns\":%llu,\"unresolved_conflicts\":%llu,\"errors\":%llu}\n",
       o.sessions, conversations, elapsed, static_cast<unsigned long long>(turns),
       static_cast<double>(turns) / elapsed, Percentile(all_us, 0.5), Percentile(all_us, 0.99),
       static_cast<unsigned long long>(conflicts), static_cast<unsigned long long>(max_attempts),
-      static_cast<unsigned long long>(lost),
-      static_cast<unsigned long long>(duplicated), static_cast<unsigned long long>(unresolved),
-      static_cast<unsigned long long>(errors));
+      static_cast<unsigned long long>(lost), static_cast<unsigned long long>(duplicated),
+      static_cast<unsigned long long>(unresolved), static_cast<unsigned long long>(errors));
   return (lost || duplicated || unresolved || errors) ? 1 : 0;
 }

@@ -29,8 +29,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "taskledger/policy/checker.h"
 #include "taskledger/pack/rule_pack.h"
+#include "taskledger/policy/checker.h"
 
 namespace fs = std::filesystem;
 using namespace taskledger;
@@ -115,9 +115,11 @@ LedgerState BuildLedger() {
     put(Category::kFact, "order." + id + ".total", 100 + i);
     put(Category::kFact, "order." + id + ".order_id", id);
   }
-  for (int i = 0; i < 20; ++i) put(Category::kFact, "product." + std::to_string(i) + ".price", 10 + i);
+  for (int i = 0; i < 20; ++i)
+    put(Category::kFact, "product." + std::to_string(i) + ".price", 10 + i);
   put(Category::kIdentifier, "user_id", "ann_1");
-  for (int i = 0; i < 9; ++i) put(Category::kIdentifier, "aux." + std::to_string(i), "aux_" + std::to_string(i));
+  for (int i = 0; i < 9; ++i)
+    put(Category::kIdentifier, "aux." + std::to_string(i), "aux_" + std::to_string(i));
   put(Category::kCondition, "account_hold", false);
   put(Category::kCondition, "confirmation", {{"text", "yes"}, {"action", nullptr}});
   for (int i = 0; i < 8; ++i) put(Category::kCondition, "flag." + std::to_string(i), i % 2 == 0);
@@ -152,7 +154,8 @@ nlohmann::json RunPeers(int iterations, std::string& why) {
   std::string quoted = "'" + dir.string() + "'";
   if (!fs::exists(dir / "node_modules/@cedar-policy/cedar-wasm/package.json") ||
       !fs::exists(dir / "node_modules/@marcbachmann/cel-js/package.json")) {
-    std::string install = "cd " + quoted + " && npm install --no-audit --no-fund --loglevel=error >&2";
+    std::string install =
+        "cd " + quoted + " && npm install --no-audit --no-fund --loglevel=error >&2";
     if (std::system(install.c_str()) != 0) {
       why = "npm install of the pinned peers failed (no registry access?)";
       return nullptr;
@@ -207,8 +210,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   LedgerState state = BuildLedger();
-  ProposedCall call{"call_1", "cancel_pending_order",
-                    {{"order_id", "#W17"}, {"reason", "no longer needed"}}};
+  ProposedCall call{
+      "call_1", "cancel_pending_order", {{"order_id", "#W17"}, {"reason", "no longer needed"}}};
   PolicyDecision first = checker.value()->Check(call, state, {"bench", 1}, kNow);
   if (first.outcome != Outcome::kAllow || first.rules.size() != 10) {
     std::cerr << "fixture is wrong: " << OutcomeName(first.outcome) << " by " << first.rule_id

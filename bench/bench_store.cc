@@ -21,19 +21,19 @@
 // and the pipelined phase then run on the other CPUs, and "same_core"
 // repeats the latency phase on the server's own core (else it is null and
 // "placement" is "os"). Single-threaded.
+#include <sched.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
-#include <sched.h>
 #include <string>
 #include <vector>
 
-#include "taskledger/redis/client.h"
 #include "internal/redis_records.h"
 #include "taskledger/ledger/codec.h"
 #include "taskledger/ledger/redis_store.h"
+#include "taskledger/redis/client.h"
 
 using namespace taskledger;
 using Steady = std::chrono::steady_clock;
@@ -69,7 +69,8 @@ double MicrosSince(Steady::time_point start) {
 }
 
 // The value of `field` in a "k=v,k=v" line of INFO output, or "".
-std::string InfoField(const std::string& info, const std::string& line_prefix, const std::string& field) {
+std::string InfoField(const std::string& info, const std::string& line_prefix,
+                      const std::string& field) {
   size_t at = info.find(line_prefix);
   if (at == std::string::npos) return "";
   size_t end = info.find('\n', at);
@@ -121,7 +122,8 @@ Placement PlacementOf(internal::RedisClient& client) {
   if (at == std::string::npos) return p;
   pid_t pid = static_cast<pid_t>(std::atol(info->str().c_str() + at + 11));
   cpu_set_t all;
-  if (sched_getaffinity(0, sizeof all, &all) != 0 || sched_getaffinity(pid, sizeof p.server_cpus, &p.server_cpus) != 0) {
+  if (sched_getaffinity(0, sizeof all, &all) != 0 ||
+      sched_getaffinity(pid, sizeof p.server_cpus, &p.server_cpus) != 0) {
     return p;  // not a local server, or not ours to inspect
   }
   CPU_ZERO(&p.client_cpus);
@@ -143,8 +145,8 @@ struct Latency {
 };
 
 // Warm-up, then PING and a commit alternate, so both see the same load.
-Status MeasureLatency(internal::RedisClient& ping_client, Store& store, const ConversationId& id, LedgerState& head,
-                      int samples, Latency& out) {
+Status MeasureLatency(internal::RedisClient& ping_client, Store& store, const ConversationId& id,
+                      LedgerState& head, int samples, Latency& out) {
   for (int i = -200; i < samples; ++i) {
     auto start = Steady::now();
     auto pong = ping_client.Command({"PING"});
@@ -179,13 +181,19 @@ int main(int argc, char** argv) {
   double seconds = 3;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
-    if (flag == "--url") url = argv[i + 1];
-    else if (flag == "--samples") samples = std::atoi(argv[i + 1]);
-    else if (flag == "--batch") batch = std::atoi(argv[i + 1]);
-    else if (flag == "--seconds") seconds = std::atof(argv[i + 1]);
+    if (flag == "--url")
+      url = argv[i + 1];
+    else if (flag == "--samples")
+      samples = std::atoi(argv[i + 1]);
+    else if (flag == "--batch")
+      batch = std::atoi(argv[i + 1]);
+    else if (flag == "--seconds")
+      seconds = std::atof(argv[i + 1]);
   }
   if (url.empty() || samples <= 0 || batch <= 0) {
-    std::fprintf(stderr, "usage: bench_store --url redis://HOST:PORT [--samples N] [--batch N] [--seconds S]\n");
+    std::fprintf(
+        stderr,
+        "usage: bench_store --url redis://HOST:PORT [--samples N] [--batch N] [--seconds S]\n");
     return 2;
   }
   RedisOptions options;
@@ -222,7 +230,8 @@ int main(int argc, char** argv) {
   // cores, when it is pinned); then, for comparison, on the server's core.
   if (placement.pinned) Pin(placement.client_cpus);
   Latency apart;
-  if (Status s = MeasureLatency(ping_client, store, id, head, samples, apart); !s.ok()) return Fail("latency", s);
+  if (Status s = MeasureLatency(ping_client, store, id, head, samples, apart); !s.ok())
+    return Fail("latency", s);
   std::string server_stats;
   if (auto info = ping_client.Command({"INFO", "commandstats"}); info && info->is_string()) {
     for (const char* cmd : {"ping", "fcall", "xlen", "xadd", "persist", "pexpire"}) {
@@ -235,10 +244,12 @@ int main(int argc, char** argv) {
   if (placement.pinned) {
     Pin(placement.server_cpus);
     Latency shared;
-    if (Status s = MeasureLatency(ping_client, store, id, head, samples, shared); !s.ok()) return Fail("latency", s);
+    if (Status s = MeasureLatency(ping_client, store, id, head, samples, shared); !s.ok())
+      return Fail("latency", s);
     Pin(placement.client_cpus);
     char text[160];
-    std::snprintf(text, sizeof text, "{\"ping_p50_us\":%.1f,\"commit_p50_us\":%.1f,\"commit_to_ping_p50\":%.2f}",
+    std::snprintf(text, sizeof text,
+                  "{\"ping_p50_us\":%.1f,\"commit_p50_us\":%.1f,\"commit_to_ping_p50\":%.2f}",
                   shared.ping_p50(), shared.commit_p50(), shared.commit_p50() / shared.ping_p50());
     same_core = text;
   }
@@ -293,11 +304,12 @@ int main(int argc, char** argv) {
       "\"pipelined_us_per_turn\":{\"wall\":%.2f,\"client_cpu\":%.2f,\"server_cpu\":%.2f},"
       "\"redis\":{\"version\":\"%s\",\"appendonly\":\"%s\",\"appendfsync\":\"%s\"},"
       "\"server_us_per_call\":{%s}}\n",
-      ping_p50, apart.ping_p99(), commit_p50, apart.commit_p99(), commit_p50 / ping_p50, commit_p50 - ping_p50,
-      placement.pinned ? "separate cores" : "os", same_core.c_str(),
+      ping_p50, apart.ping_p99(), commit_p50, apart.commit_p99(), commit_p50 / ping_p50,
+      commit_p50 - ping_p50, placement.pinned ? "separate cores" : "os", same_core.c_str(),
       static_cast<double>(committed) / store_seconds, batch, turn_bytes, turn_json_bytes,
       options.store.snapshot_every, store_seconds * 1e6 / static_cast<double>(committed),
-      client_cpu_seconds * 1e6 / static_cast<double>(committed), server_us / static_cast<double>(committed), redis_version.c_str(), appendonly.c_str(), appendfsync.c_str(),
-      server_stats.c_str());
+      client_cpu_seconds * 1e6 / static_cast<double>(committed),
+      server_us / static_cast<double>(committed), redis_version.c_str(), appendonly.c_str(),
+      appendfsync.c_str(), server_stats.c_str());
   return 0;
 }

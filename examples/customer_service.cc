@@ -30,7 +30,9 @@ struct SubscriptionBackend {
 
   Result<ToolOutput> operator()(const ProposedCall& call) {
     if (call.tool == "get_subscription") {
-      return ToolOutput{{{"subscription_id", "sub_1"}, {"plan", plan}, {"status", "grace_period"},
+      return ToolOutput{{{"subscription_id", "sub_1"},
+                         {"plan", plan},
+                         {"status", "grace_period"},
                          {"days_remaining", 5}},
                         false};
     }
@@ -65,7 +67,8 @@ class ScriptedModel {
     if (r.message.find("verify_identity") != std::string::npos) {
       // "call verify_identity first, then retry": do exactly that.
       plan_.push_front(ProposedCall{"", call.tool, call.arguments});
-      plan_.push_front(ProposedCall{"", "verify_identity", {{"customer_email", "ann@example.com"}}});
+      plan_.push_front(
+          ProposedCall{"", "verify_identity", {{"customer_email", "ann@example.com"}}});
       return {};
     }
     if (r.message.find("downgrade") != std::string::npos) {
@@ -101,8 +104,10 @@ int main(int argc, char** argv) {
   std::string rules = TASKLEDGER_RULES_DIR "/subscription";
   std::string store_url = "memory";
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--store") == 0 && i + 1 < argc) store_url = argv[++i];
-    else rules = argv[i];
+    if (std::strcmp(argv[i], "--store") == 0 && i + 1 < argc)
+      store_url = argv[++i];
+    else
+      rules = argv[i];
   }
   auto pack = RulePack::Load(rules);
   if (!pack) {
@@ -134,8 +139,8 @@ int main(int argc, char** argv) {
     while (model.HasCall()) {
       ProposedCall call = model.NextCall();
       CallResult r = session.HandleToolCall(call, execute);
-      std::cout << "  model calls " << call.tool << call.arguments.dump() << "\n    decision: "
-                << OutcomeName(r.decision.outcome)
+      std::cout << "  model calls " << call.tool << call.arguments.dump()
+                << "\n    decision: " << OutcomeName(r.decision.outcome)
                 << (r.decision.read_only ? " (read-only)" : "")
                 << (r.decision.rule_id.empty() ? "" : " by " + r.decision.rule_id) << "\n";
       std::cout << "    tool result to the model: " << r.message << "\n";
@@ -158,14 +163,18 @@ int main(int argc, char** argv) {
   if (!run_turn("Hi, I'm ann@example.com. Please cancel my subscription sub_1.")) return 2;
 
   // The customer accepts the offer; the agent proposes the exact action.
-  ProposedCall downgrade{"", "downgrade_subscription", {{"subscription_id", "sub_1"}, {"plan", "basic"}}};
+  ProposedCall downgrade{
+      "", "downgrade_subscription", {{"subscription_id", "sub_1"}, {"plan", "basic"}}};
   session.ProposeAction(downgrade);
   model.Plan(downgrade);
   if (!run_turn("yes")) return 2;
 
-  const bool as_designed = denied == 2 && downgraded && !backend.cancelled && backend.plan == "basic";
-  std::cout << "\n" << (as_designed ? "scenario complete" : "UNEXPECTED OUTCOME")
-            << ": cancellation blocked " << denied << " times, plan is now " << backend.plan << "\n";
+  const bool as_designed =
+      denied == 2 && downgraded && !backend.cancelled && backend.plan == "basic";
+  std::cout << "\n"
+            << (as_designed ? "scenario complete" : "UNEXPECTED OUTCOME")
+            << ": cancellation blocked " << denied << " times, plan is now " << backend.plan
+            << "\n";
   if (store_url != "memory") (void)(*store)->DropConversation(id);
   return as_designed ? 0 : 1;
 }

@@ -5,7 +5,8 @@
 // is gated and, if allowed, executed against a local fake backend, and the
 // role "tool" messages that would be sent back to the model are printed. A
 // user message is recorded; a "yes" confirms the action the assistant just
-// proposed in words, which the recording names in "x_proposed_action". A turn is committed after each assistant message.
+// proposed in words, which the recording names in "x_proposed_action". A turn is committed after
+// each assistant message.
 //
 //   example_openai_recorded [MESSAGES.json] [RULES_DIR]
 // Exit 0 when every recorded message was handled; 2 on unreadable input.
@@ -24,13 +25,16 @@ namespace {
 
 Result<ToolOutput> FakeBackend(const ProposedCall& call) {
   if (call.tool == "get_subscription") {
-    return ToolOutput{{{"subscription_id", "sub_1"}, {"plan", "premium"}, {"status", "grace_period"},
+    return ToolOutput{{{"subscription_id", "sub_1"},
+                       {"plan", "premium"},
+                       {"status", "grace_period"},
                        {"days_remaining", 5}},
                       false};
   }
   if (call.tool == "verify_identity") return ToolOutput{{{"verified", true}}, false};
   if (call.tool == "downgrade_subscription") {
-    return ToolOutput{{{"subscription_id", "sub_1"}, {"plan", call.arguments.value("plan", "")}}, false};
+    return ToolOutput{{{"subscription_id", "sub_1"}, {"plan", call.arguments.value("plan", "")}},
+                      false};
   }
   if (call.tool == "cancel_subscription") return ToolOutput{{{"status", "cancelled"}}, false};
   return ToolOutput{"Error: unknown tool", true};
@@ -39,7 +43,8 @@ Result<ToolOutput> FakeBackend(const ProposedCall& call) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string messages_path = argc > 1 ? argv[1] : TASKLEDGER_EXAMPLES_DIR "/openai_recorded_messages.json";
+  const std::string messages_path =
+      argc > 1 ? argv[1] : TASKLEDGER_EXAMPLES_DIR "/openai_recorded_messages.json";
   const std::string rules = argc > 2 ? argv[2] : TASKLEDGER_RULES_DIR "/subscription";
   std::ifstream in(messages_path);
   nlohmann::json recorded = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
@@ -81,7 +86,8 @@ int main(int argc, char** argv) {
       // The agent framework recorded which action this text proposed, so the
       // user's "yes" that follows binds to exactly that call.
       if (auto p = message.find("x_proposed_action"); p != message.end() && p->is_object()) {
-        s.ProposeAction({"", p->value("tool", ""), p->value("arguments", nlohmann::json::object())});
+        s.ProposeAction(
+            {"", p->value("tool", ""), p->value("arguments", nlohmann::json::object())});
       }
       continue;
     }
@@ -107,7 +113,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  std::cout << "\n" << executed << " calls executed, " << blocked << " blocked, " << malformed
+  std::cout << "\n"
+            << executed << " calls executed, " << blocked << " blocked, " << malformed
             << " with malformed arguments; ledger at version " << s.ledger().version() << "\n";
   return 0;
 }

@@ -35,8 +35,10 @@ std::string Show(const nlohmann::json& j) {
 
 void CheckCalls(const ParsedCalls& parsed) {
   for (const ToolCall& c : parsed.calls) {
-    TL_FUZZ_CHECK(c.arguments.is_object(), "call arguments are not an object: " + Show(c.arguments));
-    TL_FUZZ_CHECK(Depth(c.arguments) <= kMaxArgumentDepth, "arguments deeper than kMaxArgumentDepth");
+    TL_FUZZ_CHECK(c.arguments.is_object(),
+                  "call arguments are not an object: " + Show(c.arguments));
+    TL_FUZZ_CHECK(Depth(c.arguments) <= kMaxArgumentDepth,
+                  "arguments deeper than kMaxArgumentDepth");
     TL_FUZZ_CHECK(!c.name.empty(), "an accepted call without a tool name");
   }
   for (const CallError& e : parsed.errors) {
@@ -53,8 +55,10 @@ void CheckCallRoundTrip(const ParsedCalls& parsed, Parse parse, Produce produce,
   auto again = parse(produced);
   TL_FUZZ_CHECK(again.has_value(), std::string(who) + ": produced calls do not parse: " +
                                        again.status().ToString() + " " + Show(produced));
-  TL_FUZZ_CHECK(again.value().errors.empty(), std::string(who) + ": produced calls parse with errors");
-  TL_FUZZ_CHECK(again.value().calls == parsed.calls, std::string(who) + ": calls changed: " + Show(produced));
+  TL_FUZZ_CHECK(again.value().errors.empty(),
+                std::string(who) + ": produced calls parse with errors");
+  TL_FUZZ_CHECK(again.value().calls == parsed.calls,
+                std::string(who) + ": calls changed: " + Show(produced));
 }
 
 // Results compared on what the wire format carries (`with_error_flag`).
@@ -64,9 +68,10 @@ void CheckResultRoundTrip(const std::vector<ToolResult>& results, Parse parse, P
   if (results.empty()) return;
   const nlohmann::json produced = produce(results);
   auto again = parse(produced);
-  TL_FUZZ_CHECK(again.has_value(), std::string(who) + ": produced results do not parse: " +
-                                       again.status().ToString());
-  TL_FUZZ_CHECK(again.value().size() == results.size(), std::string(who) + ": result count changed");
+  TL_FUZZ_CHECK(again.has_value(),
+                std::string(who) + ": produced results do not parse: " + again.status().ToString());
+  TL_FUZZ_CHECK(again.value().size() == results.size(),
+                std::string(who) + ": result count changed");
   for (size_t i = 0; i < results.size(); ++i) {
     const ToolResult& a = results[i];
     const ToolResult& b = again.value()[i];
@@ -79,7 +84,8 @@ void CheckResultRoundTrip(const std::vector<ToolResult>& results, Parse parse, P
 void FuzzJson(const nlohmann::json& j) {
   if (auto p = openai_chat::ParseCalls(j); p.has_value()) {
     CheckCalls(p.value());
-    CheckCallRoundTrip(p.value(), openai_chat::ParseCalls, openai_chat::ProduceCalls, "openai_chat");
+    CheckCallRoundTrip(p.value(), openai_chat::ParseCalls, openai_chat::ProduceCalls,
+                       "openai_chat");
   }
   if (auto p = openai_responses::ParseCalls(j); p.has_value()) {
     CheckCalls(p.value());

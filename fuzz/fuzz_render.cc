@@ -26,14 +26,20 @@ constexpr std::string_view kPlural[kCategoryCount] = {"facts", "identifiers", "c
 
 nlohmann::json FuzzValue(FuzzedDataProvider& in, int depth) {
   switch (in.ConsumeIntegralInRange<int>(0, depth > 3 ? 4 : 6)) {
-    case 0: return nullptr;
-    case 1: return in.ConsumeBool();
-    case 2: return in.ConsumeIntegral<int64_t>();
-    case 3: return in.ConsumeFloatingPoint<double>();
-    case 4: return in.ConsumeRandomLengthString(64);  // any bytes, UTF-8 or not
+    case 0:
+      return nullptr;
+    case 1:
+      return in.ConsumeBool();
+    case 2:
+      return in.ConsumeIntegral<int64_t>();
+    case 3:
+      return in.ConsumeFloatingPoint<double>();
+    case 4:
+      return in.ConsumeRandomLengthString(64);  // any bytes, UTF-8 or not
     case 5: {
       nlohmann::json a = nlohmann::json::array();
-      for (int n = in.ConsumeIntegralInRange(0, 3); n > 0; --n) a.push_back(FuzzValue(in, depth + 1));
+      for (int n = in.ConsumeIntegralInRange(0, 3); n > 0; --n)
+        a.push_back(FuzzValue(in, depth + 1));
       return a;
     }
     default: {
@@ -68,7 +74,8 @@ LedgerState FuzzState(FuzzedDataProvider& in) {
 
 size_t Count(std::string_view text, std::string_view needle) {
   size_t n = 0;
-  for (size_t at = text.find(needle); at != std::string_view::npos; at = text.find(needle, at + 1)) ++n;
+  for (size_t at = text.find(needle); at != std::string_view::npos; at = text.find(needle, at + 1))
+    ++n;
   return n;
 }
 
@@ -94,7 +101,8 @@ void CheckBlock(const LedgerState& state, int64_t now_ms, const StateBlockOption
   size_t live[kCategoryCount] = {};
   size_t kept = 0, sections = 0, notes = 0;
   for (int c = 0; c < kCategoryCount; ++c) {
-    for (const auto& [key, entry] : state.entries[c]) live[c] += entry.LiveAt(state.version, now_ms);
+    for (const auto& [key, entry] : state.entries[c])
+      live[c] += entry.LiveAt(state.version, now_ms);
     TL_FUZZ_CHECK(b.omitted[c] <= live[c], "more omitted than live");
     kept += live[c] - b.omitted[c];
     sections += live[c] > 0;
@@ -105,8 +113,8 @@ void CheckBlock(const LedgerState& state, int64_t now_ms, const StateBlockOption
     case StateBlockFormat::kPlain:
     case StateBlockFormat::kMarkdown: {
       const size_t expected = 1 + sections + notes + kept + (sections == 0 ? 1 : 0);
-      TL_FUZZ_CHECK(lines == expected, "line count " + std::to_string(lines) + " != " +
-                                           std::to_string(expected) + "\n" + text);
+      TL_FUZZ_CHECK(lines == expected, "line count " + std::to_string(lines) +
+                                           " != " + std::to_string(expected) + "\n" + text);
       TL_FUZZ_CHECK(Count(text, "\n- ") == kept, "list items != kept entries\n" + text);
       if (options.format == StateBlockFormat::kMarkdown) {
         TL_FUZZ_CHECK(Count(text, "\n#") == sections, "headings != sections\n" + text);
@@ -122,7 +130,8 @@ void CheckBlock(const LedgerState& state, int64_t now_ms, const StateBlockOption
     case StateBlockFormat::kJson: {
       const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
       TL_FUZZ_CHECK(!j.is_discarded(), "JSON block does not parse\n" + text);
-      TL_FUZZ_CHECK(j.is_object() && j.size() == 1 && j.contains("task_state"), "JSON shape\n" + text);
+      TL_FUZZ_CHECK(j.is_object() && j.size() == 1 && j.contains("task_state"),
+                    "JSON shape\n" + text);
       const nlohmann::json& ts = j["task_state"];
       TL_FUZZ_CHECK(ts["version"] == state.version, "JSON version");
       size_t members = 0;
@@ -131,10 +140,12 @@ void CheckBlock(const LedgerState& state, int64_t now_ms, const StateBlockOption
         if (!ts.contains(name)) continue;
         TL_FUZZ_CHECK(ts[name].is_object(), "JSON section is not an object");
         // Keys that differ only in invalid bytes may render alike; never more.
-        TL_FUZZ_CHECK(ts[name].size() <= live[c] - b.omitted[c], "JSON section has extra members\n" + text);
+        TL_FUZZ_CHECK(ts[name].size() <= live[c] - b.omitted[c],
+                      "JSON section has extra members\n" + text);
         members += ts[name].size();
       }
-      TL_FUZZ_CHECK(ts.size() == 1 + sections + (notes > 0 ? 1 : 0), "JSON has extra members\n" + text);
+      TL_FUZZ_CHECK(ts.size() == 1 + sections + (notes > 0 ? 1 : 0),
+                    "JSON has extra members\n" + text);
       TL_FUZZ_CHECK(members <= kept, "JSON members");
       break;
     }

@@ -85,13 +85,15 @@ void RunPack(std::shared_ptr<const RulePack> pack) {
       TL_FUZZ_CHECK(d.outcome == Outcome::kAllow && d.rules.empty(), "a read-only tool was gated");
     }
   }
-  const nlohmann::json output = {{"id", "#W1"}, {"status", "pending"}, {"items", {1, "two", nullptr}}};
+  const nlohmann::json output = {
+      {"id", "#W1"}, {"status", "pending"}, {"items", {1, "two", nullptr}}};
   (void)checker.value()->RunExtractors(calls[3], output, 1'000);
 
   auto rules = ExtractionRules::FromPack(*pack);
   if (!rules.has_value()) return;
   ManualClock clock;
-  Extractor extractor(rules.value(), ExtractorOptions{.clock = &clock, .checker = checker.value().get()});
+  Extractor extractor(rules.value(),
+                      ExtractorOptions{.clock = &clock, .checker = checker.value().get()});
   (void)extractor.ExtractToolOutput(calls[3], output.dump());
   (void)extractor.ExtractUserMessage("yes", nlohmann::json{{"tool", "refund"}});
 }

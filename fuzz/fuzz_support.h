@@ -34,8 +34,8 @@ inline std::pair<std::string_view, std::string_view> SplitFirstLine(std::string_
 
 // A property of the code under test. Unlike assert() it stays on in release
 // builds: the fuzzers are built RelWithDebInfo.
-#define TL_FUZZ_CHECK(cond, detail)                                                     \
-  do {                                                                                  \
+#define TL_FUZZ_CHECK(cond, detail)                                                       \
+  do {                                                                                    \
     if (!(cond)) ::taskledger::fuzz::PropertyFailed(__FILE__, __LINE__, #cond, (detail)); \
   } while (0)
 

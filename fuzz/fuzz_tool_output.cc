@@ -76,8 +76,9 @@ void CheckExtraction(const ProposedCall& call, const Extraction& ex, const Fixtu
   LedgerState state;
   for (const Update& u : ex.updates) {
     TL_FUZZ_CHECK(!u.key.empty(), "an update with an empty key");
-    TL_FUZZ_CHECK(u.provenance.source == SourceKind::kToolOutput,
-                  "tool-output update with source " + std::string(SourceKindName(u.provenance.source)));
+    TL_FUZZ_CHECK(
+        u.provenance.source == SourceKind::kToolOutput,
+        "tool-output update with source " + std::string(SourceKindName(u.provenance.source)));
     TL_FUZZ_CHECK(u.provenance.verified, "tool-output update not verified: " + u.key);
     TL_FUZZ_CHECK(u.provenance.source_id == call.tool + "#" + call.id,
                   "source_id " + u.provenance.source_id.str());
@@ -87,7 +88,8 @@ void CheckExtraction(const ProposedCall& call, const Extraction& ex, const Fixtu
   }
   for (const nlohmann::json& e : ex.errors) {
     TL_FUZZ_CHECK(e.is_object() && e.contains("code") && e["code"].is_string(),
-                  "extraction error without a code: " + e.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace));
+                  "extraction error without a code: " +
+                      e.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace));
   }
   state.version = 1;
   const nlohmann::json encoded = EncodeState(state);

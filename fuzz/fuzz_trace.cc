@@ -18,8 +18,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string encoded = EncodeTraceLine(parsed.value());
     TL_FUZZ_CHECK(encoded.find('\n') == std::string::npos, "an encoded trace line holds a newline");
     auto again = ParseTraceLine(encoded);
-    TL_FUZZ_CHECK(again.has_value(), "an encoded line does not parse: " + again.status().ToString());
-    TL_FUZZ_CHECK(EncodeTraceLine(again.value()) == encoded, "trace line changed through a round trip");
+    TL_FUZZ_CHECK(again.has_value(),
+                  "an encoded line does not parse: " + again.status().ToString());
+    TL_FUZZ_CHECK(EncodeTraceLine(again.value()) == encoded,
+                  "trace line changed through a round trip");
   }
 
   TraceLimits tight;

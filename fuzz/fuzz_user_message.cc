@@ -38,11 +38,13 @@ void CheckClaims(const Extraction& ex, const nlohmann::json& pending) {
   LedgerState state;
   for (const Update& u : ex.updates) {
     TL_FUZZ_CHECK(!u.key.empty(), "an update with an empty key");
-    TL_FUZZ_CHECK(u.provenance.source == SourceKind::kUserMessage,
-                  "user-message update with source " + std::string(SourceKindName(u.provenance.source)));
+    TL_FUZZ_CHECK(
+        u.provenance.source == SourceKind::kUserMessage,
+        "user-message update with source " + std::string(SourceKindName(u.provenance.source)));
     TL_FUZZ_CHECK(!u.provenance.verified, "a user message produced verified evidence: " + u.key);
     if (u.op == UpdateOp::kSet && u.category == Category::kCondition && u.key == "confirmation") {
-      TL_FUZZ_CHECK(u.value.is_object() && u.value.contains("action"), "confirmation without action");
+      TL_FUZZ_CHECK(u.value.is_object() && u.value.contains("action"),
+                    "confirmation without action");
       TL_FUZZ_CHECK(u.value["action"] == pending, "confirmation bound to another action");
     }
     Status s = ApplyUpdate(state, u, 1, 0);
@@ -65,6 +67,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Owned, so NUL-terminated: the sanitizers' regexec interceptor reads the
   // subject up to a NUL even with REG_STARTEND (glibc itself does not).
   const std::string message(text);
-  for (auto& extractor : Extractors()) CheckClaims(extractor->ExtractUserMessage(message, pending), pending);
+  for (auto& extractor : Extractors())
+    CheckClaims(extractor->ExtractUserMessage(message, pending), pending);
   return 0;
 }

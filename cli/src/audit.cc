@@ -52,8 +52,10 @@ int RunHtml(const AuditOptions& o, Store& store) {
   }
   Status s = WriteAuditHtml(store, ids, o.html);
   if (!s.ok()) return ReportError("cannot write the audit page", s);
-  if (o.common.json) PrintJson({{"html", o.html}, {"conversations", ids.size()}});
-  else std::cout << "wrote " << o.html << " (" << ids.size() << " conversations)\n";
+  if (o.common.json)
+    PrintJson({{"html", o.html}, {"conversations", ids.size()}});
+  else
+    std::cout << "wrote " << o.html << " (" << ids.size() << " conversations)\n";
   return kExitOk;
 }
 
@@ -85,8 +87,9 @@ int RunShow(const AuditOptions& o, Store& store) {
   const uint64_t head = h->states.size() - 1;
   const uint64_t v = o.version.value_or(head);
   if (v > head) {
-    return ReportError(o.conversation, Status::NotFound("version " + std::to_string(v) +
-                                                        " is past the head " + std::to_string(head)));
+    return ReportError(o.conversation,
+                       Status::NotFound("version " + std::to_string(v) + " is past the head " +
+                                        std::to_string(head)));
   }
   const LedgerState& state = h->states[v];
   const int64_t at = v == 0 ? 0 : h->turns[v - 1].record.committed_at_ms;
@@ -99,7 +102,8 @@ int RunShow(const AuditOptions& o, Store& store) {
   options.include_provenance = true;
   auto block = RenderStateBlock(state, at, options);
   if (!block) return ReportError("cannot render", block.error());
-  std::cout << o.conversation << " at version " << v << " of " << head << "\n" << block->text << "\n";
+  std::cout << o.conversation << " at version " << v << " of " << head << "\n"
+            << block->text << "\n";
   return kExitOk;
 }
 
@@ -108,19 +112,23 @@ int RunDiff(const AuditOptions& o, Store& store) {
   if (!h) return ReportError("cannot read " + o.conversation, h.error());
   const uint64_t head = h->states.size() - 1;
   if (o.from > head || o.to > head) {
-    return ReportError(o.conversation, Status::NotFound("versions must be within 0.." + std::to_string(head)));
+    return ReportError(o.conversation,
+                       Status::NotFound("versions must be within 0.." + std::to_string(head)));
   }
   const int64_t at = o.to == 0 ? 0 : h->turns[o.to - 1].record.committed_at_ms;
   nlohmann::json diff = EncodeAuditDiff(Diff(h->states[o.from], h->states[o.to], at));
   if (o.common.json) {
-    PrintJson({{"conversation", o.conversation}, {"from", o.from}, {"to", o.to}, {"changes", diff}});
+    PrintJson(
+        {{"conversation", o.conversation}, {"from", o.from}, {"to", o.to}, {"changes", diff}});
     return kExitOk;
   }
   std::cout << o.conversation << ": version " << o.from << " -> " << o.to << ", " << diff.size()
             << " changes\n";
   for (const auto& c : diff) {
     const std::string change = c["change"];
-    std::cout << (change == "added" ? "+ " : change == "removed" ? "- " : "~ ")
+    std::cout << (change == "added"     ? "+ "
+                  : change == "removed" ? "- "
+                                        : "~ ")
               << c["category"].get<std::string>() << "." << c["key"].get<std::string>();
     if (c.contains("before")) std::cout << "  was " << c["before"].dump();
     if (c.contains("after")) {
@@ -144,14 +152,18 @@ int RunDecisions(const AuditOptions& o, Store& store) {
       if (o.common.json) continue;
       std::cout << "turn " << t.record.turn << "  " << d.value("call_id", std::string()) << " "
                 << d.value("tool", std::string()) << " -> " << d.value("decision", std::string());
-      if (!d.value("rule", std::string()).empty()) std::cout << " [" << d["rule"].get<std::string>() << "]";
+      if (!d.value("rule", std::string()).empty())
+        std::cout << " [" << d["rule"].get<std::string>() << "]";
       std::cout << "  seen v" << d.value("version_seen", 0) << "+" << d.value("staged_seen", 0);
-      if (!d.value("reason", std::string()).empty()) std::cout << ": " << d["reason"].get<std::string>();
+      if (!d.value("reason", std::string()).empty())
+        std::cout << ": " << d["reason"].get<std::string>();
       std::cout << "\n";
       if (d.contains("rules")) {
         for (const auto& r : d["rules"]) {
-          std::cout << "    " << r.value("id", std::string()) << ": " << r.value("outcome", std::string());
-          if (!r.value("reason", std::string()).empty()) std::cout << " (" << r["reason"].get<std::string>() << ")";
+          std::cout << "    " << r.value("id", std::string()) << ": "
+                    << r.value("outcome", std::string());
+          if (!r.value("reason", std::string()).empty())
+            std::cout << " (" << r["reason"].get<std::string>() << ")";
           std::cout << "\n";
         }
       }
@@ -174,8 +186,9 @@ int RunCalls(const AuditOptions& o, Store& store) {
       last_decision[{d.value("call_id", std::string()), d.value("tool", std::string())}] = &d;
     }
     for (const CallRecord& c : t.record.calls) {
-      nlohmann::json row = {{"turn", t.record.turn}, {"call_id", c.call_id}, {"tool", c.tool},
-                            {"arguments", c.arguments}, {"writes", c.writes}, {"outcome", c.outcome}};
+      nlohmann::json row = {{"turn", t.record.turn}, {"call_id", c.call_id},
+                            {"tool", c.tool},        {"arguments", c.arguments},
+                            {"writes", c.writes},    {"outcome", c.outcome}};
       if (auto it = last_decision.find({c.call_id, c.tool}); it != last_decision.end()) {
         const nlohmann::json& d = *it->second;
         row["decision"] = d.value("decision", std::string());
@@ -203,11 +216,13 @@ int RunCalls(const AuditOptions& o, Store& store) {
 
 void AddAuditVerb(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<AuditOptions>();
-  CLI::App* verb = app.add_subcommand("audit", "Inspect conversations in a store: state, diffs, decisions, calls, HTML page");
+  CLI::App* verb = app.add_subcommand(
+      "audit", "Inspect conversations in a store: state, diffs, decisions, calls, HTML page");
   verb->require_subcommand(0, 1);
   AddCommonOptions(*verb, o->common);
   verb->add_option("--html", o->html, "Write a self-contained audit page to this file");
-  verb->add_option("--conversation", o->conversations, "Conversations for --html (default: all of the tenant)");
+  verb->add_option("--conversation", o->conversations,
+                   "Conversations for --html (default: all of the tenant)");
 
   auto run = [o, &exit_code](int (*fn)(const AuditOptions&, Store&)) {
     auto store = OpenStoreOrReport(o->common);
@@ -219,11 +234,13 @@ void AddAuditVerb(CLI::App& app, int& exit_code) {
     sub->add_option("--store", o->common.store, "Ledger store: memory or a redis:// URL");
     sub->add_option("--tenant", o->common.tenant, "Tenant namespace in the store");
   };
-  CLI::App* list = verb->add_subcommand("list", "List the tenant's conversations with their head version");
+  CLI::App* list =
+      verb->add_subcommand("list", "List the tenant's conversations with their head version");
   common(list);
   list->callback([run] { run(RunList); });
 
-  CLI::App* show = verb->add_subcommand("show", "Show a conversation's state at a version, with provenance");
+  CLI::App* show =
+      verb->add_subcommand("show", "Show a conversation's state at a version, with provenance");
   common(show);
   show->add_option("conversation", o->conversation, "Conversation id")->required();
   show->add_option("--version", o->version, "Version (default: the head)");
@@ -243,7 +260,8 @@ void AddAuditVerb(CLI::App& app, int& exit_code) {
   decisions->add_option("conversation", o->conversation, "Conversation id")->required();
   decisions->callback([run] { run(RunDecisions); });
 
-  CLI::App* calls = verb->add_subcommand("calls", "Each tool call with the ledger version it was decided on");
+  CLI::App* calls =
+      verb->add_subcommand("calls", "Each tool call with the ledger version it was decided on");
   common(calls);
   calls->add_option("conversation", o->conversation, "Conversation id")->required();
   calls->callback([run] { run(RunCalls); });
@@ -251,7 +269,8 @@ void AddAuditVerb(CLI::App& app, int& exit_code) {
   verb->callback([o, verb, run, &exit_code] {
     if (!verb->get_subcommands().empty()) return;  // a subcommand ran
     if (o->html.empty()) {
-      std::cerr << "taskledger audit: give a subcommand (list, show, diff, decisions, calls) or --html FILE\n";
+      std::cerr << "taskledger audit: give a subcommand (list, show, diff, decisions, calls) or "
+                   "--html FILE\n";
       exit_code = kExitUsage;
       return;
     }

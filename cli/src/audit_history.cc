@@ -18,8 +18,8 @@ Result<AuditHistory> LoadAuditHistory(Store& store, const ConversationId& id) {
     LedgerState next = h.states.back();
     Status applied = ApplyTurn(next, t);
     if (!applied.ok()) {
-      return Status::Corruption("turn " + std::to_string(t.turn) + " does not apply: " +
-                                applied.ToString());
+      return Status::Corruption("turn " + std::to_string(t.turn) +
+                                " does not apply: " + applied.ToString());
     }
     AuditTurn at;
     at.diff = Diff(h.states.back(), next, t.committed_at_ms);
@@ -34,7 +34,8 @@ nlohmann::json EncodeAuditDiff(const StateDiff& diff) {
   nlohmann::json out = nlohmann::json::array();
   auto add = [&out](const char* change, const std::vector<EntryChange>& changes) {
     for (const EntryChange& c : changes) {
-      nlohmann::json j = {{"change", change}, {"category", CategoryName(c.category)}, {"key", c.key}};
+      nlohmann::json j = {
+          {"change", change}, {"category", CategoryName(c.category)}, {"key", c.key}};
       if (c.before) j["before"] = c.before->value;
       if (c.after) {
         j["after"] = c.after->value;

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "taskledger/base/status.h"
 #include "taskledger/ledger/state.h"
 #include "taskledger/ledger/store.h"
-#include "taskledger/base/status.h"
 
 namespace taskledger::cli {
 
@@ -21,8 +21,8 @@ struct AuditTurn {
 
 struct AuditHistory {
   ConversationId id;
-  std::vector<AuditTurn> turns;      // turns[i] produced version i + 1
-  std::vector<LedgerState> states;   // states[v] is version v (states[0] is empty)
+  std::vector<AuditTurn> turns;     // turns[i] produced version i + 1
+  std::vector<LedgerState> states;  // states[v] is version v (states[0] is empty)
 };
 
 // Reads every turn of `id`. NotFound for a conversation with no turns.

@@ -78,8 +78,10 @@ void WriteDecision(std::ostream& out, const nlohmann::json& d, const std::string
       << " staged)";
   if (d.contains("latency_us")) out << ", " << HtmlEscape(Str(d, "latency_us")) << " µs";
   out << "</span>";
-  if (!Str(d, "rule").empty()) out << " <span class=\"rule\">" << HtmlEscape(Str(d, "rule")) << "</span>";
-  if (!Str(d, "reason").empty()) out << "<p class=\"reason\">" << HtmlEscape(Str(d, "reason")) << "</p>";
+  if (!Str(d, "rule").empty())
+    out << " <span class=\"rule\">" << HtmlEscape(Str(d, "rule")) << "</span>";
+  if (!Str(d, "reason").empty())
+    out << "<p class=\"reason\">" << HtmlEscape(Str(d, "reason")) << "</p>";
   auto rules = d.find("rules");
   if (rules != d.end() && rules->is_array() && !rules->empty()) {
     out << "<details><summary>" << rules->size() << " rules evaluated</summary><table>"
@@ -106,7 +108,8 @@ void WriteTurn(std::ostream& out, const AuditTurn& t, size_t conv_index) {
     WriteDecision(out, r.decisions[k], turn_id + "-decision-" + std::to_string(k));
   }
   if (!r.calls.empty()) {
-    out << "<table class=\"calls\"><tr><th>call</th><th>tool</th><th>arguments</th><th>outcome</th></tr>";
+    out << "<table "
+           "class=\"calls\"><tr><th>call</th><th>tool</th><th>arguments</th><th>outcome</th></tr>";
     for (const CallRecord& c : r.calls) {
       out << "<tr class=\"call " << HtmlEscape(c.outcome) << "\"><td>" << HtmlEscape(c.call_id)
           << "</td><td><code>" << HtmlEscape(c.tool) << "</code></td><td><code>"
@@ -146,12 +149,23 @@ std::string HtmlEscape(std::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -170,8 +184,8 @@ Status WriteAuditHtml(Store& store, const std::vector<ConversationId>& conversat
   if (conversations.size() > 1) {
     out << "<nav><ul>";
     for (size_t i = 0; i < conversations.size(); ++i) {
-      out << "<li><a href=\"#conversation-" << i << "\">" << HtmlEscape(conversations[i].conversation)
-          << "</a></li>";
+      out << "<li><a href=\"#conversation-" << i << "\">"
+          << HtmlEscape(conversations[i].conversation) << "</a></li>";
     }
     out << "</ul></nav>\n";
   }

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "taskledger/ledger/store.h"
 #include "taskledger/base/status.h"
+#include "taskledger/ledger/store.h"
 
 namespace taskledger::cli {
 

@@ -52,7 +52,8 @@ Result<nlohmann::json> ReadJsonFile(const std::string& path) {
   std::string text(static_cast<size_t>(size < 0 ? 0 : size), '\0');
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
   // The same depth bound as the trace reader: deeper is not a sensible input.
-  if (JsonNestsDeeperThan(text, 128)) return Status::LimitExceeded(path + ": JSON nested deeper than 128");
+  if (JsonNestsDeeperThan(text, 128))
+    return Status::LimitExceeded(path + ": JSON nested deeper than 128");
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {

@@ -11,8 +11,8 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "taskledger/ledger/store.h"
 #include "taskledger/base/status.h"
+#include "taskledger/ledger/store.h"
 
 namespace taskledger::cli {
 

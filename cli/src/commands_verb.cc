@@ -40,7 +40,8 @@ Result<std::unique_ptr<CommandStore>> OpenCommands(const CommonOptions& o) {
 
 // The operator's grouping: what needs attention first.
 std::string Group(const Command& c, int64_t now_ms) {
-  if (c.state == CommandState::kLeased) return c.lease_expires_ms <= now_ms ? "expired_lease" : "in_flight";
+  if (c.state == CommandState::kLeased)
+    return c.lease_expires_ms <= now_ms ? "expired_lease" : "in_flight";
   return std::string(CommandStateName(c.state));
 }
 
@@ -94,8 +95,10 @@ int RunShow(const CommandsOptions& o, CommandStore& store) {
   if (!c) return ReportError("cannot read command " + o.key, c.error());
   nlohmann::json j = EncodeCommand(*c);
   j["group"] = Group(*c, SystemClock().NowMs());
-  if (o.common.json) PrintJson(j);
-  else std::cout << j.dump(2) << "\n";
+  if (o.common.json)
+    PrintJson(j);
+  else
+    std::cout << j.dump(2) << "\n";
   return kExitOk;
 }
 
@@ -145,10 +148,17 @@ int RunTransition(const CommandsOptions& o, CommandStore& store, Transition t) {
   CommandLedger ledger(store, SystemClock());
   Result<Command> r = Status::Internal("unreachable");
   switch (t) {
-    case Transition::kApprove: r = ledger.Approve(run, o.key, o.actor, o.reason); break;
-    case Transition::kDeny: r = ledger.Deny(run, o.key, o.actor, o.reason); break;
-    case Transition::kCancel: r = ledger.Cancel(run, o.key, o.actor, o.reason); break;
-    default: break;
+    case Transition::kApprove:
+      r = ledger.Approve(run, o.key, o.actor, o.reason);
+      break;
+    case Transition::kDeny:
+      r = ledger.Deny(run, o.key, o.actor, o.reason);
+      break;
+    case Transition::kCancel:
+      r = ledger.Cancel(run, o.key, o.actor, o.reason);
+      break;
+    default:
+      break;
   }
   if (!r) return Refused(action + " " + o.key, r.error());
   return Report(o, *r, false, action);
@@ -192,7 +202,8 @@ void AddCommandsVerb(CLI::App& app, int& exit_code) {
     sub->add_flag("--dry-run", o->dry_run, "Check the transition; change nothing");
   };
 
-  CLI::App* list = verb->add_subcommand("list", "Commands by state: in_flight, uncertain, blocked, expired_lease, ...");
+  CLI::App* list = verb->add_subcommand(
+      "list", "Commands by state: in_flight, uncertain, blocked, expired_lease, ...");
   list->add_option("--run", o->run, "Only this run");
   list->add_option("--state", o->state,
                    "in_flight, uncertain, blocked, expired (leases), or a state name");
@@ -205,17 +216,21 @@ void AddCommandsVerb(CLI::App& app, int& exit_code) {
   target(show);
   show->callback([run] { run(RunShow); });
 
-  for (auto [name, t, help] : {std::tuple{"approve", Transition::kApprove, "Approve a blocked command"},
-                               std::tuple{"deny", Transition::kDeny, "Deny a blocked command (cancels it)"},
-                               std::tuple{"cancel", Transition::kCancel, "Cancel a command that has not run"}}) {
+  for (auto [name, t, help] :
+       {std::tuple{"approve", Transition::kApprove, "Approve a blocked command"},
+        std::tuple{"deny", Transition::kDeny, "Deny a blocked command (cancels it)"},
+        std::tuple{"cancel", Transition::kCancel, "Cancel a command that has not run"}}) {
     CLI::App* sub = verb->add_subcommand(name, help);
     decide(sub);
     Transition transition = t;
     sub->callback([run, transition] {
-      run([transition](const CommandsOptions& opts, CommandStore& s) { return RunTransition(opts, s, transition); });
+      run([transition](const CommandsOptions& opts, CommandStore& s) {
+        return RunTransition(opts, s, transition);
+      });
     });
   }
-  CLI::App* retry = verb->add_subcommand("retry", "Replay a failed command (budgets and policy re-check apply)");
+  CLI::App* retry =
+      verb->add_subcommand("retry", "Replay a failed command (budgets and policy re-check apply)");
   decide(retry);
   retry->callback([run] { run(RunRetry); });
 }

@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "cli_common.h"
-#include "taskledger/mcp_proxy/proxy.h"
 #include "taskledger/commands/command_ledger.h"
 #include "taskledger/commands/memory_command_store.h"
 #include "taskledger/commands/redis_command_store.h"
+#include "taskledger/mcp_proxy/proxy.h"
 #include "taskledger/pack/rule_pack.h"
 #include "taskledger/session/session.h"
 #include "verbs.h"
@@ -59,20 +59,26 @@ Result<std::unique_ptr<CommandStore>> OpenCommandStore(const std::string& url) {
 
 int RunMcpProxy(const McpProxyOptions& o) {
   StateBlockFormat format = StateBlockFormat::kMarkdown;
-  if (o.state_format == "plain") format = StateBlockFormat::kPlain;
-  else if (o.state_format == "xml") format = StateBlockFormat::kXml;
-  else if (o.state_format == "json") format = StateBlockFormat::kJson;
+  if (o.state_format == "plain")
+    format = StateBlockFormat::kPlain;
+  else if (o.state_format == "xml")
+    format = StateBlockFormat::kXml;
+  else if (o.state_format == "json")
+    format = StateBlockFormat::kJson;
   else if (o.state_format != "markdown") {
-    return ReportError("mcp-proxy", Status::InvalidArgument("--state-format must be plain, markdown, xml or json"));
+    return ReportError("mcp-proxy", Status::InvalidArgument(
+                                        "--state-format must be plain, markdown, xml or json"));
   }
   auto pack = RulePack::Load(o.rules);
   if (!pack) return ReportError("cannot load rule pack " + o.rules, pack.error());
   std::unique_ptr<Store> store = OpenStoreOrReport(o.common);
   if (!store) return kExitUsage;
   auto command_store = OpenCommandStore(o.common.store);
-  if (!command_store) return ReportError("cannot open the command store " + o.common.store, command_store.error());
+  if (!command_store)
+    return ReportError("cannot open the command store " + o.common.store, command_store.error());
 
-  ConversationId id{o.common.tenant, o.conversation.empty() ? DefaultConversation() : o.conversation};
+  ConversationId id{o.common.tenant,
+                    o.conversation.empty() ? DefaultConversation() : o.conversation};
   auto session = Session::Open(*store, id, std::move(pack).value());
   if (!session) return ReportError("cannot open conversation " + id.conversation, session.error());
   CommandLedgerOptions ledger_options;
@@ -99,8 +105,8 @@ int RunMcpProxy(const McpProxyOptions& o) {
   if (!report) return ReportError("mcp-proxy", report.error());
   std::cerr << "taskledger mcp-proxy: " << report->detail << "; " << report->calls_forwarded
             << " calls forwarded, " << report->calls_blocked << " blocked, "
-            << report->calls_uncertain << " uncertain, " << report->malformed << " malformed messages"
-            << std::endl;
+            << report->calls_uncertain << " uncertain, " << report->malformed
+            << " malformed messages" << std::endl;
   return report->end == mcp::ProxyReport::End::kClientClosed ? kExitOk : kExitCheckFailed;
 }
 

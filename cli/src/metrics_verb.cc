@@ -27,10 +27,14 @@ constexpr std::array<double, 10> kLatencyBuckets = {0.00005, 0.0001, 0.00025, 0.
 std::string Label(std::string_view v) {
   std::string out;
   for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }
@@ -89,8 +93,8 @@ std::string Format(const LedgerMetrics& m, const std::string& tenant) {
   out << "# HELP taskledger_calls_total Tool calls by tool and outcome (ok, error, denied).\n"
       << "# TYPE taskledger_calls_total counter\n";
   for (const auto& [k, n] : m.calls) {
-    out << "taskledger_calls_total{" << t << ",tool=\"" << Label(std::get<0>(k))
-        << "\",outcome=\"" << Label(std::get<1>(k)) << "\"} " << n << "\n";
+    out << "taskledger_calls_total{" << t << ",tool=\"" << Label(std::get<0>(k)) << "\",outcome=\""
+        << Label(std::get<1>(k)) << "\"} " << n << "\n";
   }
   out << "# HELP taskledger_check_latency_seconds Wall time of policy checks.\n"
       << "# TYPE taskledger_check_latency_seconds histogram\n";
@@ -132,7 +136,8 @@ int RunMetrics(const CommonOptions& o) {
 
 void AddMetricsVerb(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<CommonOptions>();
-  CLI::App* verb = app.add_subcommand("metrics", "Prometheus text metrics: decisions, calls, check latency, commands");
+  CLI::App* verb = app.add_subcommand(
+      "metrics", "Prometheus text metrics: decisions, calls, check latency, commands");
   AddCommonOptions(*verb, *o);
   verb->callback([o, &exit_code] { exit_code = RunMetrics(*o); });
 }

@@ -8,9 +8,9 @@
 
 #include "cli_common.h"
 #include "taskledger/ledger/memory_store.h"
+#include "taskledger/pack/rule_pack.h"
 #include "taskledger/policy/checker.h"
 #include "taskledger/policy/decision.h"
-#include "taskledger/pack/rule_pack.h"
 #include "taskledger/policy/test_state.h"
 #include "taskledger/session/replay.h"
 #include "taskledger/session/session.h"
@@ -36,7 +36,8 @@ Result<ProposedCall> ParseCall(const nlohmann::json& j) {
   if (!j.is_object()) return Status::InvalidArgument("\"call\" must be an object");
   ProposedCall call;
   auto tool = j.find("tool");
-  if (tool == j.end() || !tool->is_string()) return Status::InvalidArgument("call: \"tool\" must be a string");
+  if (tool == j.end() || !tool->is_string())
+    return Status::InvalidArgument("call: \"tool\" must be a string");
   call.tool = tool->get<std::string>();
   call.id = j.value("id", std::string("call"));
   auto args = j.find("arguments");
@@ -50,14 +51,18 @@ Result<ProposedCall> ParseCall(const nlohmann::json& j) {
 nlohmann::json EncodeDecision(const PolicyDecision& d) {
   nlohmann::json rules = nlohmann::json::array();
   for (const RuleEvaluation& r : d.rules) {
-    nlohmann::json e = {{"id", r.rule_id}, {"outcome", OutcomeName(r.outcome)}, {"reason", r.reason}};
+    nlohmann::json e = {
+        {"id", r.rule_id}, {"outcome", OutcomeName(r.outcome)}, {"reason", r.reason}};
     if (r.error) e["error"] = true;
     rules.push_back(std::move(e));
   }
-  return {{"decision", OutcomeName(d.outcome)}, {"rule", d.rule_id},
-          {"reason", d.reason},                 {"rules", std::move(rules)},
+  return {{"decision", OutcomeName(d.outcome)},
+          {"rule", d.rule_id},
+          {"reason", d.reason},
+          {"rules", std::move(rules)},
           {"tool_class", ToolClassName(d.tool_class)},
-          {"read_only", d.read_only},           {"pack_version", d.pack_version},
+          {"read_only", d.read_only},
+          {"pack_version", d.pack_version},
           {"latency_us", d.latency_us}};
 }
 
@@ -75,7 +80,8 @@ Result<PolicyDecision> DecideCase(const std::shared_ptr<const RulePack>& pack,
     return (*checker)->Check(call, *state, ViewKey{}, now);
   }
   auto events_json = c.find("events");
-  if (events_json == c.end()) return Status::InvalidArgument("a case needs \"events\" or \"state\"");
+  if (events_json == c.end())
+    return Status::InvalidArgument("a case needs \"events\" or \"state\"");
   // Reuse the trace parser so a case's events obey exactly the trace format.
   nlohmann::json line = {{"conversation", "policy-test"}, {"events", *events_json}};
   auto trace = ParseTraceLine(line.dump());
@@ -136,8 +142,11 @@ int RunPolicyTest(const PolicyTestOptions& o) {
         continue;
       }
       bad_case ? ++malformed : ++failed;
-      failures.push_back({{"file", path}, {"case", name}, {"message", problem.ToString()},
-                          {"decision", OutcomeName(decision.outcome)}, {"rule", decision.rule_id},
+      failures.push_back({{"file", path},
+                          {"case", name},
+                          {"message", problem.ToString()},
+                          {"decision", OutcomeName(decision.outcome)},
+                          {"rule", decision.rule_id},
                           {"reason", decision.reason}});
       if (!o.common.json) {
         // MatchExpectation's message already says what the decision was.
@@ -146,8 +155,11 @@ int RunPolicyTest(const PolicyTestOptions& o) {
     }
   }
   if (o.common.json) {
-    PrintJson({{"pack", (*pack)->name()}, {"pack_version", (*pack)->version()},
-               {"passed", passed}, {"failed", failed}, {"errors", malformed},
+    PrintJson({{"pack", (*pack)->name()},
+               {"pack_version", (*pack)->version()},
+               {"passed", passed},
+               {"failed", failed},
+               {"errors", malformed},
                {"failures", failures}});
   } else {
     std::cout << (*pack)->name() << ": " << passed << " passed, " << failed << " failed";
@@ -202,10 +214,12 @@ void AddPolicyVerb(CLI::App& app, int& exit_code) {
   t->callback([test, &exit_code] { exit_code = RunPolicyTest(*test); });
 
   auto check = std::make_shared<PolicyCheckOptions>();
-  CLI::App* c = verb->add_subcommand("check", "Decide one call against a ledger state (prints the decision as JSON)");
+  CLI::App* c = verb->add_subcommand(
+      "check", "Decide one call against a ledger state (prints the decision as JSON)");
   c->add_option("--rules", check->rules, "Rule pack folder")->required();
-  c->add_option("--state", check->state,
-                "State JSON: {\"facts\":{},\"identifiers\":{},\"constraints\":{},\"conditions\":{}}")
+  c->add_option(
+       "--state", check->state,
+       "State JSON: {\"facts\":{},\"identifiers\":{},\"constraints\":{},\"conditions\":{}}")
       ->required();
   c->add_option("--call", check->call, "Call JSON: {\"tool\":...,\"arguments\":{...}}")->required();
   AddCommonOptions(*c, check->common);

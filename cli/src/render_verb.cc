@@ -49,9 +49,13 @@ int RunRender(const RenderOptions& o) {
   auto block = RenderStateBlock(*state, at, options);
   if (!block) return ReportError("cannot render", block.error());
   if (o.common.json) {
-    PrintJson({{"conversation", o.conversation}, {"version", v}, {"format", o.format},
-               {"text", block->text}, {"chars", block->chars},
-               {"approx_tokens", block->approx_tokens}, {"omitted", block->total_omitted()}});
+    PrintJson({{"conversation", o.conversation},
+               {"version", v},
+               {"format", o.format},
+               {"text", block->text},
+               {"chars", block->chars},
+               {"approx_tokens", block->approx_tokens},
+               {"omitted", block->total_omitted()}});
   } else {
     std::cout << block->text << "\n";
   }

@@ -14,8 +14,8 @@
 #include "audit_html.h"
 #include "cli_common.h"
 #include "taskledger/base/clock.h"
-#include "taskledger/policy/checker.h"
 #include "taskledger/pack/rule_pack.h"
+#include "taskledger/policy/checker.h"
 #include "taskledger/session/replay.h"
 #include "taskledger/session/replay_tally.h"
 #include "taskledger/session/session.h"
@@ -41,8 +41,9 @@ struct ReplayOptions {
 // every conversation at version 0 instead of conflicting with the last run.
 std::string RunUniquePrefix() {
   auto now = std::chrono::system_clock::now().time_since_epoch();
-  return "replay-" + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now).count()) +
-         "-" + std::to_string(::getpid()) + "/";
+  return "replay-" +
+         std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now).count()) + "-" +
+         std::to_string(::getpid()) + "/";
 }
 
 void PrintDecision(const ReplayOptions& o, const std::string& conversation, const ReplayedCall& c) {
@@ -58,15 +59,16 @@ void PrintDecision(const ReplayOptions& o, const std::string& conversation, cons
     if (!as_expected && !c.expect->rule.empty()) verdict += " by " + c.expect->rule;
   }
   if (o.common.json) {
-    nlohmann::json j = {{"conversation", conversation}, {"call_id", c.call_id}, {"tool", c.tool},
-                        {"decision", OutcomeName(c.outcome)}, {"rule", c.rule_id},
-                        {"reason", c.reason}, {"version_seen", c.version_seen},
-                        {"executed", c.executed}};
+    nlohmann::json j = {
+        {"conversation", conversation},       {"call_id", c.call_id},  {"tool", c.tool},
+        {"decision", OutcomeName(c.outcome)}, {"rule", c.rule_id},     {"reason", c.reason},
+        {"version_seen", c.version_seen},     {"executed", c.executed}};
     if (c.expect) j["expect"] = {{"decision", c.expect->decision}, {"rule", c.expect->rule}};
     PrintJson(j);
     return;
   }
-  std::cout << conversation << " " << c.call_id << " " << c.tool << " -> " << OutcomeName(c.outcome);
+  std::cout << conversation << " " << c.call_id << " " << c.tool << " -> "
+            << OutcomeName(c.outcome);
   if (!c.rule_id.empty()) std::cout << " [" << c.rule_id << "]";
   std::cout << " @v" << c.version_seen;
   if (!c.reason.empty()) std::cout << ": " << c.reason;
@@ -187,8 +189,9 @@ int RunReplay(ReplayOptions& o) {
 void AddReplayVerb(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<ReplayOptions>();
   CLI::App* verb = app.add_subcommand(
-      "replay", "Replay recorded conversations (JSON Lines traces) through extraction, the policy "
-                "gate and the ledger; score the labeled decisions");
+      "replay",
+      "Replay recorded conversations (JSON Lines traces) through extraction, the policy "
+      "gate and the ledger; score the labeled decisions");
   verb->add_option("trace", options->traces, "Trace files (docs/trace-format.md)")->required();
   verb->add_option("--rules", options->rules, "Rule pack folder (rules/<pack>)")->required();
   AddCommonOptions(*verb, options->common);

@@ -10,8 +10,7 @@
 
 namespace taskledger {
 
-CommandLedger::CommandLedger(CommandStore& store, const Clock& clock,
-                             CommandLedgerOptions options)
+CommandLedger::CommandLedger(CommandStore& store, const Clock& clock, CommandLedgerOptions options)
     : store_(store), clock_(clock), options_(std::move(options)) {}
 
 void CommandLedger::Bind(std::string tool, ToolBinding binding) {
@@ -204,11 +203,20 @@ Result<Command> CommandLedger::ResolveInFlight(const Command& c, RecoveryReport&
   auto resolved = Reconcile(current.run, current.command_key);
   if (!resolved) return resolved;
   switch (resolved->state) {
-    case CommandState::kSucceeded: ++report.reconciled; break;
-    case CommandState::kPending: ++report.released; break;
-    case CommandState::kBlocked: ++report.escalated; break;
-    case CommandState::kUncertain: ++report.still_uncertain; break;
-    default: break;
+    case CommandState::kSucceeded:
+      ++report.reconciled;
+      break;
+    case CommandState::kPending:
+      ++report.released;
+      break;
+    case CommandState::kBlocked:
+      ++report.escalated;
+      break;
+    case CommandState::kUncertain:
+      ++report.still_uncertain;
+      break;
+    default:
+      break;
   }
   return resolved;
 }
@@ -221,10 +229,16 @@ Result<RecoveryReport> CommandLedger::Recover(const RunId& run) {
     switch (c.state) {
       case CommandState::kSucceeded:
       case CommandState::kFailed:
-      case CommandState::kCancelled: ++report.done; break;
-      case CommandState::kBlocked: ++report.awaiting_human; break;
+      case CommandState::kCancelled:
+        ++report.done;
+        break;
+      case CommandState::kBlocked:
+        ++report.awaiting_human;
+        break;
       case CommandState::kPending:
-      case CommandState::kApproved: ++report.ready; break;
+      case CommandState::kApproved:
+        ++report.ready;
+        break;
       case CommandState::kLeased:
       case CommandState::kUncertain: {
         auto resolved = ResolveInFlight(c, report);

@@ -82,8 +82,8 @@ Result<RunStatus> CommandLedger::CompensateRun(const RunId& run, const std::stri
                                      RunStatus::kCompensating, why, clock_.NowMs());
   if (!started) {
     auto record = store_.GetRun(run);
-    if (record && (record->status == RunStatus::kCompensated ||
-                   record->status == RunStatus::kFailed)) {
+    if (record &&
+        (record->status == RunStatus::kCompensated || record->status == RunStatus::kFailed)) {
       return record->status;  // already ended: compensation is not run twice
     }
     return started.error();
@@ -98,8 +98,8 @@ Result<RunStatus> CommandLedger::CompensateRun(const RunId& run, const std::stri
     if (!c.compensates.empty()) continue;
     if (c.state == CommandState::kPending || c.state == CommandState::kApproved ||
         (c.state == CommandState::kBlocked && !c.escalated)) {
-      auto cancelled = Transit(c, HumanRequest(Transition::kCancel, options_.worker_id,
-                                               "run failed: " + why));
+      auto cancelled =
+          Transit(c, HumanRequest(Transition::kCancel, options_.worker_id, "run failed: " + why));
       if (!cancelled && cancelled.error().code() != StatusCode::kFailedPrecondition) {
         return cancelled.error();
       }
@@ -107,8 +107,8 @@ Result<RunStatus> CommandLedger::CompensateRun(const RunId& run, const std::stri
       auto resolved = ResolveInFlight(c, report);
       if (!resolved) return resolved.error();
       if (resolved->state == CommandState::kPending) {
-        auto cancelled = Transit(*resolved, HumanRequest(Transition::kCancel, options_.worker_id,
-                                                         "run failed: " + why));
+        auto cancelled = Transit(
+            *resolved, HumanRequest(Transition::kCancel, options_.worker_id, "run failed: " + why));
         if (!cancelled) return cancelled.error();
       } else if (resolved->state == CommandState::kUncertain ||
                  resolved->state == CommandState::kLeased) {
@@ -147,10 +147,10 @@ Result<RunStatus> CommandLedger::CompensateRun(const RunId& run, const std::stri
                                  " has no outcome yet; the run stays COMPENSATING");
     }
     if (done->state != CommandState::kSucceeded) {
-      auto ended = store_.SetRunStatus(run, {RunStatus::kCompensating}, RunStatus::kFailed,
-                                       "compensation " + done->command_key + " is " +
-                                           std::string(CommandStateName(done->state)),
-                                       clock_.NowMs());
+      auto ended = store_.SetRunStatus(
+          run, {RunStatus::kCompensating}, RunStatus::kFailed,
+          "compensation " + done->command_key + " is " + std::string(CommandStateName(done->state)),
+          clock_.NowMs());
       if (!ended) return ended.error();
       return RunStatus::kFailed;
     }

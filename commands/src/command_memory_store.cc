@@ -105,8 +105,7 @@ class MemoryCommandStore final : public CommandStore {
     return it->second;
   }
 
-  Result<std::optional<JournalEntry>> GetJournalEntry(const RunId& id,
-                                                      uint64_t position) override {
+  Result<std::optional<JournalEntry>> GetJournalEntry(const RunId& id, uint64_t position) override {
     std::lock_guard lock(mu_);
     auto run_it = runs_.find(id);
     if (run_it == runs_.end()) return std::optional<JournalEntry>();

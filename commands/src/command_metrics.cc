@@ -17,10 +17,14 @@ std::string AgeBucket(int64_t age_ms) {
 std::string Label(const std::string& v) {
   std::string out;
   for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out.push_back(c);
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out.push_back(c);
   }
   return out;
 }
@@ -55,8 +59,8 @@ std::string FormatPrometheus(const CommandMetrics& m, const std::string& tenant)
   out += "# TYPE taskledger_commands gauge\n";
   for (const auto& [key, count] : m.by_status_tool_age) {
     const auto& [status, tool, age] = key;
-    out += "taskledger_commands{" + t + ",status=\"" + Label(status) + "\",tool=\"" +
-           Label(tool) + "\",age=\"" + age + "\"} " + std::to_string(count) + "\n";
+    out += "taskledger_commands{" + t + ",status=\"" + Label(status) + "\",tool=\"" + Label(tool) +
+           "\",age=\"" + age + "\"} " + std::to_string(count) + "\n";
   }
   auto gauge = [&](const std::string& name, const std::string& help, uint64_t v) {
     out += "# HELP " + name + " " + help + "\n# TYPE " + name + " gauge\n";

@@ -7,9 +7,9 @@
 #include <string>
 
 #include "internal/command_encoding.h"
-#include "taskledger/redis/keys.h"
 #include "taskledger/commands/command.h"
 #include "taskledger/commands/command_store.h"
+#include "taskledger/redis/keys.h"
 
 namespace taskledger {
 namespace {
@@ -105,24 +105,36 @@ Result<Command> NewCommand(const CommandSpec& spec, int64_t now_ms) {
 }
 
 nlohmann::json EncodeCommand(const Command& c) {
-  nlohmann::json j = {
-      {"tenant", c.run.tenant},       {"run", c.run.run},
-      {"seq", c.seq},                 {"command_key", c.command_key},
-      {"idempotency_key", c.idempotency_key},
-      {"step", c.step},               {"tool", c.tool},
-      {"target", c.target},           {"arguments", c.arguments},
-      {"decision", c.decision},       {"pack_version", c.pack_version},
-      {"compensates", c.compensates}, {"state", CommandStateName(c.state)},
-      {"attempts", c.attempts},       {"fencing_token", c.fencing_token},
-      {"lease_owner", c.lease_owner}, {"lease_expires_ms", c.lease_expires_ms},
-      {"last_error", c.last_error},   {"external_id", c.external_id},
-      {"evidence", c.evidence},       {"approver", c.approver},
-      {"approval_reason", c.approval_reason},
-      {"escalated", c.escalated},     {"escalation_reason", c.escalation_reason},
-      {"cancel_reason", c.cancel_reason},
-      {"replays", c.replays},         {"replay_reason", c.replay_reason},
-      {"completed_seq", c.completed_seq},
-      {"created_ms", c.created_ms},   {"updated_ms", c.updated_ms}};
+  nlohmann::json j = {{"tenant", c.run.tenant},
+                      {"run", c.run.run},
+                      {"seq", c.seq},
+                      {"command_key", c.command_key},
+                      {"idempotency_key", c.idempotency_key},
+                      {"step", c.step},
+                      {"tool", c.tool},
+                      {"target", c.target},
+                      {"arguments", c.arguments},
+                      {"decision", c.decision},
+                      {"pack_version", c.pack_version},
+                      {"compensates", c.compensates},
+                      {"state", CommandStateName(c.state)},
+                      {"attempts", c.attempts},
+                      {"fencing_token", c.fencing_token},
+                      {"lease_owner", c.lease_owner},
+                      {"lease_expires_ms", c.lease_expires_ms},
+                      {"last_error", c.last_error},
+                      {"external_id", c.external_id},
+                      {"evidence", c.evidence},
+                      {"approver", c.approver},
+                      {"approval_reason", c.approval_reason},
+                      {"escalated", c.escalated},
+                      {"escalation_reason", c.escalation_reason},
+                      {"cancel_reason", c.cancel_reason},
+                      {"replays", c.replays},
+                      {"replay_reason", c.replay_reason},
+                      {"completed_seq", c.completed_seq},
+                      {"created_ms", c.created_ms},
+                      {"updated_ms", c.updated_ms}};
   if (c.compensation) {
     j["compensation"] = {{"tool", c.compensation->tool},
                          {"target", c.compensation->target},
@@ -202,10 +214,14 @@ Result<Command> DecodeCommand(const nlohmann::json& j) {
 
 std::string_view RunStatusName(RunStatus s) {
   switch (s) {
-    case RunStatus::kRunning: return "RUNNING";
-    case RunStatus::kCompensating: return "COMPENSATING";
-    case RunStatus::kCompensated: return "COMPENSATED";
-    case RunStatus::kFailed: return "FAILED";
+    case RunStatus::kRunning:
+      return "RUNNING";
+    case RunStatus::kCompensating:
+      return "COMPENSATING";
+    case RunStatus::kCompensated:
+      return "COMPENSATED";
+    case RunStatus::kFailed:
+      return "FAILED";
   }
   return "UNKNOWN";
 }

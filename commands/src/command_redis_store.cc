@@ -141,15 +141,14 @@ class RedisCommandStore final : public CommandStore {
     auto keys = internal::KeysOfRun(initial.run);
     // Indexed first: a crash after this line leaves an indexed run with no
     // command, which ListRuns callers see as empty (never a lost command).
-    auto indexed = Call({"SADD", internal::RunsOfTenantKey(initial.run.tenant), initial.run.run},
-                        "index run");
+    auto indexed =
+        Call({"SADD", internal::RunsOfTenantKey(initial.run.tenant), initial.run.run}, "index run");
     if (!indexed) return indexed.error();
-    auto reply = FCall("tlc_reserve",
-                       {keys.Command(initial.command_key), keys.meta, keys.order},
-                       {initial.command_key, Json(EncodeCommand(initial)),
-                        std::string(CommandStateName(initial.state)),
-                        std::to_string(initial.created_ms)},
-                       "reserve " + initial.command_key);
+    auto reply =
+        FCall("tlc_reserve", {keys.Command(initial.command_key), keys.meta, keys.order},
+              {initial.command_key, Json(EncodeCommand(initial)),
+               std::string(CommandStateName(initial.state)), std::to_string(initial.created_ms)},
+              "reserve " + initial.command_key);
     if (!reply) return reply.error();
     const auto& e = reply->elements();
     if (e.size() != 2 || !e[0].is_integer()) {
@@ -165,16 +164,15 @@ class RedisCommandStore final : public CommandStore {
   Result<Command> Apply(const TransitionRequest& r) override {
     auto keys = internal::KeysOfRun(r.run);
     std::string function = "tlc_" + std::string(TransitionName(r.transition));
-    auto reply = FCall(function, {keys.Command(r.command_key), keys.meta},
-                       {std::to_string(r.now_ms), std::to_string(r.fencing_token), r.owner,
-                        std::to_string(r.lease_ms), r.external_id,
-                        r.evidence.is_null() ? "" : Json(r.evidence), r.error, r.actor, r.reason,
-                        std::to_string(r.max_attempts),
-                        std::to_string(r.replay.max_attempts_per_command),
-                        std::to_string(r.replay.max_replays_per_run),
-                        std::to_string(r.replay.max_replays_per_window),
-                        std::to_string(r.replay.window_ms)},
-                       std::string(TransitionName(r.transition)) + " " + r.command_key);
+    auto reply =
+        FCall(function, {keys.Command(r.command_key), keys.meta},
+              {std::to_string(r.now_ms), std::to_string(r.fencing_token), r.owner,
+               std::to_string(r.lease_ms), r.external_id,
+               r.evidence.is_null() ? "" : Json(r.evidence), r.error, r.actor, r.reason,
+               std::to_string(r.max_attempts), std::to_string(r.replay.max_attempts_per_command),
+               std::to_string(r.replay.max_replays_per_run),
+               std::to_string(r.replay.max_replays_per_window), std::to_string(r.replay.window_ms)},
+              std::string(TransitionName(r.transition)) + " " + r.command_key);
     if (!reply) return reply.error();
     auto fields = ToFields(*reply, function);
     if (!fields) return fields.error();
@@ -188,8 +186,8 @@ class RedisCommandStore final : public CommandStore {
     auto fields = ToFields(*reply, "get");
     if (!fields) return fields.error();
     if (fields->empty()) {
-      return Status::NotFound("no command " + std::string(command_key) + " in run " +
-                              run.tenant + "/" + run.run);
+      return Status::NotFound("no command " + std::string(command_key) + " in run " + run.tenant +
+                              "/" + run.run);
     }
     return DecodeFields(*fields);
   }
@@ -248,8 +246,10 @@ class RedisCommandStore final : public CommandStore {
   }
 
   Result<JournalEntry> PutJournalEntry(const RunId& run, const JournalEntry& entry) override {
-    nlohmann::json j = {{"position", entry.position}, {"kind", entry.kind},
-                        {"request_hash", entry.request_hash}, {"request", entry.request},
+    nlohmann::json j = {{"position", entry.position},
+                        {"kind", entry.kind},
+                        {"request_hash", entry.request_hash},
+                        {"request", entry.request},
                         {"value", entry.value}};
     auto reply = FCall("tlc_journal_put", {internal::KeysOfRun(run).journal},
                        {std::to_string(entry.position), Json(j)}, "journal put");

@@ -82,14 +82,13 @@ Status Check(const Command& c, const RunCounters& run, const TransitionRequest& 
       return Status::Ok();
     case Transition::kFail:
     case Transition::kMarkUncertain:
-      if (r.error.empty()) return Status::InvalidArgument(std::string(TransitionName(t)) +
-                                                          " needs an error");
+      if (r.error.empty())
+        return Status::InvalidArgument(std::string(TransitionName(t)) + " needs an error");
       return Status::Ok();
     case Transition::kExpireLease:
       if (r.now_ms < c.lease_expires_ms && (r.owner.empty() || r.owner != c.lease_owner)) {
         return Status::FailedPrecondition("expire_lease: the lease of " + c.lease_owner +
-                                          " is live until " +
-                                          std::to_string(c.lease_expires_ms));
+                                          " is live until " + std::to_string(c.lease_expires_ms));
       }
       return Status::Ok();
     case Transition::kRelease:
@@ -101,8 +100,8 @@ Status Check(const Command& c, const RunCounters& run, const TransitionRequest& 
       return Status::Ok();
     case Transition::kEscalate:
     case Transition::kCancel:
-      if (r.reason.empty()) return Status::InvalidArgument(std::string(TransitionName(t)) +
-                                                           " needs a reason");
+      if (r.reason.empty())
+        return Status::InvalidArgument(std::string(TransitionName(t)) + " needs a reason");
       return Status::Ok();
     case Transition::kApprove:
     case Transition::kDeny:
@@ -146,19 +145,25 @@ std::string_view TransitionName(Transition t) {
 
 std::span<const CommandState> TransitionSources(Transition t) {
   switch (t) {
-    case Transition::kLease: return kFromReady;
+    case Transition::kLease:
+      return kFromReady;
     case Transition::kRenew:
     case Transition::kSucceed:
     case Transition::kFail:
     case Transition::kMarkUncertain:
-    case Transition::kExpireLease: return kFromLeased;
+    case Transition::kExpireLease:
+      return kFromLeased;
     case Transition::kReconcileFound:
     case Transition::kRelease:
-    case Transition::kEscalate: return kFromUncertain;
+    case Transition::kEscalate:
+      return kFromUncertain;
     case Transition::kApprove:
-    case Transition::kDeny: return kFromBlocked;
-    case Transition::kCancel: return kFromCancellable;
-    case Transition::kReplay: return kFromFailed;
+    case Transition::kDeny:
+      return kFromBlocked;
+    case Transition::kCancel:
+      return kFromCancellable;
+    case Transition::kReplay:
+      return kFromFailed;
   }
   return {};
 }
@@ -166,18 +171,26 @@ std::span<const CommandState> TransitionSources(Transition t) {
 CommandState TransitionTarget(Transition t) {
   switch (t) {
     case Transition::kLease:
-    case Transition::kRenew: return S::kLeased;
+    case Transition::kRenew:
+      return S::kLeased;
     case Transition::kSucceed:
-    case Transition::kReconcileFound: return S::kSucceeded;
-    case Transition::kFail: return S::kFailed;
+    case Transition::kReconcileFound:
+      return S::kSucceeded;
+    case Transition::kFail:
+      return S::kFailed;
     case Transition::kMarkUncertain:
-    case Transition::kExpireLease: return S::kUncertain;
+    case Transition::kExpireLease:
+      return S::kUncertain;
     case Transition::kRelease:
-    case Transition::kReplay: return S::kPending;
-    case Transition::kEscalate: return S::kBlocked;
-    case Transition::kApprove: return S::kApproved;
+    case Transition::kReplay:
+      return S::kPending;
+    case Transition::kEscalate:
+      return S::kBlocked;
+    case Transition::kApprove:
+      return S::kApproved;
     case Transition::kDeny:
-    case Transition::kCancel: return S::kCancelled;
+    case Transition::kCancel:
+      return S::kCancelled;
   }
   return S::kPending;
 }
@@ -207,8 +220,8 @@ Status ApplyTransition(Command& c, RunCounters& run, const TransitionRequest& r)
       c.last_error = r.error;
       break;
     case Transition::kExpireLease:
-      c.last_error = r.error.empty() ? "lease of " + c.lease_owner + " ended without an outcome"
-                                     : r.error;
+      c.last_error =
+          r.error.empty() ? "lease of " + c.lease_owner + " ended without an outcome" : r.error;
       break;
     case Transition::kRelease:
       break;

@@ -55,10 +55,10 @@ Result<nlohmann::json> Journal::Step(const std::string& kind, const nlohmann::js
     from_record = stored.request_hash != mine.request_hash || stored.value != mine.value;
   }
   if (stored.kind != mine.kind || stored.request_hash != mine.request_hash) {
-    diverged_ = Status::Divergence(
-        "journal of run " + run_.tenant + "/" + run_.run + " diverged at position " +
-        std::to_string(mine.position) + ": expected " + stored.kind + " " +
-        Abbreviate(stored.request) + ", got " + mine.kind + " " + Abbreviate(mine.request));
+    diverged_ = Status::Divergence("journal of run " + run_.tenant + "/" + run_.run +
+                                   " diverged at position " + std::to_string(mine.position) +
+                                   ": expected " + stored.kind + " " + Abbreviate(stored.request) +
+                                   ", got " + mine.kind + " " + Abbreviate(mine.request));
     return *diverged_;
   }
   ++position_;
@@ -71,8 +71,7 @@ Result<nlohmann::json> Journal::Completion(const nlohmann::json& request,
   return Step("llm", request, model);
 }
 
-Result<nlohmann::json> Journal::ToolResult(const std::string& tool,
-                                           const nlohmann::json& arguments,
+Result<nlohmann::json> Journal::ToolResult(const std::string& tool, const nlohmann::json& arguments,
                                            const std::function<Result<nlohmann::json>()>& call) {
   return Step("tool", {{"tool", tool}, {"arguments", arguments}}, call);
 }

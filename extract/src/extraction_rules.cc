@@ -38,7 +38,7 @@ Status CheckFields(const json& obj, const std::string& where,
 }
 
 Result<extract_internal::Template> ParseTemplate(const json& v, const std::string& where,
-                                         const char* field, TemplateScope scope) {
+                                                 const char* field, TemplateScope scope) {
   if (!v.is_string()) return Bad(where, std::string(field) + " must be a string");
   auto t = extract_internal::Template::Parse(v.get<std::string>(), scope);
   if (!t.has_value()) return Bad(where, t.error().message());
@@ -81,7 +81,8 @@ Status ParseExpiry(const json& e, const std::string& where, TemplateScope scope,
     if (!t.has_value()) return Bad(where, "expire.seconds_from: " + t.error().message());
     out.kind = Kind::kSecondsFrom;
     out.from = std::move(t).value();
-    if (e.contains("unit") && !e["unit"].is_string()) return Bad(where, "expire.unit must be a string");
+    if (e.contains("unit") && !e["unit"].is_string())
+      return Bad(where, "expire.unit must be a string");
     std::string unit = e.value("unit", std::string("seconds"));
     if (unit == "seconds") {
       out.unit_seconds = 1;
@@ -159,10 +160,13 @@ Status ParseUpdateSpec(const json& r, const std::string& where, TemplateScope sc
   return Status::Ok();
 }
 
-Result<extract_internal::PosixRegex> ParseRegex(const json& r, const char* field, const std::string& where) {
+Result<extract_internal::PosixRegex> ParseRegex(const json& r, const char* field,
+                                                const std::string& where) {
   if (!r[field].is_string()) return Bad(where, std::string(field) + " must be a string");
-  if (r.contains("icase") && !r["icase"].is_boolean()) return Bad(where, "icase must be true or false");
-  auto re = extract_internal::PosixRegex::Compile(r[field].get<std::string>(), r.value("icase", false));
+  if (r.contains("icase") && !r["icase"].is_boolean())
+    return Bad(where, "icase must be true or false");
+  auto re =
+      extract_internal::PosixRegex::Compile(r[field].get<std::string>(), r.value("icase", false));
   if (!re.has_value()) return Bad(where, re.error().message());
   return re;
 }
@@ -193,8 +197,9 @@ Status ParseToolRules(const std::string& tool, const json& list, extract_interna
     bool is_path = r.contains("path"), is_text = r.contains("text");
     if (is_path == is_text) return Bad(where, "needs exactly one of path and text");
     if (is_path) {
-      if (Status s = CheckFields(r, where, {"id", "path", "category", "key", "value", "coerce",
-                                            "expire", "verified", "required", "description"});
+      if (Status s = CheckFields(r, where,
+                                 {"id", "path", "category", "key", "value", "coerce", "expire",
+                                  "verified", "required", "description"});
           !s.ok()) {
         return s;
       }
@@ -210,9 +215,9 @@ Status ParseToolRules(const std::string& tool, const json& list, extract_interna
       extract_internal::InternPointers(m, out.pointers);
       out.mappings.push_back(std::move(m));
     } else {
-      if (Status s = CheckFields(r, where, {"id", "text", "icase", "category", "key", "value",
-                                            "coerce", "expire", "verified", "required",
-                                            "description"});
+      if (Status s = CheckFields(r, where,
+                                 {"id", "text", "icase", "category", "key", "value", "coerce",
+                                  "expire", "verified", "required", "description"});
           !s.ok()) {
         return s;
       }
@@ -247,15 +252,18 @@ Status ParseUserPatterns(const json& list, std::vector<extract_internal::UserPat
     p.confirmation = r.value("confirmation", false);
     if (p.confirmation) {
       // The target of a confirmation is fixed: the condition "confirmation".
-      if (Status s = CheckFields(r, where, {"id", "pattern", "icase", "confirmation", "description"});
+      if (Status s =
+              CheckFields(r, where, {"id", "pattern", "icase", "confirmation", "description"});
           !s.ok()) {
         return s;
       }
       p.spec.category = Category::kCondition;
-      p.spec.key = extract_internal::Template::Parse("confirmation", TemplateScope::kUserMessage).value();
+      p.spec.key =
+          extract_internal::Template::Parse("confirmation", TemplateScope::kUserMessage).value();
     } else {
-      if (Status s = CheckFields(r, where, {"id", "pattern", "icase", "confirmation", "category",
-                                            "key", "value", "coerce", "expire", "description"});
+      if (Status s = CheckFields(r, where,
+                                 {"id", "pattern", "icase", "confirmation", "category", "key",
+                                  "value", "coerce", "expire", "description"});
           !s.ok()) {
         return s;
       }
@@ -279,7 +287,8 @@ Status ParseLimits(const json& l, ExtractionLimits& out) {
   if (l.contains("max_text_bytes")) {
     const json& v = l["max_text_bytes"];
     if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > kMaxTextCeiling) {
-      return Bad("limits", "max_text_bytes must be an integer in 1.." + std::to_string(kMaxTextCeiling));
+      return Bad("limits",
+                 "max_text_bytes must be an integer in 1.." + std::to_string(kMaxTextCeiling));
     }
     out.max_text_bytes = v.get<size_t>();
   }
@@ -293,7 +302,8 @@ Status ParseLimits(const json& l, ExtractionLimits& out) {
   if (l.contains("max_depth")) {
     const json& v = l["max_depth"];
     if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > kMaxDepthCeiling) {
-      return Bad("limits", "max_depth must be an integer in 1.." + std::to_string(kMaxDepthCeiling));
+      return Bad("limits",
+                 "max_depth must be an integer in 1.." + std::to_string(kMaxDepthCeiling));
     }
     out.max_depth = v.get<int>();
   }
@@ -352,8 +362,8 @@ Result<std::shared_ptr<const ExtractionRules>> ExtractionRules::Load(
   }
   std::filesystem::path file = pack_dir / "extract.json";
   if (!std::filesystem::exists(file, ec)) {
-    return std::shared_ptr<const ExtractionRules>(
-        new ExtractionRules(std::make_unique<Compiled>(), ExtractionLimits{}, std::move(pack_version)));
+    return std::shared_ptr<const ExtractionRules>(new ExtractionRules(
+        std::make_unique<Compiled>(), ExtractionLimits{}, std::move(pack_version)));
   }
   auto size = std::filesystem::file_size(file, ec);
   if (ec) return Status::Unavailable("cannot read " + file.string() + ": " + ec.message());

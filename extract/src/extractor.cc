@@ -33,11 +33,11 @@ struct Extractor::ToolContext {
 };
 
 struct Extractor::Scratch {
-  std::string source_id;                          // composed here, then shared
-  std::vector<const json*> chain;                 // of the match being built
+  std::string source_id;                            // composed here, then shared
+  std::vector<const json*> chain;                   // of the match being built
   std::vector<extract_internal::Capture> captures;  // of the match being built
-  extract_internal::ResolvedPointers pointers;     // of one tool's rules in the output
-  extract_internal::DeferredValues deferred;       // of the whole extraction
+  extract_internal::ResolvedPointers pointers;      // of one tool's rules in the output
+  extract_internal::DeferredValues deferred;        // of the whole extraction
 };
 
 Extractor::Extractor(std::shared_ptr<const ExtractionRules> rules, ExtractorOptions options)
@@ -90,9 +90,9 @@ Extraction Extractor::ExtractToolOutput(const ProposedCall& call, std::string_vi
   // Depth is enforced on the text, before a DOM exists: a DOM of 100,000
   // nested arrays would be safe to build but not to copy, compare or print.
   if (JsonNestsDeeperThan(output, limits.max_depth)) {
-    out.errors.push_back(tc.Error("", extraction_error::kTooDeep,
-                                  "output nests deeper than " + std::to_string(limits.max_depth) +
-                                      " levels"));
+    out.errors.push_back(
+        tc.Error("", extraction_error::kTooDeep,
+                 "output nests deeper than " + std::to_string(limits.max_depth) + " levels"));
     return out;
   }
   json doc;
@@ -120,7 +120,8 @@ Extraction Extractor::ExtractParsedToolOutput(const ProposedCall& call, const js
   if (!tc.has_rules && !tc.has_lua) return out;
   const ExtractionLimits& limits = rules_->limits();
   std::string detail;
-  switch (extract_internal::CheckParsed(output, limits.max_depth, limits.max_output_bytes, &detail)) {
+  switch (
+      extract_internal::CheckParsed(output, limits.max_depth, limits.max_output_bytes, &detail)) {
     case extract_internal::ParsedProblem::kNone:
       return ExtractValidatedJson(tc, output, /*consume=*/false);
     case extract_internal::ParsedProblem::kTooDeep:
@@ -220,7 +221,8 @@ void Extractor::RunMappings(const ToolContext& tc, const json& doc, Extraction& 
         // A failing mapping loses all of its own updates, never another's.
         out.updates.resize(mark);
         deferred.DropFrom(mark);
-        out.errors.push_back(tc.Error(m.spec.id, problem.code, "at " + where + ": " + problem.message));
+        out.errors.push_back(
+            tc.Error(m.spec.id, problem.code, "at " + where + ": " + problem.message));
       }
     }
   });

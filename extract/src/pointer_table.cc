@@ -37,7 +37,8 @@ void ResolvedPointers::Resolve(const PointerTable& table, const nlohmann::json& 
   }
 }
 
-void ResolvedPointers::ChainTo(PointerTable::Id id, std::vector<const nlohmann::json*>& chain) const {
+void ResolvedPointers::ChainTo(PointerTable::Id id,
+                               std::vector<const nlohmann::json*>& chain) const {
   chain.resize(table_->nodes_[id].depth + 1);
   for (size_t i = chain.size(); i-- > 0; id = table_->nodes_[id].parent) chain[i] = nodes_[id];
 }

@@ -10,8 +10,8 @@ namespace {
 Result<Template::Part> ParsePlaceholder(std::string_view body, std::string_view whole,
                                         TemplateScope scope) {
   auto bad = [&](const std::string& why) {
-    return Status::InvalidArgument("template '" + std::string(whole) + "': {" +
-                                   std::string(body) + "} " + why);
+    return Status::InvalidArgument("template '" + std::string(whole) + "': {" + std::string(body) +
+                                   "} " + why);
   };
   Template::Part part;
   if (body.empty()) return bad("is empty");
@@ -97,7 +97,8 @@ Result<Template> Template::Parse(std::string_view text, TemplateScope scope) {
   while (pos < text.size()) {
     size_t open = text.find('{', pos);
     if (open == std::string_view::npos) open = text.size();
-    if (open > pos) t.parts_.push_back(Part{Kind::kLiteral, std::string(text.substr(pos, open - pos)), {}, 0});
+    if (open > pos)
+      t.parts_.push_back(Part{Kind::kLiteral, std::string(text.substr(pos, open - pos)), {}, 0});
     if (open == text.size()) break;
     size_t close = text.find('}', open + 1);
     if (close == std::string_view::npos) {
@@ -171,11 +172,21 @@ bool Template::Render(const MatchContext& ctx, std::string& out, std::string* un
     if (node != nullptr && AppendScalar(*node, out)) continue;
     if (unresolved != nullptr) {
       switch (p.kind) {
-        case Kind::kCapture: *unresolved = "{$" + std::to_string(p.capture) + "}"; break;
-        case Kind::kArg: *unresolved = "{@" + p.text + "}"; break;
-        case Kind::kField: *unresolved = "{" + p.text + "}"; break;
-        case Kind::kAbsPointer: *unresolved = "{" + p.pointer.text() + "}"; break;
-        default: *unresolved = "{." + p.pointer.text() + "}"; break;
+        case Kind::kCapture:
+          *unresolved = "{$" + std::to_string(p.capture) + "}";
+          break;
+        case Kind::kArg:
+          *unresolved = "{@" + p.text + "}";
+          break;
+        case Kind::kField:
+          *unresolved = "{" + p.text + "}";
+          break;
+        case Kind::kAbsPointer:
+          *unresolved = "{" + p.pointer.text() + "}";
+          break;
+        default:
+          *unresolved = "{." + p.pointer.text() + "}";
+          break;
       }
     }
     return false;

@@ -199,7 +199,8 @@ BuildOutcome BuildUpdate(const UpdateSpec& spec, const MatchContext& ctx,
       out.expire_after_turns = spec.expire.turns;
       break;
     case ExpirySpec::Kind::kSeconds:
-      out.expire_at_ms = origin.now_ms + static_cast<int64_t>(std::llround(spec.expire.seconds * 1000));
+      out.expire_at_ms =
+          origin.now_ms + static_cast<int64_t>(std::llround(spec.expire.seconds * 1000));
       break;
     case ExpirySpec::Kind::kSecondsFrom: {
       auto units = ExpiryUnits(spec.expire, ctx);

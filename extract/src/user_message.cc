@@ -37,8 +37,9 @@ Extraction Extractor::ExtractUserMessage(std::string_view text, const json& pend
   }
   size_t bad = 0;
   if (!extract_internal::IsValidUtf8(text, &bad)) {
-    out.errors.push_back(UserError("", extraction_error::kInvalidUtf8,
-                                   "message is not valid UTF-8 (byte " + std::to_string(bad) + ")"));
+    out.errors.push_back(
+        UserError("", extraction_error::kInvalidUtf8,
+                  "message is not valid UTF-8 (byte " + std::to_string(bad) + ")"));
     return out;
   }
   extract_internal::UpdateOrigin origin{SourceKind::kUserMessage, &kUserSource, &pack_version_,
@@ -51,13 +52,12 @@ Extraction Extractor::ExtractUserMessage(std::string_view text, const json& pend
         if (!p.regex.Search(text, 0, match)) continue;
         std::string detail;
         if (!pending_action.is_null() &&
-            extract_internal::CheckParsed(pending_action, limits.max_depth,
-                                          limits.max_output_bytes, &detail) !=
-                extract_internal::ParsedProblem::kNone) {
+            extract_internal::CheckParsed(pending_action, limits.max_depth, limits.max_output_bytes,
+                                          &detail) != extract_internal::ParsedProblem::kNone) {
           // A confirmation bound to no action would confirm any action, so a
           // pending action we cannot store drops the confirmation instead.
-          out.errors.push_back(UserError(p.spec.id, extraction_error::kInvalidAction,
-                                         "pending action: " + detail));
+          out.errors.push_back(
+              UserError(p.spec.id, extraction_error::kInvalidAction, "pending action: " + detail));
           continue;
         }
         Update u;
@@ -65,8 +65,7 @@ Extraction Extractor::ExtractUserMessage(std::string_view text, const json& pend
         u.key = "confirmation";
         u.value = {{"text", std::string(text)},
                    {"action", pending_action.is_discarded() ? json(nullptr) : pending_action}};
-        u.provenance = {0, SourceKind::kUserMessage, kUserSource, false, p.spec.id,
-                        pack_version_};
+        u.provenance = {0, SourceKind::kUserMessage, kUserSource, false, p.spec.id, pack_version_};
         out.updates.push_back(std::move(u));
         continue;
       }

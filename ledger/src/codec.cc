@@ -35,7 +35,8 @@ struct Reader {
     } else if constexpr (std::is_same_v<T, bool>) {
       ok = it->is_boolean();
     } else if constexpr (std::is_unsigned_v<T>) {
-      ok = it->is_number_unsigned() || (it->is_number_integer() && it->template get<int64_t>() >= 0);
+      ok =
+          it->is_number_unsigned() || (it->is_number_integer() && it->template get<int64_t>() >= 0);
     } else {
       ok = it->is_number_integer();
     }
@@ -84,9 +85,12 @@ bool DecodeProvenance(Reader& r, Provenance& p) {
 
 std::string_view OpName(UpdateOp op) {
   switch (op) {
-    case UpdateOp::kSet: return "set";
-    case UpdateOp::kRemove: return "remove";
-    case UpdateOp::kExpire: return "expire";
+    case UpdateOp::kSet:
+      return "set";
+    case UpdateOp::kRemove:
+      return "remove";
+    case UpdateOp::kExpire:
+      return "expire";
   }
   return "set";
 }
@@ -169,8 +173,8 @@ Result<Update> DecodeUpdate(const json& j) {
 }
 
 json EncodeCall(const CallRecord& c) {
-  return {{"turn", c.turn}, {"id", c.call_id}, {"tool", c.tool}, {"args", c.arguments},
-          {"writes", c.writes}, {"outcome", c.outcome}};
+  return {{"turn", c.turn},      {"id", c.call_id},    {"tool", c.tool},
+          {"args", c.arguments}, {"writes", c.writes}, {"outcome", c.outcome}};
 }
 
 Result<CallRecord> DecodeCall(const json& j) {

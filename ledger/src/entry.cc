@@ -5,10 +5,14 @@ namespace taskledger {
 
 std::string_view CategoryName(Category c) {
   switch (c) {
-    case Category::kFact: return "fact";
-    case Category::kIdentifier: return "identifier";
-    case Category::kConstraint: return "constraint";
-    case Category::kCondition: return "condition";
+    case Category::kFact:
+      return "fact";
+    case Category::kIdentifier:
+      return "identifier";
+    case Category::kConstraint:
+      return "constraint";
+    case Category::kCondition:
+      return "condition";
   }
   return "fact";
 }
@@ -23,10 +27,14 @@ std::optional<Category> ParseCategory(std::string_view name) {
 
 std::string_view SourceKindName(SourceKind k) {
   switch (k) {
-    case SourceKind::kToolOutput: return "tool";
-    case SourceKind::kUserMessage: return "user";
-    case SourceKind::kAgent: return "agent";
-    case SourceKind::kOperator: return "operator";
+    case SourceKind::kToolOutput:
+      return "tool";
+    case SourceKind::kUserMessage:
+      return "user";
+    case SourceKind::kAgent:
+      return "agent";
+    case SourceKind::kOperator:
+      return "operator";
   }
   return "agent";
 }

@@ -47,7 +47,9 @@ void Ledger::StageCall(CallRecord call) {
   ++generation_;
 }
 
-void Ledger::StageDecision(nlohmann::json decision) { pending_.decisions.push_back(std::move(decision)); }
+void Ledger::StageDecision(nlohmann::json decision) {
+  pending_.decisions.push_back(std::move(decision));
+}
 
 void Ledger::StageError(nlohmann::json error) { pending_.errors.push_back(std::move(error)); }
 

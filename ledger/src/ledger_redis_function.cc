@@ -74,7 +74,8 @@ std::optional<uint64_t> ConflictHead(const Reply& reply) {
 Status CommitErrorToStatus(const Reply& reply, std::string_view context) {
   const std::string& e = reply.str();
   if (std::string_view(e).starts_with("TLGONE")) {
-    return Status::Conflict(std::string(context) + ": the conversation does not exist (dropped or expired)");
+    return Status::Conflict(std::string(context) +
+                            ": the conversation does not exist (dropped or expired)");
   }
   if (std::string_view(e).starts_with("TLCORRUPT ")) {
     return Status::Corruption(std::string(context) + ": " + e.substr(10));

@@ -44,8 +44,12 @@ class CborWriter {
     }
     char bytes[9];
     int width = n <= 0xff ? 1 : n <= 0xffff ? 2 : n <= 0xffffffffULL ? 4 : 8;
-    bytes[0] = static_cast<char>(m | (width == 1 ? 0x18 : width == 2 ? 0x19 : width == 4 ? 0x1a : 0x1b));
-    for (int i = 0; i < width; ++i) bytes[1 + i] = static_cast<char>((n >> (8 * (width - 1 - i))) & 0xff);
+    bytes[0] = static_cast<char>(m | (width == 1   ? 0x18
+                                      : width == 2 ? 0x19
+                                      : width == 4 ? 0x1a
+                                                   : 0x1b));
+    for (int i = 0; i < width; ++i)
+      bytes[1 + i] = static_cast<char>((n >> (8 * (width - 1 - i))) & 0xff);
     out_.append(bytes, static_cast<size_t>(1 + width));
   }
 
@@ -74,7 +78,8 @@ class CborWriter {
     if (std::isnan(d)) {
       out_.append("\xf9\x7e\x00", 3);
     } else if (std::isinf(d)) {
-      out_.append(d > 0 ? std::string_view("\xf9\x7c\x00", 3) : std::string_view("\xf9\xfc\x00", 3));
+      out_.append(d > 0 ? std::string_view("\xf9\x7c\x00", 3)
+                        : std::string_view("\xf9\xfc\x00", 3));
     } else if (d >= static_cast<double>(std::numeric_limits<float>::lowest()) &&
                d <= static_cast<double>(std::numeric_limits<float>::max()) &&
                static_cast<double>(static_cast<float>(d)) == d) {
@@ -88,12 +93,24 @@ class CborWriter {
 
   void Json(const json& j) {
     switch (j.type()) {
-      case json::value_t::null: out_.push_back('\xf6'); return;
-      case json::value_t::boolean: Bool(j.get<bool>()); return;
-      case json::value_t::number_integer: Signed(j.get<int64_t>()); return;
-      case json::value_t::number_unsigned: Unsigned(j.get<uint64_t>()); return;
-      case json::value_t::number_float: Double(j.get<double>()); return;
-      case json::value_t::string: Text(j.get_ref<const std::string&>()); return;
+      case json::value_t::null:
+        out_.push_back('\xf6');
+        return;
+      case json::value_t::boolean:
+        Bool(j.get<bool>());
+        return;
+      case json::value_t::number_integer:
+        Signed(j.get<int64_t>());
+        return;
+      case json::value_t::number_unsigned:
+        Unsigned(j.get<uint64_t>());
+        return;
+      case json::value_t::number_float:
+        Double(j.get<double>());
+        return;
+      case json::value_t::string:
+        Text(j.get_ref<const std::string&>());
+        return;
       case json::value_t::array: {
         const auto& items = j.get_ref<const json::array_t&>();
         Array(items.size());
@@ -129,9 +146,12 @@ class CborWriter {
 
 std::string_view OpName(UpdateOp op) {
   switch (op) {
-    case UpdateOp::kSet: return "set";
-    case UpdateOp::kRemove: return "remove";
-    case UpdateOp::kExpire: return "expire";
+    case UpdateOp::kSet:
+      return "set";
+    case UpdateOp::kRemove:
+      return "remove";
+    case UpdateOp::kExpire:
+      return "expire";
   }
   return "set";
 }
@@ -276,7 +296,8 @@ void AppendStateRecordBytes(const LedgerState& s, std::string& out) {
   w.Map(2 + kCategoryCount);
   w.Key<"calls">();
   WriteCalls(w, s.calls);
-  for (Category c : {Category::kCondition, Category::kConstraint, Category::kFact, Category::kIdentifier}) {
+  for (Category c :
+       {Category::kCondition, Category::kConstraint, Category::kFact, Category::kIdentifier}) {
     std::string name(CategoryName(c));
     name += 's';
     w.Text(name);

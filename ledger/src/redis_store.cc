@@ -16,13 +16,13 @@
 #include <deque>
 #include <set>
 
-#include "taskledger/redis/client.h"
 #include "internal/ledger_redis_function.h"
-#include "taskledger/redis/keys.h"
-#include "taskledger/redis/pool.h"
 #include "internal/redis_records.h"
 #include "internal/redis_stream.h"
 #include "taskledger/ledger/memory_store.h"
+#include "taskledger/redis/client.h"
+#include "taskledger/redis/keys.h"
+#include "taskledger/redis/pool.h"
 
 namespace taskledger {
 namespace {
@@ -95,7 +95,8 @@ class RedisStore final : public Store {
   }
 
   Result<uint64_t> Head(const ConversationId& id) override {
-    auto reply = pool_.Take()->Command({"XREVRANGE", internal::TurnStreamKey(id), "+", "-", "COUNT", "1"});
+    auto reply =
+        pool_.Take()->Command({"XREVRANGE", internal::TurnStreamKey(id), "+", "-", "COUNT", "1"});
     if (!reply) return reply.error();
     return HeadOf(*reply, "head of " + Describe(id));
   }
@@ -150,10 +151,12 @@ class RedisStore final : public Store {
     if (!allowed) return allowed.error();
     if (allowed->is_error()) return internal::ServerErrorToStatus(*allowed, what);
     do {
-      auto reply = client->Command({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000", "TYPE", "stream"});
+      auto reply =
+          client->Command({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000", "TYPE", "stream"});
       if (!reply) return reply.error();
       if (reply->is_error()) return internal::ServerErrorToStatus(*reply, what);
-      if (reply->elements().size() != 2) return Status::Internal("SCAN: unexpected " + reply->Describe());
+      if (reply->elements().size() != 2)
+        return Status::Internal("SCAN: unexpected " + reply->Describe());
       cursor = reply->elements()[0].str();
       for (const Reply& key : reply->elements()[1].elements()) {
         if (auto conversation = internal::ConversationOfStreamKey(key.str(), tenant)) {
@@ -181,8 +184,10 @@ class RedisStore final : public Store {
   };
 
   // InvalidArgument for a malformed request; else appends its Pending.
-  Status Encode(const CommitRequest& r, size_t index, std::string& records, std::vector<Pending>& out) const {
-    if (r.turn == nullptr || r.after == nullptr) return Status::InvalidArgument("commit: missing turn or state");
+  Status Encode(const CommitRequest& r, size_t index, std::string& records,
+                std::vector<Pending>& out) const {
+    if (r.turn == nullptr || r.after == nullptr)
+      return Status::InvalidArgument("commit: missing turn or state");
     const TurnRecord& turn = *r.turn;
     if (turn.turn == 0 || r.after->version != turn.turn) {
       return Status::InvalidArgument("commit " + Describe(r.id) +
@@ -209,7 +214,12 @@ class RedisStore final : public Store {
   // a conversation another store let expire permanent.
   void Queue(internal::RedisClient& client, const Pending& c, const std::string& records) const {
     std::string_view data(records);
-    std::array<std::string_view, 9> fcall{"FCALL", "tl_commit", "1", c.key, c.base, retention_ms_,
+    std::array<std::string_view, 9> fcall{"FCALL",
+                                          "tl_commit",
+                                          "1",
+                                          c.key,
+                                          c.base,
+                                          retention_ms_,
                                           data.substr(c.turn_at, c.turn_size)};
     size_t n = 7;
     if (c.state_size > 0) fcall[n++] = data.substr(c.state_at, c.state_size);
@@ -218,10 +228,12 @@ class RedisStore final : public Store {
 
   // The status of one commit from its FCALL reply.
   static Status Outcome(const CommitRequest& r, const Pending& c, const Reply& reply) {
-    if (reply.is_integer() && reply.integer() == static_cast<int64_t>(r.turn->turn)) return Status::Ok();
+    if (reply.is_integer() && reply.integer() == static_cast<int64_t>(r.turn->turn))
+      return Status::Ok();
     std::string what = "commit " + Describe(r.id);
     if (auto head = internal::ConflictHead(reply)) return Conflict(r, std::to_string(*head));
-    if (reply.is_error()) return internal::CommitErrorToStatus(reply, what + " (built on version " + c.base + ")");
+    if (reply.is_error())
+      return internal::CommitErrorToStatus(reply, what + " (built on version " + c.base + ")");
     return Status::Internal(what + ": unexpected reply " + reply.Describe());
   }
 
@@ -254,8 +266,8 @@ class RedisStore final : public Store {
         auto h = HeadOf(*head, what);
         if (!h) return h.error();
         if (*h < *version) return NotFound(id, *version, *h);
-        return Status::Corruption(what + ": version " + std::to_string(*version) + " is missing (head is " +
-                                  std::to_string(*h) + ")");
+        return Status::Corruption(what + ": version " + std::to_string(*version) +
+                                  " is missing (head is " + std::to_string(*h) + ")");
       }
       if (entries.empty()) return LedgerState{};  // the head of a conversation never written
       if (Status s = internal::CheckContiguous(entries, true, what); !s.ok()) return s;
@@ -266,7 +278,8 @@ class RedisStore final : public Store {
         }
       }
       // Version 1, or the end of the stream without a snapshot (Corruption).
-      if (entries.back().version == 1 || entries.size() - before < count) return internal::Replay(entries, what);
+      if (entries.back().version == 1 || entries.size() - before < count)
+        return internal::Replay(entries, what);
       end = "(" + internal::EntryId(entries.back().version);
     }
   }

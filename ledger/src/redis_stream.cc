@@ -38,9 +38,12 @@ Status AppendEntries(const Reply& reply, std::string_view what, std::vector<Stre
   }
   for (const Reply& item : reply.elements()) {
     const auto& parts = item.elements();
-    if (parts.size() != 2) return Status::Corruption(std::string(what) + ": malformed stream entry");
+    if (parts.size() != 2)
+      return Status::Corruption(std::string(what) + ": malformed stream entry");
     auto version = VersionOfEntryId(parts[0].str());
-    if (!version) return Status::Corruption(std::string(what) + ": entry id '" + parts[0].str() + "' is not 0-<version>");
+    if (!version)
+      return Status::Corruption(std::string(what) + ": entry id '" + parts[0].str() +
+                                "' is not 0-<version>");
     StreamEntry entry;
     entry.version = *version;
     const auto& fields = parts[1].elements();
@@ -48,21 +51,24 @@ Status AppendEntries(const Reply& reply, std::string_view what, std::vector<Stre
       if (fields[i].str() == "t") entry.turn = &fields[i + 1].str();
       if (fields[i].str() == "s") entry.state = &fields[i + 1].str();
     }
-    if (entry.turn == nullptr) return Status::Corruption(Named(what, "turn", *version) + ": no turn record");
+    if (entry.turn == nullptr)
+      return Status::Corruption(Named(what, "turn", *version) + ": no turn record");
     out.push_back(entry);
   }
   return Status::Ok();
 }
 
-Status CheckContiguous(std::span<const StreamEntry> entries, bool descending, std::string_view what) {
+Status CheckContiguous(std::span<const StreamEntry> entries, bool descending,
+                       std::string_view what) {
   for (size_t i = 1; i < entries.size(); ++i) {
     uint64_t a = entries[i - 1].version, b = entries[i].version;
     uint64_t expected = descending ? a - 1 : a + 1;
     if (b == expected) continue;
     uint64_t low = std::min(a, b) + 1, high = std::max(a, b) - 1;
     return Status::Corruption(std::string(what) + ": versions " + std::to_string(low) + ".." +
-                              std::to_string(high) + " are missing (a gap between " + std::to_string(std::min(a, b)) +
-                              " and " + std::to_string(std::max(a, b)) + ")");
+                              std::to_string(high) + " are missing (a gap between " +
+                              std::to_string(std::min(a, b)) + " and " +
+                              std::to_string(std::max(a, b)) + ")");
   }
   return Status::Ok();
 }
@@ -95,7 +101,7 @@ Result<LedgerState> Replay(std::span<const StreamEntry> newest_first, std::strin
   LedgerState state;
   if (newest_first.empty()) return state;
   size_t base = newest_first.size() - 1;  // the oldest entry: a snapshot or version 1
-  size_t next;                             // the oldest entry still to replay
+  size_t next;                            // the oldest entry still to replay
   if (newest_first[base].state != nullptr) {
     auto snapshot = DecodeSnapshotEntry(newest_first[base], what);
     if (!snapshot) return snapshot.error();
@@ -112,8 +118,8 @@ Result<LedgerState> Replay(std::span<const StreamEntry> newest_first, std::strin
     auto turn = DecodeTurnEntry(newest_first[next], what);
     if (!turn) return turn.error();
     if (Status s = ApplyTurn(state, *turn); !s.ok()) {
-      return Status::Corruption(std::string(what) + ": replaying turn " + std::to_string(turn->turn) + ": " +
-                                s.message());
+      return Status::Corruption(std::string(what) + ": replaying turn " +
+                                std::to_string(turn->turn) + ": " + s.message());
     }
   }
   return state;

@@ -19,7 +19,9 @@ std::string ConflictKey(const Update& u) {
   return "conflict." + std::string(CategoryName(u.category)) + "." + u.key;
 }
 
-bool Expired(const Entry& e, uint64_t version, int64_t now_ms) { return !e.LiveAt(version, now_ms); }
+bool Expired(const Entry& e, uint64_t version, int64_t now_ms) {
+  return !e.LiveAt(version, now_ms);
+}
 
 }  // namespace
 
@@ -94,9 +96,8 @@ Status ApplyTurn(LedgerState& state, const TurnRecord& turn) {
   for (const CallRecord& c : turn.calls) state.calls.push_back(c);
   state.version = turn.turn;
   for (auto& map : state.entries) {
-    std::erase_if(map, [&](const auto& kv) {
-      return Expired(kv.second, turn.turn, turn.committed_at_ms);
-    });
+    std::erase_if(
+        map, [&](const auto& kv) { return Expired(kv.second, turn.turn, turn.committed_at_ms); });
   }
   return Status::Ok();
 }

@@ -32,9 +32,10 @@ ToolOutput OutputOf(const nlohmann::json& response) {
   ToolOutput out;
   if (auto err = response.find("error"); err != response.end()) {
     std::string code = err->is_object() && err->contains("code") ? err->at("code").dump() : "?";
-    std::string message = err->is_object() && err->contains("message") && err->at("message").is_string()
-                              ? err->at("message").get<std::string>()
-                              : err->dump();
+    std::string message =
+        err->is_object() && err->contains("message") && err->at("message").is_string()
+            ? err->at("message").get<std::string>()
+            : err->dump();
     out.output = "MCP error " + code + ": " + message;
     out.error = true;
     return out;
@@ -64,7 +65,8 @@ std::string TextOf(const nlohmann::json& output) {
 
 void GatingProxy::Impl::HandleToolsCall(const QueuedCall& queued) {
   const nlohmann::json& request = queued.request;
-  const nlohmann::json request_id = request.contains("id") ? request["id"] : nlohmann::json(nullptr);
+  const nlohmann::json request_id =
+      request.contains("id") ? request["id"] : nlohmann::json(nullptr);
   auto parsed = ParseToolsCall(request);
   if (!parsed) {
     ReplyError(request_id, kInvalidParams, parsed.error().message());
@@ -102,20 +104,26 @@ void GatingProxy::Impl::HandleToolsCall(const QueuedCall& queued) {
       };
       commands.Bind(c.tool, std::move(binding));
       auto reserved = commands.Reserve(spec);
-      if (!reserved) return Status::Unavailable("cannot record the command before running it: " + reserved.error().ToString());
+      if (!reserved)
+        return Status::Unavailable("cannot record the command before running it: " +
+                                   reserved.error().ToString());
       if (reserved->state != CommandState::kPending && reserved->state != CommandState::kApproved) {
         return Status::FailedPrecondition("the command " + reserved->command_key + " is already " +
                                           std::string(CommandStateName(reserved->state)));
       }
       auto lease = commands.Lease(options.run, reserved->command_key);
-      if (!lease) return Status::Unavailable("cannot lease the command: " + lease.error().ToString());
+      if (!lease)
+        return Status::Unavailable("cannot lease the command: " + lease.error().ToString());
       leased = std::move(lease).value();
       nlohmann::json& params = forwarded["params"];
-      if (!params.contains("_meta") || !params["_meta"].is_object()) params["_meta"] = nlohmann::json::object();
+      if (!params.contains("_meta") || !params["_meta"].is_object())
+        params["_meta"] = nlohmann::json::object();
       params["_meta"]["taskledger/idempotencyKey"] = leased->idempotency_key;
     }
     if (server_gone) {
-      if (leased) (void)commands.RecordOutcome(*leased, ToolOutcome::Failed("the MCP server is not running; the call was not sent"));
+      if (leased)
+        (void)commands.RecordOutcome(
+            *leased, ToolOutcome::Failed("the MCP server is not running; the call was not sent"));
       return Status::Unavailable("the MCP server is not running");
     }
 
@@ -126,7 +134,8 @@ void GatingProxy::Impl::HandleToolsCall(const QueuedCall& queued) {
     std::string ambiguous;
     std::optional<Clock::time_point> client_gone_at;
     while (!in_flight->response) {
-      auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+      auto waited =
+          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
       if (in_flight->cancelled) {
         ambiguous = "the client cancelled the call before the server answered";
         client_cancelled = true;
@@ -142,7 +151,8 @@ void GatingProxy::Impl::HandleToolsCall(const QueuedCall& queued) {
         break;
       }
       if (options.call_timeout_ms > 0 && waited >= options.call_timeout_ms) {
-        ambiguous = "no answer from the MCP server within " + std::to_string(options.call_timeout_ms) + " ms";
+        ambiguous = "no answer from the MCP server within " +
+                    std::to_string(options.call_timeout_ms) + " ms";
         SendToServer(nlohmann::json{{"jsonrpc", "2.0"},
                                     {"method", "notifications/cancelled"},
                                     {"params", {{"requestId", request_id}, {"reason", ambiguous}}}}
@@ -152,7 +162,8 @@ void GatingProxy::Impl::HandleToolsCall(const QueuedCall& queued) {
       // A client that left cannot read the answer, but the outcome is still
       // worth recording: wait for it, within the shutdown grace.
       if ((!client_reading || !client_writable) && !client_gone_at) client_gone_at = Clock::now();
-      if (client_gone_at && Clock::now() - *client_gone_at >= std::chrono::milliseconds(options.shutdown_grace_ms)) {
+      if (client_gone_at &&
+          Clock::now() - *client_gone_at >= std::chrono::milliseconds(options.shutdown_grace_ms)) {
         ambiguous = "the client left and the server did not answer within the grace period";
         break;
       }
@@ -166,18 +177,21 @@ void GatingProxy::Impl::HandleToolsCall(const QueuedCall& queued) {
       ++report.calls_uncertain;
       if (leased) {
         auto recorded = commands.RecordOutcome(*leased, ToolOutcome::Ambiguous(ambiguous));
-        if (!recorded) Log("cannot record the uncertain outcome of " + c.tool + ": " + recorded.error().ToString());
+        if (!recorded)
+          Log("cannot record the uncertain outcome of " + c.tool + ": " +
+              recorded.error().ToString());
       }
       return Status::Unavailable(ambiguous);
     }
     raw_response = std::move(done.response_line);
     ToolOutput out = OutputOf(*done.response);
     if (leased) {
-      ToolOutcome outcome =
-          out.error ? ToolOutcome::Failed(TextOf(out.output))
-                    : ToolOutcome::Succeeded("mcp:" + leased->idempotency_key, (*done.response)["result"]);
+      ToolOutcome outcome = out.error ? ToolOutcome::Failed(TextOf(out.output))
+                                      : ToolOutcome::Succeeded("mcp:" + leased->idempotency_key,
+                                                               (*done.response)["result"]);
       auto recorded = commands.RecordOutcome(*leased, outcome);
-      if (!recorded) Log("cannot record the outcome of " + c.tool + ": " + recorded.error().ToString());
+      if (!recorded)
+        Log("cannot record the outcome of " + c.tool + ": " + recorded.error().ToString());
     }
     return out;
   };
@@ -186,7 +200,8 @@ void GatingProxy::Impl::HandleToolsCall(const QueuedCall& queued) {
   // Committed before the client hears back: a client that has its answer can
   // find the call in `taskledger audit`.
   auto committed = session.EndTurn();
-  if (!committed) Log("cannot commit the turn of call " + call.tool + ": " + committed.error().ToString());
+  if (!committed)
+    Log("cannot commit the turn of call " + call.tool + ": " + committed.error().ToString());
   if (!result.executed) {
     ++report.calls_blocked;
     SendToClient(ProduceToolsCallResult(request_id, ToolResult{call.id, result.message, true}));

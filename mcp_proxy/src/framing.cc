@@ -9,9 +9,7 @@
 namespace taskledger::mcp::proxy_internal {
 namespace {
 
-bool IsBlank(const std::string& s) {
-  return s.find_first_not_of(" \t\r") == std::string::npos;
-}
+bool IsBlank(const std::string& s) { return s.find_first_not_of(" \t\r") == std::string::npos; }
 
 }  // namespace
 

@@ -56,8 +56,8 @@ Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(const std::vector<st
   pid_t pid = ::fork();
   if (pid < 0) {
     int e = errno;
-    for (int fd : {to_child[0], to_child[1], from_child[0], from_child[1], exec_error[0],
-                   exec_error[1]})
+    for (int fd :
+         {to_child[0], to_child[1], from_child[0], from_child[1], exec_error[0], exec_error[1]})
       ::close(fd);
     return Status::Unavailable(std::string("fork: ") + std::strerror(e));
   }
@@ -146,7 +146,8 @@ void ServerProcess::Stop(int64_t grace_ms) {
 std::string ServerProcess::Describe() const {
   if (!reaped_) return "still running";
   if (wait_status_ < 0) return "exited (status unknown)";
-  if (WIFEXITED(wait_status_)) return "exited with status " + std::to_string(WEXITSTATUS(wait_status_));
+  if (WIFEXITED(wait_status_))
+    return "exited with status " + std::to_string(WEXITSTATUS(wait_status_));
   if (WIFSIGNALED(wait_status_)) {
     int sig = WTERMSIG(wait_status_);
     return "killed by signal " + std::to_string(sig) + " (" + ::strsignal(sig) + ")";

@@ -65,7 +65,9 @@ void GatingProxy::Impl::SendRawToClient(const std::string& line) {
   if (client_writable) to_client.Push(line);
 }
 
-void GatingProxy::Impl::SendToClient(const nlohmann::json& message) { SendRawToClient(Dump(message)); }
+void GatingProxy::Impl::SendToClient(const nlohmann::json& message) {
+  SendRawToClient(Dump(message));
+}
 
 void GatingProxy::Impl::SendToServer(const std::string& line) {
   if (!server_gone) to_server.Push(line);
@@ -147,7 +149,8 @@ void GatingProxy::Impl::DispatchFromClient(const Line& line) {
     bool served = name == "resources/list" ? server_has_resources : server_has_prompts;
     Amend kind = name == "resources/list" ? Amend::kResourcesList : Amend::kPromptsList;
     if (!served) {  // the server has none: the proxy's own list is the whole answer
-      nlohmann::json empty = {{"jsonrpc", "2.0"}, {"id", *id}, {"result", nlohmann::json::object()}};
+      nlohmann::json empty = {
+          {"jsonrpc", "2.0"}, {"id", *id}, {"result", nlohmann::json::object()}};
       SendToClient(AmendResponse(kind, std::move(empty)));
       return;
     }
@@ -177,7 +180,8 @@ void GatingProxy::Impl::DispatchFromServer(const Line& line) {
     return;
   }
   const nlohmann::json* id = Member(msg, "id");
-  bool is_response = id && !Member(msg, "method") && (Member(msg, "result") || Member(msg, "error"));
+  bool is_response =
+      id && !Member(msg, "method") && (Member(msg, "result") || Member(msg, "error"));
   if (!is_response) {  // the server's own requests and notifications pass through
     SendRawToClient(line.text);
     return;
@@ -209,10 +213,12 @@ void GatingProxy::Impl::Pump(int timeout_ms) {
   };
   const bool server_io = !server_gone && server;
   int wake_i = add(wake_read, POLLIN);
-  int cin_i = client_reading && to_server.pending_bytes() < kMaxQueuedBytes ? add(client_in, POLLIN) : -1;
+  int cin_i =
+      client_reading && to_server.pending_bytes() < kMaxQueuedBytes ? add(client_in, POLLIN) : -1;
   int cout_i = client_writable && to_client.pending_bytes() > 0 ? add(client_out, POLLOUT) : -1;
   int sout_i = server_io && to_client.pending_bytes() < kMaxQueuedBytes
-                   ? add(server->stdout_fd(), POLLIN) : -1;
+                   ? add(server->stdout_fd(), POLLIN)
+                   : -1;
   int sin_i = server_io && to_server.pending_bytes() > 0 ? add(server->stdin_fd(), POLLOUT) : -1;
   int ready = ::poll(fds.data(), fds.size(), timeout_ms);
   if (ready < 0 && errno != EINTR) {
@@ -284,7 +290,8 @@ Result<ProxyReport> GatingProxy::Impl::Run(int in, int out) {
     if (!client_writable || (!client_reading && queued_calls.empty() && !draining)) {
       report.end = ProxyReport::End::kClientClosed;
       report.detail = "the client closed the connection";
-      FailOutstanding("the taskledger MCP proxy is shutting down: the client closed the connection");
+      FailOutstanding(
+          "the taskledger MCP proxy is shutting down: the client closed the connection");
       break;
     }
     if (!queued_calls.empty()) {
@@ -297,7 +304,8 @@ Result<ProxyReport> GatingProxy::Impl::Run(int in, int out) {
   }
 
   // Let the client have what is queued for it (bounded), then stop the server.
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.shutdown_grace_ms);
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(options.shutdown_grace_ms);
   while (client_writable && to_client.pending_bytes() > 0 &&
          std::chrono::steady_clock::now() < deadline) {
     pollfd p{client_out, POLLOUT, 0};

@@ -48,7 +48,8 @@ nlohmann::json GatingProxy::Impl::StatePromptEntry() const {
           {"arguments", nlohmann::json::array()}};
 }
 
-bool GatingProxy::Impl::AnswerStateRequest(const std::string& method, const nlohmann::json& request) {
+bool GatingProxy::Impl::AnswerStateRequest(const std::string& method,
+                                           const nlohmann::json& request) {
   const nlohmann::json* params = request.contains("params") ? &request["params"] : nullptr;
   if (!params || !params->is_object()) return false;
   if (method == "resources/read") {
@@ -65,11 +66,14 @@ bool GatingProxy::Impl::AnswerStateRequest(const std::string& method, const nloh
   if (method == "prompts/get") {
     auto name = params->find("name");
     if (name == params->end() || !name->is_string() || *name != options.state_prompt) return false;
-    nlohmann::json message = {{"role", "user"},
-                              {"content", {{"type", "text"}, {"text", RenderedState(session, options.state_block)}}}};
-    SendToClient({{"jsonrpc", "2.0"},
-                  {"id", request["id"]},
-                  {"result", {{"description", kDescription}, {"messages", nlohmann::json::array({message})}}}});
+    nlohmann::json message = {
+        {"role", "user"},
+        {"content", {{"type", "text"}, {"text", RenderedState(session, options.state_block)}}}};
+    SendToClient(
+        {{"jsonrpc", "2.0"},
+         {"id", request["id"]},
+         {"result",
+          {{"description", kDescription}, {"messages", nlohmann::json::array({message})}}}});
     return true;
   }
   return false;
@@ -94,7 +98,8 @@ nlohmann::json GatingProxy::Impl::AmendResponse(Amend amend, nlohmann::json resp
       nlohmann::json& list = (*result)[member];
       if (!list.is_array()) list = nlohmann::json::array();
       // Only requests without a cursor (the first page) are marked for this.
-      nlohmann::json entry = amend == Amend::kResourcesList ? StateResourceEntry() : StatePromptEntry();
+      nlohmann::json entry =
+          amend == Amend::kResourcesList ? StateResourceEntry() : StatePromptEntry();
       list.insert(list.begin(), std::move(entry));
       break;
     }

@@ -32,7 +32,8 @@ void CheckFields(lua_State* L, const char* what, std::initializer_list<const cha
       for (const char* a : allowed) known = known || std::strcmp(a, lua_tostring(L, -1)) == 0;
     }
     if (!known) {
-      std::string field = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : luaL_typename(L, -1);
+      std::string field =
+          lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : luaL_typename(L, -1);
       std::string list;
       for (const char* a : allowed) list += std::string(list.empty() ? "" : ", ") + a;
       RaiseError(L, std::string(what) + "{}: unknown field '" + field + "' (fields: " + list + ")");
@@ -129,9 +130,9 @@ int DeclareExtractor(lua_State* L) {
 
 }  // namespace
 
-Result<std::unique_ptr<CompiledPack>> CompilePack(
-    const std::vector<const PackFile*>& lua_files, const CheckerLimits& limits,
-    const std::function<void(lua_State*)>& install) {
+Result<std::unique_ptr<CompiledPack>> CompilePack(const std::vector<const PackFile*>& lua_files,
+                                                  const CheckerLimits& limits,
+                                                  const std::function<void(lua_State*)>& install) {
   auto pack = std::make_unique<CompiledPack>();
   Result<std::unique_ptr<Sandbox>> sb = Sandbox::Create(limits);
   if (!sb) return sb.error();
@@ -170,7 +171,8 @@ Result<std::unique_ptr<CompiledPack>> CompilePack(
   raw->loading_file.clear();
   std::stable_sort(pack->rules.begin(), pack->rules.end(),
                    [](const CompiledRule& a, const CompiledRule& b) {
-                     if (a.info.priority != b.info.priority) return a.info.priority > b.info.priority;
+                     if (a.info.priority != b.info.priority)
+                       return a.info.priority > b.info.priority;
                      return a.info.id < b.info.id;
                    });
   return pack;

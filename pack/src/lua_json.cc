@@ -72,8 +72,12 @@ void WrapTop(lua_State* L) {
 template <bool kReadOnly>
 void Push(lua_State* L, const nlohmann::json& v, int depth) {
   switch (v.type()) {
-    case nlohmann::json::value_t::boolean: lua_pushboolean(L, v.get<bool>()); return;
-    case nlohmann::json::value_t::number_integer: lua_pushinteger(L, v.get<int64_t>()); return;
+    case nlohmann::json::value_t::boolean:
+      lua_pushboolean(L, v.get<bool>());
+      return;
+    case nlohmann::json::value_t::number_integer:
+      lua_pushinteger(L, v.get<int64_t>());
+      return;
     case nlohmann::json::value_t::number_unsigned: {
       uint64_t u = v.get<uint64_t>();
       if (u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
@@ -83,17 +87,23 @@ void Push(lua_State* L, const nlohmann::json& v, int depth) {
       }
       return;
     }
-    case nlohmann::json::value_t::number_float: lua_pushnumber(L, v.get<double>()); return;
+    case nlohmann::json::value_t::number_float:
+      lua_pushnumber(L, v.get<double>());
+      return;
     case nlohmann::json::value_t::string: {
       const auto& s = v.get_ref<const std::string&>();
       lua_pushlstring(L, s.data(), s.size());
       return;
     }
     case nlohmann::json::value_t::object:
-    case nlohmann::json::value_t::array: break;
-    default: lua_pushnil(L); return;
+    case nlohmann::json::value_t::array:
+      break;
+    default:
+      lua_pushnil(L);
+      return;
   }
-  if (depth >= kMaxJsonDepth) luaL_error(L, "JSON value nested deeper than %d levels", kMaxJsonDepth);
+  if (depth >= kMaxJsonDepth)
+    luaL_error(L, "JSON value nested deeper than %d levels", kMaxJsonDepth);
   luaL_checkstack(L, 6, "JSON value");
   if (v.is_array()) {
     lua_createtable(L, static_cast<int>(std::min<size_t>(v.size(), 1 << 20)), 0);
@@ -117,7 +127,11 @@ bool ValidUtf8(const char* s, size_t n) {
   size_t i = 0;
   while (i < n) {
     unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    size_t len = c < 0x80           ? 1
+                 : (c >> 5) == 0x6  ? 2
+                 : (c >> 4) == 0xe  ? 3
+                 : (c >> 3) == 0x1e ? 4
+                                    : 0;
     if (len == 0 || i + len > n) return false;
     for (size_t k = 1; k < len; ++k) {
       if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return false;
@@ -172,8 +186,10 @@ bool IsReadOnlyProxy(lua_State* L, int idx) {
 nlohmann::json ToJson(lua_State* L, int idx, int depth) {
   idx = lua_absindex(L, idx);
   switch (lua_type(L, idx)) {
-    case LUA_TNIL: return nullptr;
-    case LUA_TBOOLEAN: return static_cast<bool>(lua_toboolean(L, idx));
+    case LUA_TNIL:
+      return nullptr;
+    case LUA_TBOOLEAN:
+      return static_cast<bool>(lua_toboolean(L, idx));
     case LUA_TNUMBER: {
       if (lua_isinteger(L, idx)) return static_cast<int64_t>(lua_tointeger(L, idx));
       double d = lua_tonumber(L, idx);
@@ -195,9 +211,11 @@ nlohmann::json ToJson(lua_State* L, int idx, int depth) {
         return out;
       }
       break;
-    default: luaL_error(L, "cannot convert a %s to JSON", luaL_typename(L, idx));
+    default:
+      luaL_error(L, "cannot convert a %s to JSON", luaL_typename(L, idx));
   }
-  if (depth >= kMaxJsonDepth) luaL_error(L, "table nested deeper than %d levels (or a cycle)", kMaxJsonDepth);
+  if (depth >= kMaxJsonDepth)
+    luaL_error(L, "table nested deeper than %d levels (or a cycle)", kMaxJsonDepth);
   luaL_checkstack(L, 4, "JSON conversion");
   size_t count = 0;
   bool string_keys = false, int_keys = false;
@@ -238,12 +256,18 @@ nlohmann::json ToJson(lua_State* L, int idx, int depth) {
 
 std::optional<std::string> JsonScalarKey(const nlohmann::json& v) {
   switch (v.type()) {
-    case nlohmann::json::value_t::string: return "s" + v.get_ref<const std::string&>();
-    case nlohmann::json::value_t::boolean: return v.get<bool>() ? "b1" : "b0";
-    case nlohmann::json::value_t::number_integer: return "n" + std::to_string(v.get<int64_t>());
-    case nlohmann::json::value_t::number_unsigned: return "n" + std::to_string(v.get<uint64_t>());
-    case nlohmann::json::value_t::number_float: return "n" + NumberText(v.get<double>());
-    default: return std::nullopt;
+    case nlohmann::json::value_t::string:
+      return "s" + v.get_ref<const std::string&>();
+    case nlohmann::json::value_t::boolean:
+      return v.get<bool>() ? "b1" : "b0";
+    case nlohmann::json::value_t::number_integer:
+      return "n" + std::to_string(v.get<int64_t>());
+    case nlohmann::json::value_t::number_unsigned:
+      return "n" + std::to_string(v.get<uint64_t>());
+    case nlohmann::json::value_t::number_float:
+      return "n" + NumberText(v.get<double>());
+    default:
+      return std::nullopt;
   }
 }
 
@@ -258,11 +282,13 @@ std::optional<std::string> LuaScalarKey(lua_State* L, int idx) {
       out.append(s, n);
       return out;
     }
-    case LUA_TBOOLEAN: return lua_toboolean(L, idx) ? "b1" : "b0";
+    case LUA_TBOOLEAN:
+      return lua_toboolean(L, idx) ? "b1" : "b0";
     case LUA_TNUMBER:
       if (lua_isinteger(L, idx)) return "n" + std::to_string(lua_tointeger(L, idx));
       return "n" + NumberText(lua_tonumber(L, idx));
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 

@@ -25,9 +25,9 @@ double EstimatePatternWork(std::string_view p, size_t subject_len, bool scan_all
     anchored = true;
     i = 1;
   }
-  int variable = 0;   // items quantified by * + -
-  int optional = 0;   // items quantified by ?
-  int scanning = 0;   // %b and back-references: each may scan n bytes
+  int variable = 0;  // items quantified by * + -
+  int optional = 0;  // items quantified by ?
+  int scanning = 0;  // %b and back-references: each may scan n bytes
   double items = 1;
   while (i < p.size()) {
     char c = p[i];

@@ -7,8 +7,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "taskledger/pack/lua/compiled_pack.h"
 #include "taskledger/base/digest.h"
+#include "taskledger/pack/lua/compiled_pack.h"
 
 namespace taskledger {
 namespace {
@@ -41,9 +41,12 @@ Result<std::vector<std::string>> ReadToolList(const nlohmann::json& tools, const
 
 std::string_view ToolClassName(ToolClass c) {
   switch (c) {
-    case ToolClass::kReadOnly: return "read_only";
-    case ToolClass::kWrites: return "writes";
-    case ToolClass::kUnknown: return "unknown";
+    case ToolClass::kReadOnly:
+      return "read_only";
+    case ToolClass::kWrites:
+      return "writes";
+    case ToolClass::kUnknown:
+      return "unknown";
   }
   return "unknown";
 }
@@ -74,7 +77,8 @@ Result<std::shared_ptr<const RulePack>> RulePack::Load(const std::filesystem::pa
   namespace fs = std::filesystem;
   try {
     std::error_code ec;
-    if (!fs::is_directory(dir, ec)) return Status::NotFound("no rule pack folder at " + dir.string());
+    if (!fs::is_directory(dir, ec))
+      return Status::NotFound("no rule pack folder at " + dir.string());
     if (!fs::is_regular_file(dir / "pack.json", ec)) {
       return Status::NotFound("rule pack " + dir.string() + " has no pack.json");
     }
@@ -155,13 +159,15 @@ Result<std::shared_ptr<const RulePack>> RulePack::Build(std::vector<PackFile> fi
   if (manifest == nullptr) return Status::NotFound("rule pack has no pack.json");
   pack->manifest_ = nlohmann::json::parse(manifest->contents, nullptr, false);
   const nlohmann::json& m = pack->manifest_;
-  if (m.is_discarded() || !m.is_object()) return Status::InvalidArgument("pack.json is not a JSON object");
+  if (m.is_discarded() || !m.is_object())
+    return Status::InvalidArgument("pack.json is not a JSON object");
   if (!m.contains("name") || !m["name"].is_string() || m["name"].get<std::string>().empty()) {
     return Status::InvalidArgument("pack.json: name must be a non-empty string");
   }
   pack->name_ = m["name"].get<std::string>();
   if (m.contains("tools")) {
-    if (!m["tools"].is_object()) return Status::InvalidArgument("pack.json: tools must be an object");
+    if (!m["tools"].is_object())
+      return Status::InvalidArgument("pack.json: tools must be an object");
     auto ro = ReadToolList(m["tools"], "read_only");
     if (!ro) return ro.error();
     auto wr = ReadToolList(m["tools"], "writes");

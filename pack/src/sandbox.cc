@@ -25,8 +25,9 @@ constexpr int kHookEvery = 1000;
 
 // Base-library names removed: code loading, GC control, output, raw writes
 // (which could defeat read-only proxies) and the real globals table.
-constexpr const char* kRemovedBase[] = {"print", "load", "loadstring", "dofile", "loadfile",
-                                        "collectgarbage", "rawset", "require", "warn", "_G"};
+constexpr const char* kRemovedBase[] = {
+    "print",          "load",   "loadstring", "dofile", "loadfile",
+    "collectgarbage", "rawset", "require",    "warn",   "_G"};
 
 struct ProtectedCtx {
   void (*thunk)(lua_State*, void*);
@@ -54,7 +55,9 @@ int VerdictDeny(lua_State* L) {
 int VerdictApproval(lua_State* L) {
   return VerdictWithText(L, &kApprovalToken, "require_approval", "reason");
 }
-int VerdictConfirm(lua_State* L) { return VerdictWithText(L, &kConfirmToken, "confirm", "question"); }
+int VerdictConfirm(lua_State* L) {
+  return VerdictWithText(L, &kConfirmToken, "confirm", "question");
+}
 
 // setmetatable without finalizers: a __gc would run rule code at an arbitrary
 // later point (another rule, another check), outside any rule's accounting.
@@ -226,9 +229,14 @@ int Sandbox::Trampoline(lua_State* L) {
 
 int Sandbox::MessageHandler(lua_State* L) {
   switch (lua_type(L, 1)) {
-    case LUA_TSTRING: return 1;
-    case LUA_TNUMBER: lua_pushstring(L, lua_tostring(L, 1)); return 1;
-    case LUA_TNIL: lua_pushliteral(L, "error object is nil"); return 1;
+    case LUA_TSTRING:
+      return 1;
+    case LUA_TNUMBER:
+      lua_pushstring(L, lua_tostring(L, 1));
+      return 1;
+    case LUA_TNIL:
+      lua_pushliteral(L, "error object is nil");
+      return 1;
     default:
       // Never call __tostring here: that would run rule code outside any check.
       lua_pushfstring(L, "error object is a %s value", luaL_typename(L, 1));

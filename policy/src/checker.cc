@@ -55,7 +55,9 @@ Result<Update> UpdateFromJson(const nlohmann::json& u, const SharedString& sourc
   auto cat = u.find("category");
   std::optional<Category> c;
   if (cat != u.end() && cat->is_string()) c = ParseCategory(cat->get<std::string>());
-  if (!c) return Status::InvalidArgument("update category must be fact, identifier, constraint or condition");
+  if (!c)
+    return Status::InvalidArgument(
+        "update category must be fact, identifier, constraint or condition");
   out.category = *c;
   auto key = u.find("key");
   if (key == u.end() || !key->is_string() || key->get_ref<const std::string&>().empty()) {
@@ -237,7 +239,7 @@ PolicyChecker::PolicyChecker(std::unique_ptr<Impl> impl) : impl_(std::move(impl)
 PolicyChecker::~PolicyChecker() = default;
 
 Result<std::unique_ptr<PolicyChecker>> PolicyChecker::Create(std::shared_ptr<const RulePack> pack,
-                                                            CheckerLimits limits) {
+                                                             CheckerLimits limits) {
   if (!pack) return Status::InvalidArgument("PolicyChecker needs a rule pack");
   try {
     auto runtime = policy_internal::LoadRuleRuntime(*pack, limits);
@@ -350,7 +352,8 @@ std::vector<ExtractorRun> PolicyChecker::RunExtractors(const ProposedCall& call,
           continue;
         }
         for (const auto& u : result) {
-          Result<Update> up = UpdateFromJson(u, source_id, extractor_id, impl_->pack_version, now_ms);
+          Result<Update> up =
+              UpdateFromJson(u, source_id, extractor_id, impl_->pack_version, now_ms);
           if (!up) {
             updates.clear();
             run.updates =
@@ -370,6 +373,8 @@ std::vector<ExtractorRun> PolicyChecker::RunExtractors(const ProposedCall& call,
   return runs;
 }
 
-size_t PolicyChecker::memory_in_use() const { return impl_->runtime->compiled->sandbox->memory_in_use(); }
+size_t PolicyChecker::memory_in_use() const {
+  return impl_->runtime->compiled->sandbox->memory_in_use();
+}
 
 }  // namespace taskledger

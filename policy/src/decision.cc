@@ -7,16 +7,21 @@ namespace taskledger {
 
 std::string_view OutcomeName(Outcome o) {
   switch (o) {
-    case Outcome::kAllow: return "allow";
-    case Outcome::kConfirm: return "confirm";
-    case Outcome::kRequireApproval: return "require_approval";
-    case Outcome::kDeny: return "deny";
+    case Outcome::kAllow:
+      return "allow";
+    case Outcome::kConfirm:
+      return "confirm";
+    case Outcome::kRequireApproval:
+      return "require_approval";
+    case Outcome::kDeny:
+      return "deny";
   }
   return "deny";
 }
 
 std::optional<Outcome> ParseOutcome(std::string_view name) {
-  for (Outcome o : {Outcome::kAllow, Outcome::kConfirm, Outcome::kRequireApproval, Outcome::kDeny}) {
+  for (Outcome o :
+       {Outcome::kAllow, Outcome::kConfirm, Outcome::kRequireApproval, Outcome::kDeny}) {
     if (OutcomeName(o) == name) return o;
   }
   return std::nullopt;
@@ -26,7 +31,8 @@ nlohmann::json DecisionLogRecord(const PolicyDecision& d, const ProposedCall& ca
                                  const DecisionContext& ctx) {
   nlohmann::json rules = nlohmann::json::array();
   for (const RuleEvaluation& r : d.rules) {
-    nlohmann::json e = {{"id", r.rule_id}, {"outcome", OutcomeName(r.outcome)}, {"reason", r.reason}};
+    nlohmann::json e = {
+        {"id", r.rule_id}, {"outcome", OutcomeName(r.outcome)}, {"reason", r.reason}};
     if (r.error) e["error"] = true;
     rules.push_back(std::move(e));
   }

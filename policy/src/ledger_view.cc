@@ -5,8 +5,8 @@
 
 #include <algorithm>
 
-#include "taskledger/pack/lua/lua_json.h"
 #include "taskledger/ledger/entry.h"
+#include "taskledger/pack/lua/lua_json.h"
 #include "taskledger/pack/rule_pack.h"
 
 namespace taskledger::policy_internal {
@@ -26,8 +26,9 @@ Category CheckCategory(lua_State* L, int idx, const char* fn) {
   const char* s = lua_type(L, idx) == LUA_TSTRING ? lua_tolstring(L, idx, &n) : nullptr;
   std::optional<Category> c = s ? ParseCategory(std::string_view(s, n)) : std::nullopt;
   if (!c) {
-    RaiseError(L, std::string(fn) +
-                      ": category must be \"fact\", \"identifier\", \"constraint\" or \"condition\"");
+    RaiseError(L,
+               std::string(fn) +
+                   ": category must be \"fact\", \"identifier\", \"constraint\" or \"condition\"");
   }
   return *c;
 }

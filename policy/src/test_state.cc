@@ -28,25 +28,30 @@ Result<Entry> EntryFromJson(const nlohmann::json& v, uint64_t version, int64_t n
     return Status::InvalidArgument(where + ": $entry must be an object with a value");
   }
   for (const auto& [k, x] : d.items()) {
-    static const char* kKnown[] = {"value", "verified", "source", "source_id", "turn", "rule",
-                                   "expires_in_seconds", "expires_at_ms", "expires_at_turn"};
+    static const char* kKnown[] = {
+        "value", "verified",           "source",        "source_id",      "turn",
+        "rule",  "expires_in_seconds", "expires_at_ms", "expires_at_turn"};
     bool known = false;
     for (const char* n : kKnown) known = known || k == n;
     if (!known) return Status::InvalidArgument(where + ": unknown $entry member '" + k + "'");
   }
   e.value = d["value"];
   if (d.contains("verified")) {
-    if (!d["verified"].is_boolean()) return Status::InvalidArgument(where + ": verified must be a boolean");
+    if (!d["verified"].is_boolean())
+      return Status::InvalidArgument(where + ": verified must be a boolean");
     e.provenance.verified = d["verified"].get<bool>();
     if (!e.provenance.verified) e.provenance.source = SourceKind::kUserMessage;
   }
   if (d.contains("source")) {
-    auto s = d["source"].is_string() ? ParseSourceKind(d["source"].get<std::string>()) : std::nullopt;
-    if (!s) return Status::InvalidArgument(where + ": source must be tool, user, agent or operator");
+    auto s =
+        d["source"].is_string() ? ParseSourceKind(d["source"].get<std::string>()) : std::nullopt;
+    if (!s)
+      return Status::InvalidArgument(where + ": source must be tool, user, agent or operator");
     e.provenance.source = *s;
   }
   if (d.contains("source_id")) {
-    if (!d["source_id"].is_string()) return Status::InvalidArgument(where + ": source_id must be a string");
+    if (!d["source_id"].is_string())
+      return Status::InvalidArgument(where + ": source_id must be a string");
     e.provenance.source_id = d["source_id"].get<std::string>();
   } else if (e.provenance.source == SourceKind::kUserMessage) {
     e.provenance.source_id = "user";
@@ -95,8 +100,9 @@ Result<LedgerState> LoadTestState(const nlohmann::json& state, int64_t now_ms) {
     if (member == "version" || member == "calls") continue;
     std::optional<Category> c = ParseCategory(member);
     if (!c) {
-      return Status::InvalidArgument("state: unknown member '" + member +
-                                     "' (facts, identifiers, constraints, conditions, calls, version)");
+      return Status::InvalidArgument(
+          "state: unknown member '" + member +
+          "' (facts, identifiers, constraints, conditions, calls, version)");
     }
     if (!v.is_object()) return Status::InvalidArgument("state." + member + " must be an object");
     for (const auto& [key, value] : v.items()) {
@@ -133,10 +139,14 @@ Status MatchExpectation(const PolicyDecision& d, const nlohmann::json& expect) {
     return Status::InvalidArgument("expect must be an object with a decision");
   }
   std::optional<Outcome> want = ParseOutcome(expect["decision"].get<std::string>());
-  if (!want) return Status::InvalidArgument("expect.decision must be allow, deny, require_approval or confirm");
-  std::string got = std::string(OutcomeName(d.outcome)) + " by '" + d.rule_id + "' (" + d.reason + ")";
+  if (!want)
+    return Status::InvalidArgument(
+        "expect.decision must be allow, deny, require_approval or confirm");
+  std::string got =
+      std::string(OutcomeName(d.outcome)) + " by '" + d.rule_id + "' (" + d.reason + ")";
   if (d.outcome != *want) {
-    return Status::FailedPrecondition("expected " + std::string(OutcomeName(*want)) + ", got " + got);
+    return Status::FailedPrecondition("expected " + std::string(OutcomeName(*want)) + ", got " +
+                                      got);
   }
   if (expect.contains("rule")) {
     if (!expect["rule"].is_string()) return Status::InvalidArgument("expect.rule must be a string");
@@ -151,7 +161,8 @@ Status MatchExpectation(const PolicyDecision& d, const nlohmann::json& expect) {
     }
     const std::string& part = expect["reason_contains"].get_ref<const std::string&>();
     if (d.reason.find(part) == std::string::npos) {
-      return Status::FailedPrecondition("expected the reason to contain '" + part + "', got " + got);
+      return Status::FailedPrecondition("expected the reason to contain '" + part + "', got " +
+                                        got);
     }
   }
   return Status::Ok();

@@ -110,12 +110,18 @@ Reply Reply::Array(std::vector<Reply> elements) {
 
 std::string Reply::Describe() const {
   switch (type_) {
-    case Type::kNil: return "nil";
-    case Type::kInteger: return "integer " + std::to_string(integer_);
-    case Type::kString: return "string '" + str_.substr(0, 80) + "'";
-    case Type::kStatus: return "status " + str_;
-    case Type::kError: return "error " + str_;
-    case Type::kArray: return "array of " + std::to_string(elements_.size());
+    case Type::kNil:
+      return "nil";
+    case Type::kInteger:
+      return "integer " + std::to_string(integer_);
+    case Type::kString:
+      return "string '" + str_.substr(0, 80) + "'";
+    case Type::kStatus:
+      return "status " + str_;
+    case Type::kError:
+      return "error " + str_;
+    case Type::kArray:
+      return "array of " + std::to_string(elements_.size());
   }
   return "unknown";
 }
@@ -173,7 +179,8 @@ Status RedisClient::TransportFailure(std::string_view during) {
   // hiredis reports an expired SO_RCVTIMEO/SO_SNDTIMEO as an I/O error with
   // errno EAGAIN ("Resource temporarily unavailable"), and an expired connect
   // timeout as ETIMEDOUT.
-  bool timed_out = saved_errno == EAGAIN || saved_errno == EWOULDBLOCK || saved_errno == ETIMEDOUT ||
+  bool timed_out = saved_errno == EAGAIN || saved_errno == EWOULDBLOCK ||
+                   saved_errno == ETIMEDOUT ||
                    detail.find("temporarily unavailable") != std::string::npos ||
                    detail.find("timed out") != std::string::npos;
   if (err == REDIS_ERR_IO && timed_out) return Status::Timeout(std::move(message));
@@ -212,7 +219,8 @@ Status RedisClient::Connect() {
   context_.reset(endpoint_.unix_socket
                      ? redisConnectUnixWithTimeout(endpoint_.socket_path.c_str(), connect_tv)
                      : redisConnectWithTimeout(endpoint_.host.c_str(), endpoint_.port, connect_tv));
-  if (!context_) return Status::Internal("redis " + Where() + ": out of memory allocating a connection");
+  if (!context_)
+    return Status::Internal("redis " + Where() + ": out of memory allocating a connection");
   if (context_->err) return TransportFailure("connect");
   if (redisSetTimeout(context_.get(), ToTimeval(options_.command_timeout)) != REDIS_OK) {
     return TransportFailure("set timeout");

@@ -77,7 +77,8 @@ std::string ConversationHashTag(const ConversationId& id) {
 
 std::string TurnStreamKey(const ConversationId& id) {
   std::string key;
-  key.reserve(kPrefix.size() + 3 * (id.tenant.size() + id.conversation.size()) + 3 + kStreamSuffix.size());
+  key.reserve(kPrefix.size() + 3 * (id.tenant.size() + id.conversation.size()) + 3 +
+              kStreamSuffix.size());
   key.append(kPrefix).push_back('{');
   AppendPercentEncoded(id.tenant, key);
   key.push_back(':');
@@ -104,7 +105,8 @@ std::optional<std::string> ConversationOfStreamKey(std::string_view key, std::st
   std::string prefix = TenantKeyPrefix(tenant);
   if (!key.starts_with(prefix) || !key.ends_with(kStreamSuffix)) return std::nullopt;
   if (key.size() < prefix.size() + kStreamSuffix.size()) return std::nullopt;
-  std::string_view middle = key.substr(prefix.size(), key.size() - prefix.size() - kStreamSuffix.size());
+  std::string_view middle =
+      key.substr(prefix.size(), key.size() - prefix.size() - kStreamSuffix.size());
   return PercentDecodeKeyPart(middle);
 }
 

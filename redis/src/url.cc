@@ -54,7 +54,8 @@ Result<RedisEndpoint> ParseUnix(std::string_view rest) {
     query = rest.substr(q + 1);
   }
   if (path.empty() || path.front() != '/') {
-    return Status::InvalidArgument("redis URL: unix:// needs an absolute socket path, as in unix:///run/redis.sock");
+    return Status::InvalidArgument(
+        "redis URL: unix:// needs an absolute socket path, as in unix:///run/redis.sock");
   }
   auto decoded = PercentDecode(path, "socket path");
   if (!decoded) return decoded.error();
@@ -78,7 +79,8 @@ Result<RedisEndpoint> ParseTcp(std::string_view rest) {
     auto colon = userinfo.find(':');
     if (colon == std::string_view::npos) {
       return Status::InvalidArgument(
-          "redis URL: user info needs a password: redis://user:password@host or redis://:password@host");
+          "redis URL: user info needs a password: redis://user:password@host or "
+          "redis://:password@host");
     }
     auto user = PercentDecode(userinfo.substr(0, colon), "user");
     if (!user) return user.error();
@@ -96,7 +98,8 @@ Result<RedisEndpoint> ParseTcp(std::string_view rest) {
   std::string_view port;
   if (!hostport.empty() && hostport.front() == '[') {  // [IPv6]:port
     auto close = hostport.find(']');
-    if (close == std::string_view::npos) return Status::InvalidArgument("redis URL: unclosed '[' in host");
+    if (close == std::string_view::npos)
+      return Status::InvalidArgument("redis URL: unclosed '[' in host");
     ep.host = std::string(hostport.substr(1, close - 1));
     std::string_view after = hostport.substr(close + 1);
     if (!after.empty()) {
@@ -113,10 +116,12 @@ Result<RedisEndpoint> ParseTcp(std::string_view rest) {
   }
   if (ep.host.empty()) return Status::InvalidArgument("redis URL: missing host");
   if (!port.empty() && !ParseBounded(port, 1, 65535, ep.port)) {
-    return Status::InvalidArgument("redis URL: port must be 1..65535, got '" + std::string(port) + "'");
+    return Status::InvalidArgument("redis URL: port must be 1..65535, got '" + std::string(port) +
+                                   "'");
   }
   if (!db.empty() && !ParseBounded(db, 0, 1 << 20, ep.db)) {
-    return Status::InvalidArgument("redis URL: database must be a number, got '/" + std::string(db) + "'");
+    return Status::InvalidArgument("redis URL: database must be a number, got '/" +
+                                   std::string(db) + "'");
   }
   return ep;
 }

@@ -20,8 +20,8 @@ Result<ConversationReplay> ReplayEvents(Session& session, std::span<const TraceE
       case TraceEventType::kUser: {
         if (i + 1 < events.size() && events[i + 1].type == TraceEventType::kCall &&
             session.pack().Classify(events[i + 1].tool) != ToolClass::kReadOnly) {
-          session.ProposeAction(ProposedCall{events[i + 1].id, events[i + 1].tool,
-                                             events[i + 1].arguments});
+          session.ProposeAction(
+              ProposedCall{events[i + 1].id, events[i + 1].tool, events[i + 1].arguments});
         }
         Status s = session.RecordUserMessage(e.text);
         if (!s.ok()) return s;

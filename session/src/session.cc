@@ -48,7 +48,8 @@ Result<std::unique_ptr<Session>> Session::Open(Store& store, ConversationId id,
     if (!compiled) return compiled.error();
     rules = std::move(compiled).value();
   } else if (rules->pack_version() != pack->version()) {
-    return Status::InvalidArgument("the extraction rules belong to another version of the rule pack");
+    return Status::InvalidArgument(
+        "the extraction rules belong to another version of the rule pack");
   }
   auto ledger = Ledger::Open(store, std::move(id), clock);
   if (!ledger) return ledger.error();
@@ -121,8 +122,8 @@ CallResult Session::Authorize(const ProposedCall& call) {
     }
   }
   if (!result.decision.allowed()) {
-    ledger_->StageCall(CallRecord{ledger_->turn(), call.id, call.tool, call.arguments, writes,
-                                  "denied"});
+    ledger_->StageCall(
+        CallRecord{ledger_->turn(), call.id, call.tool, call.arguments, writes, "denied"});
   }
   return result;
 }
@@ -130,7 +131,8 @@ CallResult Session::Authorize(const ProposedCall& call) {
 void Session::CommitBeforeWrite(const ProposedCall& call, CallResult& result) {
   std::optional<Entry> confirmation;
   const auto& conditions = ledger_->working().of(Category::kCondition);
-  if (auto it = conditions.find(kConfirmationKey); it != conditions.end()) confirmation = it->second;
+  if (auto it = conditions.find(kConfirmationKey); it != conditions.end())
+    confirmation = it->second;
   ConsumeConfirmation(call);
   auto committed = ledger_->Commit();
   if (committed.has_value()) {
@@ -152,8 +154,7 @@ void Session::DenyForStore(const ProposedCall& call, const Status& why, CallResu
                "); no change was made";
   } else {
     d.rule_id = std::string(kStoreUnavailableRule);
-    d.reason = "the task-state store is unreachable (" + why.ToString() +
-               "); no change was made";
+    d.reason = "the task-state store is unreachable (" + why.ToString() + "); no change was made";
   }
   d.rules.push_back(RuleEvaluation{d.rule_id, Outcome::kDeny, d.reason, false});
   DecisionContext ctx;
@@ -174,8 +175,8 @@ CallResult Session::HandleToolCall(const ProposedCall& call, const ToolExecutor&
   result.executed = true;
   Result<ToolOutput> output = execute(call);
   if (!output.has_value()) {
-    ledger_->StageCall(CallRecord{ledger_->turn(), call.id, call.tool, call.arguments, writes,
-                                  "error"});
+    ledger_->StageCall(
+        CallRecord{ledger_->turn(), call.id, call.tool, call.arguments, writes, "error"});
     ledger_->StageError({{"source", "tool"},
                          {"tool", call.tool},
                          {"call_id", call.id},
@@ -204,7 +205,8 @@ CallResult Session::HandleToolCall(const ProposedCall& call, const ToolExecutor&
 
 Status Session::RecordToolOutput(const ProposedCall& call, const ToolOutput& output) {
   const bool writes = pack_->Classify(call.tool) != ToolClass::kReadOnly;
-  Status staged = StageExtraction(*ledger_, extractor_->ExtractParsedToolOutput(call, output.output));
+  Status staged =
+      StageExtraction(*ledger_, extractor_->ExtractParsedToolOutput(call, output.output));
   ledger_->StageCall(CallRecord{ledger_->turn(), call.id, call.tool, call.arguments, writes,
                                 output.error ? "error" : "ok"});
   if (writes) ConsumeConfirmation(call);
@@ -280,8 +282,10 @@ std::string DenialMessage(const ProposedCall& call, const PolicyDecision& decisi
     case Outcome::kDeny:
       break;
   }
-  return "Error: policy violation, the call " + call.tool + " was blocked and made no change. "
-         "Rule " + rule + ": " + reason +
+  return "Error: policy violation, the call " + call.tool +
+         " was blocked and made no change. "
+         "Rule " +
+         rule + ": " + reason +
          ". Resolve this first (for example, verify the user's identity, look up the missing "
          "facts, or ask the user), then try again if it is still appropriate.";
 }

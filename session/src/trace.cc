@@ -103,9 +103,12 @@ Result<TraceEvent> ParseEvent(json& ev, size_t index) {
 
 std::string_view TraceEventTypeName(TraceEventType t) {
   switch (t) {
-    case TraceEventType::kUser: return "user";
-    case TraceEventType::kCall: return "call";
-    case TraceEventType::kResult: return "result";
+    case TraceEventType::kUser:
+      return "user";
+    case TraceEventType::kCall:
+      return "call";
+    case TraceEventType::kResult:
+      return "result";
   }
   return "unknown";
 }
@@ -125,7 +128,8 @@ Result<TraceConversation> ParseTraceLine(std::string_view line, const TraceLimit
   try {
     doc = json::parse(line.begin(), line.end());
   } catch (const json::exception& e) {
-    // nlohmann's messages carry the byte offset: "syntax error while parsing ... at line 1, column 17".
+    // nlohmann's messages carry the byte offset: "syntax error while parsing ... at line 1, column
+    // 17".
     return Status::InvalidArgument(std::string("invalid JSON: ") + e.what());
   }
   if (!doc.is_object()) return Status::InvalidArgument("a trace line must be a JSON object");

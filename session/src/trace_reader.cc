@@ -1,9 +1,9 @@
 // TraceReader: buffered line reading with a hard cap per line (see trace_reader.h).
 #include "taskledger/session/trace_reader.h"
 
+#include <sys/stat.h>
 #include <cerrno>
 #include <cstring>
-#include <sys/stat.h>
 
 namespace taskledger {
 
@@ -55,9 +55,9 @@ std::optional<TraceLine> TraceReader::Next() {
     }
     ++line_no_;
     if (too_long_) {
-      return TraceLine{line_no_, Status::LimitExceeded("line longer than " +
-                                                       std::to_string(limits_.max_line_bytes) +
-                                                       " bytes")};
+      return TraceLine{line_no_,
+                       Status::LimitExceeded("line longer than " +
+                                             std::to_string(limits_.max_line_bytes) + " bytes")};
     }
     if (!line_.empty() && line_.back() == '\r') line_.pop_back();
     if (line_.find_first_not_of(" \t") == std::string::npos) continue;

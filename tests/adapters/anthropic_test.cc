@@ -54,24 +54,24 @@ TEST_CASE("anthropic: tool_result blocks round-trip, errors flagged", "[adapters
     ]
 })json");
   Result<std::vector<ToolResult>> results = anthropic::ParseResults(message);
-REQUIRE(results.has_value());
-REQUIRE(results->size() == 2);
-CHECK_FALSE((*results)[0].is_error);
-CHECK((*results)[1].is_error);
-CHECK(anthropic::ProduceResults(*results) == message);
+  REQUIRE(results.has_value());
+  REQUIRE(results->size() == 2);
+  CHECK_FALSE((*results)[0].is_error);
+  CHECK((*results)[1].is_error);
+  CHECK(anthropic::ProduceResults(*results) == message);
 
-// Content as text blocks, and a result with no content at all.
-const json blocks = json::parse(R"json({"role": "user", "content": [
+  // Content as text blocks, and a result with no content at all.
+  const json blocks = json::parse(R"json({"role": "user", "content": [
     {"type": "tool_result", "tool_use_id": "toolu_1",
      "content": [{"type": "text", "text": "line one"}, {"type": "text", "text": "line two"}]},
     {"type": "tool_result", "tool_use_id": "toolu_2"},
     {"type": "text", "text": "What should I do next?"}
   ]})json");
-Result<std::vector<ToolResult>> more = anthropic::ParseResults(blocks);
-REQUIRE(more.has_value());
-REQUIRE(more->size() == 2);
-CHECK((*more)[0].content == "line one\nline two");
-CHECK((*more)[1] == ToolResult{"toolu_2", "", false});
+  Result<std::vector<ToolResult>> more = anthropic::ParseResults(blocks);
+  REQUIRE(more.has_value());
+  REQUIRE(more->size() == 2);
+  CHECK((*more)[0].content == "line one\nline two");
+  CHECK((*more)[1] == ToolResult{"toolu_2", "", false});
 }
 
 json ToolUse(const std::string& id, const json& input) {

@@ -42,7 +42,7 @@ TEST_CASE("json depth: strings and escapes read the same at every offset", "[jso
       CHECK_FALSE(JsonNestsDeeperThan(lead + R"(\"[[[ {{"})", 1));  // escaped quote
       CHECK(JsonNestsDeeperThan(lead + R"(\\"}[[[)", 2));           // escaped backslash
       CHECK_FALSE(JsonNestsDeeperThan(lead + R"(\\"}[[[)", 3));
-      CHECK_FALSE(JsonNestsDeeperThan(lead + "[[[[", 1));            // unterminated string
+      CHECK_FALSE(JsonNestsDeeperThan(lead + "[[[[", 1));  // unterminated string
     }
   }
 }

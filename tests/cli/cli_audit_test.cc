@@ -39,7 +39,8 @@ std::string ReplayIntoRedis(const std::string& url, const std::string& tenant) {
 }
 
 std::string FindChromium() {
-  for (const char* p : {"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"}) {
+  for (const char* p :
+       {"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"}) {
     if (::access(p, X_OK) == 0) return p;
   }
   return {};
@@ -53,8 +54,8 @@ std::string RenderedDom(const std::string& chromium, const std::string& html) {
   std::string cmd = "'" + chromium +
                     "' --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
                     "--disable-background-networking --disable-component-update --disable-sync "
-                    "--user-data-dir='" + profile + "' --dump-dom 'file://" + html + "' >'" + out +
-                    "' 2>/dev/null";
+                    "--user-data-dir='" +
+                    profile + "' --dump-dom 'file://" + html + "' >'" + out + "' 2>/dev/null";
   REQUIRE(std::system(cmd.c_str()) == 0);
   return ReadFile(out);
 }
@@ -155,7 +156,9 @@ TEST_CASE("the audit page holds a timeline with the blocked call marked", "[redi
 TEST_CASE("the audit page renders offline in headless Chromium", "[redis][chromium]") {
   const std::string chromium = FindChromium();
   if (chromium.empty()) {
-    WARN("SKIPPED: chromium is not installed (apt-get install chromium); the page was not opened in a browser");
+    WARN(
+        "SKIPPED: chromium is not installed (apt-get install chromium); the page was not opened in "
+        "a browser");
     return;
   }
   const std::string trace = TempDir() + "/chromium.jsonl";
@@ -199,10 +202,12 @@ TEST_CASE("commands: list by state, approve with a reason, dry runs change nothi
   INFO(blocked.out << blocked.err);
   REQUIRE(blocked.exit_code == 0);
   REQUIRE(blocked.LastJson()["commands"].size() == 1);
-  CHECK(with({"commands", "list", "--state", "uncertain", "--json"}).LastJson()["commands"].empty());
+  CHECK(
+      with({"commands", "list", "--state", "uncertain", "--json"}).LastJson()["commands"].empty());
 
   CHECK(with({"commands", "approve", "run-1", key}).exit_code == 2);  // --reason is required
-  CliRun dry = with({"commands", "approve", "run-1", key, "--reason", "checked", "--dry-run", "--json"});
+  CliRun dry =
+      with({"commands", "approve", "run-1", key, "--reason", "checked", "--dry-run", "--json"});
   INFO(dry.out << dry.err);
   CHECK(dry.exit_code == 0);
   CHECK(dry.LastJson()["command"]["state"] == "approved");

@@ -15,8 +15,10 @@ namespace {
 std::string Quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
   }
   return out + "'";
 }
@@ -76,7 +78,8 @@ CliRun RunCli(const std::vector<std::string>& args) {
 }
 
 std::string ShopTraceLine(const std::string& conversation) {
-  return R"({"conversation":")" + conversation + R"(","events":[)"
+  return R"({"conversation":")" + conversation +
+         R"(","events":[)"
          R"({"type":"call","id":"c0","tool":"get_order","arguments":{"order_id":"#W1"}},)"
          R"({"type":"result","id":"c0","output":{"order_id":"#W1","status":"pending"}},)"
          R"({"type":"user","text":"yes"},)"

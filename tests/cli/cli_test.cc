@@ -71,10 +71,12 @@ TEST_CASE("a decision against the trace's label is a mismatch: listed, and exit 
   CHECK(s["mismatches"][0]["kind"] == "blocked_but_expected_allow");
 }
 
-TEST_CASE("an unreadable trace line is reported with file:line and skipped, or fatal with --strict") {
-  std::string trace = TraceFile("bad.jsonl", ShopTraceLine("a") + "\n{not json\n" +
-                                                 R"({"conversation":"x","events":[{"type":"shout"}]})" +
-                                                 "\n" + ShopTraceLine("b") + "\n");
+TEST_CASE(
+    "an unreadable trace line is reported with file:line and skipped, or fatal with --strict") {
+  std::string trace =
+      TraceFile("bad.jsonl", ShopTraceLine("a") + "\n{not json\n" +
+                                 R"({"conversation":"x","events":[{"type":"shout"}]})" + "\n" +
+                                 ShopTraceLine("b") + "\n");
   CliRun lenient = RunCli({"replay", trace, "--rules", Pack(), "--json", "-q"});
   INFO(lenient.out << lenient.err);
   CHECK(lenient.exit_code == 0);
@@ -93,7 +95,8 @@ TEST_CASE("replay survives hostile input: deep nesting, binary junk, a huge line
   std::string deep = R"({"conversation":"d","events":[{"type":"result","id":"c","output":)" +
                      std::string(50000, '[') + std::string(50000, ']') + "}]}";
   std::string junk("\x00\xff\xfe{\"conversation\":\x01}", 20);
-  std::string trace = TraceFile("hostile.jsonl", deep + "\n" + junk + "\n" + ShopTraceLine("ok") + "\n");
+  std::string trace =
+      TraceFile("hostile.jsonl", deep + "\n" + junk + "\n" + ShopTraceLine("ok") + "\n");
   CliRun r = RunCli({"replay", trace, "--rules", Pack(), "--json", "-q"});
   INFO(r.err);
   CHECK(r.exit_code == 0);
@@ -114,8 +117,10 @@ TEST_CASE("usage and input errors exit 2, --help exits 0") {
   CHECK(RunCli({"frobnicate"}).exit_code == 2);
   CHECK(RunCli({"replay", TempDir() + "/missing.jsonl", "--rules", Pack()}).exit_code == 2);
   CHECK(RunCli({"replay", TempDir() + "/missing.jsonl"}).exit_code == 2);  // no --rules
-  CHECK(RunCli({"replay", TraceFile("x.jsonl", ""), "--rules", TempDir() + "/nopack"}).exit_code == 2);
-  CliRun bad_store = RunCli({"replay", TraceFile("y.jsonl", ""), "--rules", Pack(), "--store", "ftp://x"});
+  CHECK(RunCli({"replay", TraceFile("x.jsonl", ""), "--rules", TempDir() + "/nopack"}).exit_code ==
+        2);
+  CliRun bad_store =
+      RunCli({"replay", TraceFile("y.jsonl", ""), "--rules", Pack(), "--store", "ftp://x"});
   CHECK(bad_store.exit_code == 2);
   CHECK_FALSE(bad_store.err.empty());
 }
@@ -145,7 +150,8 @@ TEST_CASE("policy check prints one decision as JSON and exits 1 when the call is
   const std::string call = TempDir() + "/call.json";
   WriteFile(state, R"({"facts": {"order.#W1.status": "delivered"}})");
   WriteFile(call, R"({"tool": "cancel_order", "arguments": {"order_id": "#W1"}})");
-  CliRun deny = RunCli({"policy", "check", "--rules", Pack(), "--state", state, "--call", call, "--json"});
+  CliRun deny =
+      RunCli({"policy", "check", "--rules", Pack(), "--state", state, "--call", call, "--json"});
   INFO(deny.out << deny.err);
   CHECK(deny.exit_code == 1);
   nlohmann::json d = deny.LastJson();
@@ -156,11 +162,14 @@ TEST_CASE("policy check prints one decision as JSON and exits 1 when the call is
 
   const std::string read = TempDir() + "/read.json";
   WriteFile(read, R"({"tool": "get_order", "arguments": {"order_id": "#W1"}})");
-  CliRun allow = RunCli({"policy", "check", "--rules", Pack(), "--state", state, "--call", read, "--json"});
+  CliRun allow =
+      RunCli({"policy", "check", "--rules", Pack(), "--state", state, "--call", read, "--json"});
   CHECK(allow.exit_code == 0);
   CHECK(allow.LastJson()["decision"] == "allow");
   CHECK(allow.LastJson()["read_only"] == true);
 
   WriteFile(call, "{\"tool\": 7}");
-  CHECK(RunCli({"policy", "check", "--rules", Pack(), "--state", state, "--call", call}).exit_code == 2);
+  CHECK(
+      RunCli({"policy", "check", "--rules", Pack(), "--state", state, "--call", call}).exit_code ==
+      2);
 }

@@ -82,8 +82,8 @@ TEST_CASE("an ambiguous outcome is reconciled: not found means retried, then esc
   CHECK(retried->attempts == 2);
   CHECK(f.service.effects_on("order:r1") == 1);
 
-  f.service.Script({Fault::kTimeoutBeforeEffect, Fault::kTimeoutBeforeEffect,
-                    Fault::kTimeoutBeforeEffect});
+  f.service.Script(
+      {Fault::kTimeoutBeforeEffect, Fault::kTimeoutBeforeEffect, Fault::kTimeoutBeforeEffect});
   auto escalated = f.ledger->Run(SpecFor(f.run, "r2"));
   REQUIRE(escalated.has_value());
   CHECK(escalated->state == S::kBlocked);
@@ -160,8 +160,7 @@ TEST_CASE("the startup guard resolves what a crashed worker left behind", "[comm
   }
 }
 
-TEST_CASE("approval: blocked until approved, denial cancels, both name who and why",
-          "[commands]") {
+TEST_CASE("approval: blocked until approved, denial cancels, both name who and why", "[commands]") {
   Fixture f(GENERATE(std::string("memory"), std::string("redis")));
   auto blocked = f.ledger->Run(SpecFor(f.run, "big", /*approval=*/true));
   REQUIRE(blocked.has_value());
@@ -279,8 +278,8 @@ TEST_CASE("compensation runs newest-first and ends COMPENSATED", "[commands]") {
   Fixture f(GENERATE(std::string("memory"), std::string("redis")));
   for (const char* step : {"first", "second", "third"}) {
     CommandSpec spec = SpecFor(f.run, step);
-    spec.compensation = CompensationSpec{"cancel_refund", std::string("order:") + step,
-                                         {{"undo", step}}};
+    spec.compensation =
+        CompensationSpec{"cancel_refund", std::string("order:") + step, {{"undo", step}}};
     REQUIRE(f.ledger->Run(spec)->state == S::kSucceeded);
   }
   auto pending = f.ledger->Reserve(SpecFor(f.run, "never"));

@@ -15,8 +15,8 @@ using S = CommandState;
 
 namespace {
 
-constexpr S kAllStates[] = {S::kPending, S::kBlocked,   S::kApproved,  S::kLeased,
-                            S::kSucceeded, S::kFailed, S::kUncertain, S::kCancelled};
+constexpr S kAllStates[] = {S::kPending,   S::kBlocked, S::kApproved,  S::kLeased,
+                            S::kSucceeded, S::kFailed,  S::kUncertain, S::kCancelled};
 
 bool Allowed(Transition t, S from) {
   for (S s : TransitionSources(t)) {
@@ -119,8 +119,8 @@ TEST_CASE("a worker whose lease was taken over cannot record an outcome", "[comm
   CHECK(b->attempts == 2);
 
   // A comes back with its old token: fenced, nothing changes.
-  for (Transition t : {Transition::kSucceed, Transition::kFail, Transition::kMarkUncertain,
-                       Transition::kRenew}) {
+  for (Transition t :
+       {Transition::kSucceed, Transition::kFail, Transition::kMarkUncertain, Transition::kRenew}) {
     TransitionRequest late = ValidRequest(a, t);
     late.fencing_token = a.fencing_token;
     auto refused = store->Apply(late);
@@ -203,7 +203,8 @@ TEST_CASE("renew extends a live lease; fencing tokens only grow", "[commands]") 
   Command cur = *renewed;
   for (int i = 0; i < 3; ++i) {
     REQUIRE(store->Apply(ValidRequest(cur, Transition::kMarkUncertain)).has_value());
-    auto pending = store->Apply(ValidRequest(*store->Get(run, c.command_key), Transition::kRelease));
+    auto pending =
+        store->Apply(ValidRequest(*store->Get(run, c.command_key), Transition::kRelease));
     REQUIRE(pending.has_value());
     auto again = store->Apply(ValidRequest(*pending, Transition::kLease));
     REQUIRE(again.has_value());

@@ -90,13 +90,29 @@ inline Command DriveTo(CommandStore& store, const RunId& run, CommandState state
   };
   switch (state) {
     case S::kPending:
-    case S::kBlocked: break;
-    case S::kApproved: step_to(Transition::kApprove); break;
-    case S::kLeased: step_to(Transition::kLease); break;
-    case S::kSucceeded: step_to(Transition::kLease); step_to(Transition::kSucceed); break;
-    case S::kFailed: step_to(Transition::kLease); step_to(Transition::kFail); break;
-    case S::kUncertain: step_to(Transition::kLease); step_to(Transition::kMarkUncertain); break;
-    case S::kCancelled: step_to(Transition::kCancel); break;
+    case S::kBlocked:
+      break;
+    case S::kApproved:
+      step_to(Transition::kApprove);
+      break;
+    case S::kLeased:
+      step_to(Transition::kLease);
+      break;
+    case S::kSucceeded:
+      step_to(Transition::kLease);
+      step_to(Transition::kSucceed);
+      break;
+    case S::kFailed:
+      step_to(Transition::kLease);
+      step_to(Transition::kFail);
+      break;
+    case S::kUncertain:
+      step_to(Transition::kLease);
+      step_to(Transition::kMarkUncertain);
+      break;
+    case S::kCancelled:
+      step_to(Transition::kCancel);
+      break;
   }
   REQUIRE(c.state == state);
   return c;

@@ -175,18 +175,19 @@ int main(int argc, char** argv) {
     }
     std::filesystem::remove_all(effects);
 
-    std::printf("runs=%zu steps/run=%d seconds=%.1f failed_workers=%d escalated=%d\n",
-                runs.size(), kStepsPerRun, seconds, failed_workers, escalated);
-    for (const auto& [point, n] : kills_by_point) std::printf("  kills at %s: %d\n", point.c_str(), n);
+    std::printf("runs=%zu steps/run=%d seconds=%.1f failed_workers=%d escalated=%d\n", runs.size(),
+                kStepsPerRun, seconds, failed_workers, escalated);
+    for (const auto& [point, n] : kills_by_point)
+      std::printf("  kills at %s: %d\n", point.c_str(), n);
     bool every_point = true;
     for (const auto& p : kPoints) every_point = every_point && kills_by_point[p] > 0;
     nlohmann::ordered_json summary = {{"kills", kills},
-                              {"duplicate_effects", duplicate_effects},
-                              {"lost_commands", lost},
-                              {"unresolved", unresolved},
-                              {"divergent_branches", divergent},
-                              {"unevidenced_successes", unevidenced},
-                              {"failed_workers", failed_workers}};
+                                      {"duplicate_effects", duplicate_effects},
+                                      {"lost_commands", lost},
+                                      {"unresolved", unresolved},
+                                      {"divergent_branches", divergent},
+                                      {"unevidenced_successes", unevidenced},
+                                      {"failed_workers", failed_workers}};
     std::printf("%s\n", summary.dump().c_str());
     bool pass = kills >= target_kills && every_point && duplicate_effects == 0 && lost == 0 &&
                 unresolved == 0 && divergent == 0 && unevidenced == 0 && failed_workers == 0;

@@ -95,10 +95,10 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "journal: %s\n", draw.error().ToString().c_str());
       return draw.error().code() == StatusCode::kDivergence ? 3 : 2;
     }
-    auto note = journal.Completion({{"step", k}, {"branch", *draw % 2}},
-                                   [&]() -> Result<nlohmann::json> {
-                                     return nlohmann::json{{"text", std::to_string(entropy())}};
-                                   });
+    auto note =
+        journal.Completion({{"step", k}, {"branch", *draw % 2}}, [&]() -> Result<nlohmann::json> {
+          return nlohmann::json{{"text", std::to_string(entropy())}};
+        });
     if (!note) {
       std::fprintf(stderr, "journal: %s\n", note.error().ToString().c_str());
       return note.error().code() == StatusCode::kDivergence ? 3 : 2;

@@ -19,7 +19,9 @@ class FakeService {
  public:
   enum class Fault { kNone, kTimeoutAfterEffect, kTimeoutBeforeEffect, kRefuse };
 
-  void Script(std::vector<Fault> faults) { faults_.insert(faults_.end(), faults.begin(), faults.end()); }
+  void Script(std::vector<Fault> faults) {
+    faults_.insert(faults_.end(), faults.begin(), faults.end());
+  }
   void set_lookup_unreachable(bool v) { lookup_unreachable_ = v; }
 
   ToolBinding Binding() {

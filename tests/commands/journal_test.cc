@@ -21,13 +21,16 @@ struct Workflow {
   Result<std::string> Run(Journal& j, const Clock& clock, const std::string& prompt) {
     auto now = j.NowMs(clock);
     if (!now) return now.error();
-    auto draw = j.Random([&] { ++rng_calls; return next_random++; });
+    auto draw = j.Random([&] {
+      ++rng_calls;
+      return next_random++;
+    });
     if (!draw) return draw.error();
-    auto answer = j.Completion({{"prompt", prompt}, {"draw", *draw}},
-                               [&]() -> Result<nlohmann::json> {
-                                 ++model_calls;
-                                 return nlohmann::json{{"text", model_calls == 1 ? "refund" : "deny"}};
-                               });
+    auto answer =
+        j.Completion({{"prompt", prompt}, {"draw", *draw}}, [&]() -> Result<nlohmann::json> {
+          ++model_calls;
+          return nlohmann::json{{"text", model_calls == 1 ? "refund" : "deny"}};
+        });
     if (!answer) return answer.error();
     auto order = j.ToolResult("get_order", {{"id", "A1"}}, [&]() -> Result<nlohmann::json> {
       ++tool_calls;

@@ -18,7 +18,9 @@ using nlohmann::json;
 json StatusRules() {
   return {{"tools",
            {{"get_order_details",
-             {{{"id", "order.status"}, {"path", "/status"}, {"category", "fact"},
+             {{{"id", "order.status"},
+               {"path", "/status"},
+               {"category", "fact"},
                {"key", "order.{/order_id}.status"}}}}}}};
 }
 
@@ -58,7 +60,8 @@ struct Fixture {
     REQUIRE(turns.has_value());
     REQUIRE(turns.value()[0].errors.size() == 1);
     CHECK(turns.value()[0].errors[0] == e.errors[0]);
-    const Entry* status = ledger->head().FindLive(Category::kFact, "order.#W1.status", clock.NowMs());
+    const Entry* status =
+        ledger->head().FindLive(Category::kFact, "order.#W1.status", clock.NowMs());
     REQUIRE(status != nullptr);
     CHECK(status->value == "pending");
   }
@@ -109,11 +112,13 @@ TEST_CASE("100,000 nested brackets are refused without overflowing the stack", "
   objects += "1" + std::string(100'000, '}');
   f.ExpectRejected(f.extractor.ExtractToolOutput(Call("get_order_details"), objects), "too_deep");
   // Unbalanced: never closed.
-  f.ExpectRejected(f.extractor.ExtractToolOutput(Call("get_order_details"), std::string(100'000, '{')),
-                   "too_deep");
+  f.ExpectRejected(
+      f.extractor.ExtractToolOutput(Call("get_order_details"), std::string(100'000, '{')),
+      "too_deep");
 }
 
-TEST_CASE("nesting up to the limit is fine; brackets inside strings do not count", "[extract][bad]") {
+TEST_CASE("nesting up to the limit is fine; brackets inside strings do not count",
+          "[extract][bad]") {
   Fixture f;
   std::string deep = R"({"order_id": "#W1", "status": "cancelled", "x": )" + std::string(63, '[') +
                      std::string(63, ']') + R"(, "s": ")" + std::string(1000, '[') + "\"}";
@@ -137,8 +142,8 @@ TEST_CASE("invalid UTF-8 yields an error", "[extract][bad]") {
                      "invalid_utf8");
   }
   // Valid multi-byte text passes.
-  Extraction ok = f.extractor.ExtractToolOutput(Call("get_order_details"),
-                                                R"({"order_id": "#W1", "status": "zurückgestellt €𝄞"})");
+  Extraction ok = f.extractor.ExtractToolOutput(
+      Call("get_order_details"), R"({"order_id": "#W1", "status": "zurückgestellt €𝄞"})");
   CHECK(ok.errors.empty());
   CHECK(ok.updates.size() == 1);
 }
@@ -149,7 +154,8 @@ TEST_CASE("a parsed output is held to the same limits", "[extract][bad]") {
   json deep = 1;
   for (int i = 0; i < 100'000; ++i) deep = json::array({std::move(deep)});
   json wrapped = {{"order_id", "#W1"}, {"status", "cancelled"}, {"x", std::move(deep)}};
-  f.ExpectRejected(f.extractor.ExtractParsedToolOutput(Call("get_order_details"), wrapped), "too_deep");
+  f.ExpectRejected(f.extractor.ExtractParsedToolOutput(Call("get_order_details"), wrapped),
+                   "too_deep");
 
   json bad_utf8 = {{"order_id", "#W1"}, {"status", std::string("can\xff")}};
   f.ExpectRejected(f.extractor.ExtractParsedToolOutput(Call("get_order_details"), bad_utf8),
@@ -159,12 +165,13 @@ TEST_CASE("a parsed output is held to the same limits", "[extract][bad]") {
                    "invalid_utf8");
 
   json big = {{"order_id", "#W1"}, {"status", "cancelled"}, {"pad", std::string(1u << 20, 'a')}};
-  f.ExpectRejected(f.extractor.ExtractParsedToolOutput(Call("get_order_details"), big), "too_large");
+  f.ExpectRejected(f.extractor.ExtractParsedToolOutput(Call("get_order_details"), big),
+                   "too_large");
 }
 
 TEST_CASE("a text output over the text limit is refused", "[extract][bad]") {
-  Extractor ex(Rules({{"tools",
-                       {{"t", {{{"id", "r"}, {"text", "x"}, {"category", "fact"}, {"key", "k"}}}}}}}));
+  Extractor ex(Rules(
+      {{"tools", {{"t", {{{"id", "r"}, {"text", "x"}, {"category", "fact"}, {"key", "k"}}}}}}}));
   Extraction e = ex.ExtractToolOutput(Call("t"), std::string((8u << 10) + 1, 'x'));
   CHECK(e.updates.empty());
   REQUIRE(e.errors.size() == 1);

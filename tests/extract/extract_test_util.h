@@ -8,9 +8,9 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "taskledger/base/tool_call.h"
 #include "taskledger/extract/extraction_rules.h"
 #include "taskledger/extract/extractor.h"
-#include "taskledger/base/tool_call.h"
 
 namespace taskledger::extract_test {
 

@@ -40,12 +40,17 @@ struct Conversation {
 json OrderRules() {
   return {{"tools",
            {{"get_order_details",
-             {{{"id", "order.status"}, {"path", "/status"}, {"category", "fact"},
+             {{{"id", "order.status"},
+               {"path", "/status"},
+               {"category", "fact"},
                {"key", "order.{/order_id}.status"}}}}}},
           {"user",
            {{{"id", "user.order_status"},
-             {"pattern", "order (#W[0-9]{7}) is (pending|delivered|cancelled)"}, {"icase", true},
-             {"category", "fact"}, {"key", "order.{$1}.status"}, {"value", "{$2}"}}}}};
+             {"pattern", "order (#W[0-9]{7}) is (pending|delivered|cancelled)"},
+             {"icase", true},
+             {"category", "fact"},
+             {"key", "order.{$1}.status"},
+             {"value", "{$2}"}}}}};
 }
 
 const char* kDelivered = R"({"order_id": "#W1234567", "status": "delivered"})";
@@ -100,8 +105,8 @@ TEST_CASE("a user who agrees with the evidence causes no conflict", "[extract][l
 }
 
 std::shared_ptr<const ExtractionRules> SubscriptionRules() {
-  auto r = ExtractionRules::Load(std::filesystem::path(TASKLEDGER_SOURCE_DIR) / "rules" / "subscription",
-                                 "sub-v1");
+  auto r = ExtractionRules::Load(
+      std::filesystem::path(TASKLEDGER_SOURCE_DIR) / "rules" / "subscription", "sub-v1");
   INFO((r.has_value() ? std::string() : r.error().ToString()));
   REQUIRE(r.has_value());
   return r.value();
@@ -128,8 +133,8 @@ TEST_CASE("subscription: grace period, then active; history keeps the stale stat
   CHECK(grace->expires_at_ms == t0 + 5 * kDayMs);
 
   conv.clock.Advance(60'000);
-  conv.Commit(ex.ExtractToolOutput(Call("get_subscription", "c2"),
-                                   R"({"subscription_status": "active"})"));
+  conv.Commit(
+      ex.ExtractToolOutput(Call("get_subscription", "c2"), R"({"subscription_status": "active"})"));
   status = conv.Live(Category::kFact, "subscription_status");
   REQUIRE(status != nullptr);
   CHECK(status->value == "active");
@@ -171,7 +176,8 @@ TEST_CASE("subscription: verify_identity sets the identity_verified condition",
   CHECK(conv.Live(Category::kCondition, "identity_verified")->value == true);
 
   // The user's yes is a claim, bound to the action the agent proposed.
-  conv.Commit(ex.ExtractUserMessage("yes", {{"tool", "cancel_subscription"}, {"arguments", json::object()}}));
+  conv.Commit(ex.ExtractUserMessage(
+      "yes", {{"tool", "cancel_subscription"}, {"arguments", json::object()}}));
   const Entry* confirmation = conv.Live(Category::kCondition, "confirmation");
   REQUIRE(confirmation != nullptr);
   CHECK(confirmation->value["action"]["tool"] == "cancel_subscription");

@@ -6,8 +6,8 @@
 #include "extract_test_util.h"
 #include "taskledger/ledger/ledger.h"
 #include "taskledger/ledger/memory_store.h"
-#include "taskledger/policy/checker.h"
 #include "taskledger/pack/rule_pack.h"
+#include "taskledger/policy/checker.h"
 
 namespace taskledger {
 namespace {
@@ -16,7 +16,8 @@ using extract_test::Call;
 using extract_test::Find;
 using nlohmann::json;
 
-const char* kPackJson = R"({"name": "lua-extract", "tools": {"read_only": ["get_*"], "writes": []}})";
+const char* kPackJson =
+    R"({"name": "lua-extract", "tools": {"read_only": ["get_*"], "writes": []}})";
 
 // max_depth 3: an extractor may not return a value nested deeper than the
 // outputs the pack accepts.
@@ -101,13 +102,15 @@ struct LuaFixture {
     checker = std::move(c).value();
     auto rules = ExtractionRules::FromPack(*pack);
     REQUIRE(rules.has_value());
-    extractor = std::make_unique<Extractor>(rules.value(), ExtractorOptions{.checker = checker.get()});
+    extractor =
+        std::make_unique<Extractor>(rules.value(), ExtractorOptions{.checker = checker.get()});
   }
 };
 
 const json kUserArgs = {{"user_id", "yusuf_rossi_9620"}};
 
-TEST_CASE("Lua extractor updates follow the mappings' with their own provenance", "[extract][lua]") {
+TEST_CASE("Lua extractor updates follow the mappings' with their own provenance",
+          "[extract][lua]") {
   LuaFixture f;
   Extraction e = f.extractor->ExtractToolOutput(
       Call("get_user_details", "c5", kUserArgs),
@@ -136,7 +139,8 @@ TEST_CASE("an extractor that errors loses only its own updates", "[extract][lua]
   REQUIRE(e.errors.size() == 1);
   CHECK(e.errors[0]["rule"] == "b.fails");
   CHECK(e.errors[0]["code"] == "extractor_failed");
-  CHECK(e.errors[0]["message"].get<std::string>().find("cannot read this output") != std::string::npos);
+  CHECK(e.errors[0]["message"].get<std::string>().find("cannot read this output") !=
+        std::string::npos);
   CHECK(Find(e, Category::kFact, "b.ran") == nullptr);
   CHECK(Find(e, Category::kFact, "user.yusuf_rossi_9620.name") != nullptr);
   CHECK(Find(e, Category::kFact, "c.ran") != nullptr);
@@ -145,8 +149,9 @@ TEST_CASE("an extractor that errors loses only its own updates", "[extract][lua]
 
 TEST_CASE("an extractor over its budget or returning bad bytes fails alone", "[extract][lua]") {
   LuaFixture f;
-  Extraction e = f.extractor->ExtractToolOutput(Call("get_user_details", "c5", kUserArgs),
-                                                R"({"name": "Yusuf", "spin": true, "bad_bytes": true})");
+  Extraction e =
+      f.extractor->ExtractToolOutput(Call("get_user_details", "c5", kUserArgs),
+                                     R"({"name": "Yusuf", "spin": true, "bad_bytes": true})");
   REQUIRE(e.errors.size() == 2);
   CHECK(e.errors[0]["rule"] == "c.spins");
   CHECK(e.errors[0]["code"] == "extractor_failed");

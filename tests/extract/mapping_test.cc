@@ -27,9 +27,10 @@ const char* kOrder = R"({
 json OrderRules(json mappings) { return {{"tools", {{"get_order_details", std::move(mappings)}}}}; }
 
 TEST_CASE("a plain path maps one field with full provenance", "[extract][mapping]") {
-  Extractor ex(Rules(OrderRules(json::array({
-      {{"id", "order.status"}, {"path", "/status"}, {"category", "fact"},
-       {"key", "order.{order_id}.status"}}}))));
+  Extractor ex(Rules(OrderRules(json::array({{{"id", "order.status"},
+                                              {"path", "/status"},
+                                              {"category", "fact"},
+                                              {"key", "order.{order_id}.status"}}}))));
   Extraction e = ex.ExtractToolOutput(Call("get_order_details", "c7"), kOrder);
   REQUIRE(e.errors.empty());
   REQUIRE(e.updates.size() == 1);
@@ -49,11 +50,15 @@ TEST_CASE("a plain path maps one field with full provenance", "[extract][mapping
 }
 
 TEST_CASE("a wildcard over an array yields one update per element", "[extract][mapping]") {
-  Extractor ex(Rules(OrderRules(json::array({
-      {{"id", "order.item_product"}, {"path", "/items/*/product_id"}, {"category", "fact"},
-       {"key", "order.{/order_id}.item.{item_id}.product_id"}},
-      {{"id", "order.item_index"}, {"path", "/items/*/item_id"}, {"category", "fact"},
-       {"key", "order.{/order_id}.line.{$1}"}}}))));
+  Extractor ex(
+      Rules(OrderRules(json::array({{{"id", "order.item_product"},
+                                     {"path", "/items/*/product_id"},
+                                     {"category", "fact"},
+                                     {"key", "order.{/order_id}.item.{item_id}.product_id"}},
+                                    {{"id", "order.item_index"},
+                                     {"path", "/items/*/item_id"},
+                                     {"category", "fact"},
+                                     {"key", "order.{/order_id}.line.{$1}"}}}))));
   Extraction e = ex.ExtractToolOutput(Call("get_order_details"), kOrder);
   REQUIRE(e.errors.empty());
   REQUIRE(e.updates.size() == 4);
@@ -70,10 +75,12 @@ TEST_CASE("a wildcard over an array yields one update per element", "[extract][m
 TEST_CASE("a wildcard over an object captures member names", "[extract][mapping]") {
   Extractor ex(Rules({{"tools",
                        {{"get_user_details",
-                         {{{"id", "user.payment_source"}, {"path", "/payment_methods/*/source"},
-                           {"category", "fact"}, {"key", "user.{@user_id}.payment.{$1}.source"}}}}}}}));
-  Extraction e = ex.ExtractToolOutput(Call("get_user_details", "c1", {{"user_id", "yusuf_rossi_9620"}}),
-                                      kOrder);
+                         {{{"id", "user.payment_source"},
+                           {"path", "/payment_methods/*/source"},
+                           {"category", "fact"},
+                           {"key", "user.{@user_id}.payment.{$1}.source"}}}}}}}));
+  Extraction e = ex.ExtractToolOutput(
+      Call("get_user_details", "c1", {{"user_id", "yusuf_rossi_9620"}}), kOrder);
   REQUIRE(e.errors.empty());
   REQUIRE(e.updates.size() == 2);
   CHECK(e.updates[0].key == "user.yusuf_rossi_9620.payment.gift_card_9.source");
@@ -84,8 +91,11 @@ TEST_CASE("a wildcard over an object captures member names", "[extract][mapping]
 
 TEST_CASE("two wildcards capture in order", "[extract][mapping]") {
   Extractor ex(Rules({{"tools",
-                       {{"t", {{{"id", "grid"}, {"path", "/*/*"}, {"category", "fact"},
-                                {"key", "cell.{$1}.{$2}"}}}}}}}));
+                       {{"t",
+                         {{{"id", "grid"},
+                           {"path", "/*/*"},
+                           {"category", "fact"},
+                           {"key", "cell.{$1}.{$2}"}}}}}}}));
   Extraction e = ex.ExtractToolOutput(Call("t"), R"({"a": [1, 2], "b": {"x": true}})");
   REQUIRE(e.updates.size() == 3);
   CHECK(e.updates[0].key == "cell.a.0");
@@ -98,10 +108,13 @@ TEST_CASE("two wildcards capture in order", "[extract][mapping]") {
 TEST_CASE("a placeholder that does not resolve skips only that match", "[extract][mapping]") {
   // Only the first item has a "note": the second match is skipped, silently.
   Extractor ex(Rules({{"tools",
-                       {{"t", {{{"id", "note"}, {"path", "/items/*/item_id"}, {"category", "fact"},
-                                {"key", "item.{item_id}.note.{note}"}}}}}}}));
-  Extraction e =
-      ex.ExtractToolOutput(Call("t"), R"({"items": [{"item_id": "1", "note": "a"}, {"item_id": "2"}]})");
+                       {{"t",
+                         {{{"id", "note"},
+                           {"path", "/items/*/item_id"},
+                           {"category", "fact"},
+                           {"key", "item.{item_id}.note.{note}"}}}}}}}));
+  Extraction e = ex.ExtractToolOutput(
+      Call("t"), R"({"items": [{"item_id": "1", "note": "a"}, {"item_id": "2"}]})");
   CHECK(e.errors.empty());
   REQUIRE(e.updates.size() == 1);
   CHECK(e.updates[0].key == "item.1.note.a");
@@ -111,12 +124,17 @@ TEST_CASE("a required mapping that cannot resolve is an error and keeps nothing"
           "[extract][mapping]") {
   Extractor ex(Rules({{"tools",
                        {{"t",
-                         {{{"id", "note"}, {"path", "/items/*/item_id"}, {"category", "fact"},
-                           {"key", "item.{item_id}.note.{note}"}, {"required", true}},
-                          {{"id", "other"}, {"path", "/items/0/item_id"}, {"category", "fact"},
+                         {{{"id", "note"},
+                           {"path", "/items/*/item_id"},
+                           {"category", "fact"},
+                           {"key", "item.{item_id}.note.{note}"},
+                           {"required", true}},
+                          {{"id", "other"},
+                           {"path", "/items/0/item_id"},
+                           {"category", "fact"},
                            {"key", "first_item"}}}}}}}));
-  Extraction e =
-      ex.ExtractToolOutput(Call("t"), R"({"items": [{"item_id": "1", "note": "a"}, {"item_id": "2"}]})");
+  Extraction e = ex.ExtractToolOutput(
+      Call("t"), R"({"items": [{"item_id": "1", "note": "a"}, {"item_id": "2"}]})");
   REQUIRE(e.errors.size() == 1);
   CHECK(e.errors[0]["rule"] == "note");
   CHECK(e.errors[0]["code"] == "unresolved");
@@ -133,17 +151,32 @@ TEST_CASE("a required mapping that cannot resolve is an error and keeps nothing"
 }
 
 TEST_CASE("value specs: literal, template, relative and absolute pointers", "[extract][mapping]") {
-  Extractor ex(Rules(OrderRules(json::array({
-      {{"id", "paid"}, {"path", "/payment_history/*/payment_method_id"}, {"category", "fact"},
-       {"key", "order.{/order_id}.paid_with.{payment_method_id}"}, {"value", true}},
-      {{"id", "label"}, {"path", "/items/*"}, {"category", "fact"},
-       {"key", "item.{item_id}.label"}, {"value", "{product_id} of {/order_id}"}},
-      {{"id", "rel"}, {"path", "/items/*"}, {"category", "fact"},
-       {"key", "item.{item_id}.price_raw"}, {"value", "{./price}"}},
-      {{"id", "whole"}, {"path", "/items/0"}, {"category", "fact"},
-       {"key", "first_item"}, {"value", "{.}"}},
-      {{"id", "abs"}, {"path", "/status"}, {"category", "fact"},
-       {"key", "history"}, {"value", "{/payment_history}"}}}))));
+  Extractor ex(
+      Rules(OrderRules(json::array({{{"id", "paid"},
+                                     {"path", "/payment_history/*/payment_method_id"},
+                                     {"category", "fact"},
+                                     {"key", "order.{/order_id}.paid_with.{payment_method_id}"},
+                                     {"value", true}},
+                                    {{"id", "label"},
+                                     {"path", "/items/*"},
+                                     {"category", "fact"},
+                                     {"key", "item.{item_id}.label"},
+                                     {"value", "{product_id} of {/order_id}"}},
+                                    {{"id", "rel"},
+                                     {"path", "/items/*"},
+                                     {"category", "fact"},
+                                     {"key", "item.{item_id}.price_raw"},
+                                     {"value", "{./price}"}},
+                                    {{"id", "whole"},
+                                     {"path", "/items/0"},
+                                     {"category", "fact"},
+                                     {"key", "first_item"},
+                                     {"value", "{.}"}},
+                                    {{"id", "abs"},
+                                     {"path", "/status"},
+                                     {"category", "fact"},
+                                     {"key", "history"},
+                                     {"value", "{/payment_history}"}}}))));
   Extraction e = ex.ExtractToolOutput(Call("get_order_details"), kOrder);
   REQUIRE(e.errors.empty());
   CHECK(Find(e, Category::kFact, "order.#W1234567.paid_with.credit_card_1")->value == true);
@@ -159,17 +192,16 @@ TEST_CASE("coercion converts or fails the mapping", "[extract][mapping]") {
   auto mapping = [](const char* id, const char* path, const char* coerce) {
     return json{{"id", id}, {"path", path}, {"category", "fact"}, {"key", id}, {"coerce", coerce}};
   };
-  Extractor ex(Rules({{"tools",
-                       {{"t",
-                         {mapping("num_from_string", "/s_num", "number"),
-                          mapping("int_from_float", "/f_int", "integer"),
-                          mapping("int_from_string", "/s_int", "integer"),
-                          mapping("str_from_num", "/i", "string"),
-                          mapping("bool_from_string", "/s_bool", "boolean"),
-                          mapping("bool_from_num", "/one", "boolean"),
-                          mapping("null_skipped", "/nothing", "integer"),
-                          mapping("bad_int", "/f_frac", "integer"),
-                          mapping("bad_bool", "/word", "boolean")}}}}}));
+  Extractor ex(Rules(
+      {{"tools",
+        {{"t",
+          {mapping("num_from_string", "/s_num", "number"),
+           mapping("int_from_float", "/f_int", "integer"),
+           mapping("int_from_string", "/s_int", "integer"), mapping("str_from_num", "/i", "string"),
+           mapping("bool_from_string", "/s_bool", "boolean"),
+           mapping("bool_from_num", "/one", "boolean"),
+           mapping("null_skipped", "/nothing", "integer"), mapping("bad_int", "/f_frac", "integer"),
+           mapping("bad_bool", "/word", "boolean")}}}}}));
   Extraction e = ex.ExtractToolOutput(Call("t"), R"({"s_num": "10.5", "f_int": 5.0, "s_int": "42",
       "i": 7, "s_bool": "true", "one": 1, "nothing": null, "f_frac": 2.5, "word": "maybe"})");
   CHECK(Find(e, Category::kFact, "num_from_string")->value == 10.5);
@@ -193,19 +225,31 @@ TEST_CASE("expiry in turns, seconds and seconds read from a field", "[extract][m
   ManualClock clock(1'000'000);
   auto rules = Rules({{"tools",
                        {{"t",
-                         {{{"id", "turns"}, {"path", "/a"}, {"category", "constraint"}, {"key", "a"},
+                         {{{"id", "turns"},
+                           {"path", "/a"},
+                           {"category", "constraint"},
+                           {"key", "a"},
                            {"expire", {{"turns", 3}}}},
-                          {{"id", "secs"}, {"path", "/a"}, {"category", "constraint"}, {"key", "b"},
+                          {{"id", "secs"},
+                           {"path", "/a"},
+                           {"category", "constraint"},
+                           {"key", "b"},
                            {"expire", {{"seconds", 90}}}},
-                          {{"id", "days"}, {"path", "/days_remaining"}, {"category", "constraint"},
-                           {"key", "grace"}, {"expire", {{"seconds_from", "/days_remaining"},
-                                                         {"unit", "days"}}}},
-                          {{"id", "rel_minutes"}, {"path", "/holds/*"}, {"category", "constraint"},
-                           {"key", "hold.{$1}"}, {"value", "{./id}"},
+                          {{"id", "days"},
+                           {"path", "/days_remaining"},
+                           {"category", "constraint"},
+                           {"key", "grace"},
+                           {"expire", {{"seconds_from", "/days_remaining"}, {"unit", "days"}}}},
+                          {{"id", "rel_minutes"},
+                           {"path", "/holds/*"},
+                           {"category", "constraint"},
+                           {"key", "hold.{$1}"},
+                           {"value", "{./id}"},
                            {"expire", {{"seconds_from", "./ttl"}, {"unit", "minutes"}}}}}}}}});
   Extractor ex(rules, {.clock = &clock});
   Extraction e = ex.ExtractToolOutput(
-      Call("t"), R"({"a": 1, "days_remaining": 5, "holds": [{"id": "h0", "ttl": "2"}, {"id": "h1", "ttl": 0}]})");
+      Call("t"),
+      R"({"a": 1, "days_remaining": 5, "holds": [{"id": "h0", "ttl": "2"}, {"id": "h1", "ttl": 0}]})");
   REQUIRE(e.errors.empty());
   CHECK(Find(e, Category::kConstraint, "a")->expire_after_turns == 3u);
   CHECK(Find(e, Category::kConstraint, "b")->expire_at_ms == 1'000'000 + 90'000);
@@ -223,9 +267,13 @@ TEST_CASE("expiry in turns, seconds and seconds read from a field", "[extract][m
 
 TEST_CASE("glob tool names and tools without rules", "[extract][mapping]") {
   Extractor ex(Rules({{"tools",
-                       {{"get_*", {{{"id", "any.status"}, {"path", "/status"}, {"category", "fact"},
-                                    {"key", "{@kind}.status"}}}}}}}));
-  Extraction e = ex.ExtractToolOutput(Call("get_thing", "c1", {{"kind", "thing"}}), R"({"status": "ok"})");
+                       {{"get_*",
+                         {{{"id", "any.status"},
+                           {"path", "/status"},
+                           {"category", "fact"},
+                           {"key", "{@kind}.status"}}}}}}}));
+  Extraction e =
+      ex.ExtractToolOutput(Call("get_thing", "c1", {{"kind", "thing"}}), R"({"status": "ok"})");
   REQUIRE(e.updates.size() == 1);
   CHECK(e.updates[0].key == "thing.status");
   CHECK(ex.rules().HasRulesFor("get_order_details"));
@@ -237,9 +285,11 @@ TEST_CASE("glob tool names and tools without rules", "[extract][mapping]") {
 }
 
 TEST_CASE("a parsed output extracts the same as its text", "[extract][mapping]") {
-  Extractor ex(Rules(OrderRules(json::array({
-      {{"id", "order.item_price"}, {"path", "/items/*/price"}, {"category", "fact"},
-       {"key", "order.{/order_id}.item.{item_id}.price"}, {"coerce", "number"}}}))));
+  Extractor ex(Rules(OrderRules(json::array({{{"id", "order.item_price"},
+                                              {"path", "/items/*/price"},
+                                              {"category", "fact"},
+                                              {"key", "order.{/order_id}.item.{item_id}.price"},
+                                              {"coerce", "number"}}}))));
   Extraction raw = ex.ExtractToolOutput(Call("get_order_details"), kOrder);
   Extraction parsed = ex.ExtractParsedToolOutput(Call("get_order_details"), json::parse(kOrder));
   CHECK(raw.errors.empty());

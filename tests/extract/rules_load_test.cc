@@ -49,7 +49,8 @@ TEST_CASE("a missing pack folder is NotFound; a pack without extract.json has no
 }
 
 TEST_CASE("limits are read and bounded", "[extract][load]") {
-  auto r = ExtractionRules::FromJson({{"limits", {{"max_output_bytes", 100}, {"max_depth", 3}}}}, "v");
+  auto r =
+      ExtractionRules::FromJson({{"limits", {{"max_output_bytes", 100}, {"max_depth", 3}}}}, "v");
   REQUIRE(r.has_value());
   CHECK(r.value()->limits().max_output_bytes == 100);
   CHECK(r.value()->limits().max_depth == 3);
@@ -88,12 +89,15 @@ TEST_CASE("mistakes in rules are refused with the rule named", "[extract][load]"
       {"two expiries", with("expire", {{"turns", 1}, {"seconds", 1}}), "exactly one"},
       {"bad unit", with("expire", {{"seconds_from", "/a"}, {"unit", "weeks"}}), "unit must be"},
       {"path and text", with("text", "x"), "exactly one of path and text"},
-      {"bad regex", OneRule({{"id", "r"}, {"text", "(unclosed"}, {"category", "fact"}, {"key", "k"}}),
+      {"bad regex",
+       OneRule({{"id", "r"}, {"text", "(unclosed"}, {"category", "fact"}, {"key", "k"}}),
        "regular expression"},
       {"field placeholder in a text rule",
        OneRule({{"id", "r"}, {"text", "x"}, {"category", "fact"}, {"key", "k.{name}"}}),
        "is not a capture"},
-      {"duplicate id", {{"tools", {{"t", json::array({Mapping(), Mapping()})}}}}, "duplicate rule id"},
+      {"duplicate id",
+       {{"tools", {{"t", json::array({Mapping(), Mapping()})}}}},
+       "duplicate rule id"},
       {"argument in a user pattern",
        {{"user", {{{"id", "u"}, {"pattern", "x"}, {"category", "fact"}, {"key", "{@a}"}}}}},
        "not available for a user message"},
@@ -101,7 +105,12 @@ TEST_CASE("mistakes in rules are refused with the rule named", "[extract][load]"
        {{"user", {{{"id", "u"}, {"pattern", "yes"}, {"confirmation", true}, {"key", "k"}}}}},
        "unknown field 'key'"},
       {"verified user pattern",
-       {{"user", {{{"id", "u"}, {"pattern", "x"}, {"category", "fact"}, {"key", "k"}, {"verified", true}}}}},
+       {{"user",
+         {{{"id", "u"},
+           {"pattern", "x"},
+           {"category", "fact"},
+           {"key", "k"},
+           {"verified", true}}}}},
        "unknown field 'verified'"},
       {"tools not an object", {{"tools", json::array()}}, "must be an object"},
   };

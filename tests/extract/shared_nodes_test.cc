@@ -21,7 +21,9 @@ json Mapping(const char* id, const char* path, const char* key, json extra = jso
   return m;
 }
 
-json ToolRules(const char* tool, json mappings) { return {{"tools", {{tool, std::move(mappings)}}}}; }
+json ToolRules(const char* tool, json mappings) {
+  return {{"tools", {{tool, std::move(mappings)}}}};
+}
 
 const Update& Get(const Extraction& e, const std::string& key) {
   const Update* u = Find(e, Category::kFact, key);
@@ -32,18 +34,19 @@ const Update& Get(const Extraction& e, const std::string& key) {
 
 TEST_CASE("placeholders and path prefixes shared by many mappings resolve per output",
           "[extract][shared]") {
-  Extractor ex(Rules(ToolRules(
-      "t", json::array({
-               Mapping("id", "/order/id", "o.{/order/id}.id"),
-               Mapping("skus", "/order/lines/*/sku", "o.{/order/id}.line.{$1}.first.{/order/lines/0/sku}"),
-               Mapping("qty", "/order/lines/1/qty", "o.{/order/id}.qty1"),
-               Mapping("slash", "/order/a~1b", "o.{/order/id}.slash.{/order/a~1b}"),
-               Mapping("absent", "/order/missing/x", "never"),
-               Mapping("through_scalar", "/order/id/deeper", "never.either"),
-               Mapping("absent_key", "/status", "s.{/order/missing}"),
-               Mapping("past_end", "/status", "s.{/order/lines/9/sku}"),
-               Mapping("whole", "", "doc"),
-           }))));
+  Extractor ex(
+      Rules(ToolRules("t", json::array({
+                               Mapping("id", "/order/id", "o.{/order/id}.id"),
+                               Mapping("skus", "/order/lines/*/sku",
+                                       "o.{/order/id}.line.{$1}.first.{/order/lines/0/sku}"),
+                               Mapping("qty", "/order/lines/1/qty", "o.{/order/id}.qty1"),
+                               Mapping("slash", "/order/a~1b", "o.{/order/id}.slash.{/order/a~1b}"),
+                               Mapping("absent", "/order/missing/x", "never"),
+                               Mapping("through_scalar", "/order/id/deeper", "never.either"),
+                               Mapping("absent_key", "/status", "s.{/order/missing}"),
+                               Mapping("past_end", "/status", "s.{/order/lines/9/sku}"),
+                               Mapping("whole", "", "doc"),
+                           }))));
   const char* first = R"({"status": "open", "order": {"id": "A1", "a/b": "slash",
       "lines": [{"sku": "s0", "qty": 1}, {"sku": "s1", "qty": 2}]}})";
   Extraction a = ex.ExtractToolOutput(Call("t"), first);
@@ -88,9 +91,11 @@ TEST_CASE("an exact tool entry and a matching glob entry each resolve their own 
           "[extract][shared]") {
   Extractor ex(Rules({{"tools",
                        {{"get_order", {Mapping("exact", "/id", "exact.{/id}.{/kind}")}},
-                        {"get_*", {Mapping("glob", "/kind", "glob.{/kind}.{/id}"),
-                                   Mapping("glob_name", "/name", "glob.{/name}")}}}}}));
-  Extraction e = ex.ExtractToolOutput(Call("get_order"), R"({"id": "7", "kind": "order", "name": "n"})");
+                        {"get_*",
+                         {Mapping("glob", "/kind", "glob.{/kind}.{/id}"),
+                          Mapping("glob_name", "/name", "glob.{/name}")}}}}}));
+  Extraction e =
+      ex.ExtractToolOutput(Call("get_order"), R"({"id": "7", "kind": "order", "name": "n"})");
   CHECK(e.errors.empty());
   REQUIRE(e.updates.size() == 3);
   CHECK(e.updates[0].key == "exact.7.order");  // the exact entry first
@@ -104,19 +109,20 @@ const char* kNested = R"({"status": "open",
   "items": [{"name": "Headphones", "tags": ["red", "wireless"]}, {"name": "Vacuum", "tags": []}]})";
 
 json NestedRules() {
-  return ToolRules("t", json::array({
-                            Mapping("zip", "/address/zip", "zip"),
-                            Mapping("address", "/address", "address"),
-                            Mapping("zip_again", "/status", "zip_again", {{"value", "{/address/zip}"}}),
-                            Mapping("city", "/address/city", "city", {{"coerce", "string"}}),
-                            Mapping("line", "/address/lines/*", "line.{$1}"),
-                            Mapping("item_tags", "/items/*/tags", "tags.{name}"),
-                            Mapping("items", "/items", "items"),
-                            Mapping("first_tag", "/items/0/tags/0", "first_tag"),
-                            Mapping("everything", "", "everything"),
-                            Mapping("status", "/status", "status"),
-                            Mapping("status_rel", "/status", "status_rel", {{"value", "{.}"}}),
-                        }));
+  return ToolRules("t",
+                   json::array({
+                       Mapping("zip", "/address/zip", "zip"),
+                       Mapping("address", "/address", "address"),
+                       Mapping("zip_again", "/status", "zip_again", {{"value", "{/address/zip}"}}),
+                       Mapping("city", "/address/city", "city", {{"coerce", "string"}}),
+                       Mapping("line", "/address/lines/*", "line.{$1}"),
+                       Mapping("item_tags", "/items/*/tags", "tags.{name}"),
+                       Mapping("items", "/items", "items"),
+                       Mapping("first_tag", "/items/0/tags/0", "first_tag"),
+                       Mapping("everything", "", "everything"),
+                       Mapping("status", "/status", "status"),
+                       Mapping("status_rel", "/status", "status_rel", {{"value", "{.}"}}),
+                   }));
 }
 
 TEST_CASE("updates taking the same node, or nodes inside one another, get whole values",
@@ -148,17 +154,18 @@ TEST_CASE("updates taking the same node, or nodes inside one another, get whole 
   CHECK(p.updates == e.updates);
 }
 
-TEST_CASE("a failing mapping does not take values from the mappings after it", "[extract][shared]") {
-  Extractor ex(Rules(ToolRules(
-      "t", json::array({
-               Mapping("first", "/items/0/name", "first"),
-               // Only the first item has a code: the mapping fails and keeps
-               // nothing, not even the label it took for the first item.
-               Mapping("coded", "/items/*/name", "coded.{code}",
-                       {{"required", true}, {"value", "{/label}"}}),
-               Mapping("names", "/items/*/name", "name.{$1}"),
-               Mapping("whole_items", "/items", "items"),
-           }))));
+TEST_CASE("a failing mapping does not take values from the mappings after it",
+          "[extract][shared]") {
+  Extractor ex(
+      Rules(ToolRules("t", json::array({
+                               Mapping("first", "/items/0/name", "first"),
+                               // Only the first item has a code: the mapping fails and keeps
+                               // nothing, not even the label it took for the first item.
+                               Mapping("coded", "/items/*/name", "coded.{code}",
+                                       {{"required", true}, {"value", "{/label}"}}),
+                               Mapping("names", "/items/*/name", "name.{$1}"),
+                               Mapping("whole_items", "/items", "items"),
+                           }))));
   const char* text = R"({"label": "L", "items": [{"name": "a", "code": "x"}, {"name": "b"}]})";
   Extraction e = ex.ExtractToolOutput(Call("t"), text);
   REQUIRE(e.errors.size() == 1);

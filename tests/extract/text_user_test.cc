@@ -13,13 +13,21 @@ using nlohmann::json;
 json TextRules() {
   return {{"tools",
            {{"find_user_id_by_email",
-             {{{"id", "user.id"}, {"text", "^([a-z]+(_[a-z]+)*_[0-9]+)$"}, {"category", "identifier"},
-               {"key", "user_id"}, {"value", "{$1}"}},
-              {{"id", "user.lookup_error"}, {"text", "^Error: (.*)$"}, {"category", "condition"},
+             {{{"id", "user.id"},
+               {"text", "^([a-z]+(_[a-z]+)*_[0-9]+)$"},
+               {"category", "identifier"},
+               {"key", "user_id"},
+               {"value", "{$1}"}},
+              {{"id", "user.lookup_error"},
+               {"text", "^Error: (.*)$"},
+               {"category", "condition"},
                {"key", "lookup_error.{@email}"}}}},
             {"calculate",
-             {{{"id", "calc"}, {"text", "^[0-9]+(\\.[0-9]+)?$"}, {"category", "fact"},
-               {"key", "calc.{@expression}"}, {"coerce", "number"}}}}}}};
+             {{{"id", "calc"},
+               {"text", "^[0-9]+(\\.[0-9]+)?$"},
+               {"category", "fact"},
+               {"key", "calc.{@expression}"},
+               {"coerce", "number"}}}}}}};
 }
 
 TEST_CASE("a text rule pulls a bare id out of a non-JSON output", "[extract][text]") {
@@ -54,10 +62,11 @@ TEST_CASE("a text rule records an Error: string; the whole match is the default 
 }
 
 TEST_CASE("text rules do not run on JSON outputs, nor mappings on text", "[extract][text]") {
-  Extractor ex(Rules({{"tools",
-                       {{"t",
-                         {{{"id", "json"}, {"path", ""}, {"category", "fact"}, {"key", "whole"}},
-                          {{"id", "text"}, {"text", ".+"}, {"category", "fact"}, {"key", "text"}}}}}}}));
+  Extractor ex(
+      Rules({{"tools",
+              {{"t",
+                {{{"id", "json"}, {"path", ""}, {"category", "fact"}, {"key", "whole"}},
+                 {{"id", "text"}, {"text", ".+"}, {"category", "fact"}, {"key", "text"}}}}}}}));
   Extraction j = ex.ExtractToolOutput(Call("t"), R"( {"a": 1})");
   REQUIRE(j.updates.size() == 1);
   CHECK(j.updates[0].key == "whole");
@@ -70,16 +79,29 @@ TEST_CASE("text rules do not run on JSON outputs, nor mappings on text", "[extra
 
 json UserRules() {
   return {{"user",
-           {{{"id", "user.email"}, {"pattern", "[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\\.[A-Za-z]+"},
-             {"category", "identifier"}, {"key", "email"}},
-            {{"id", "user.order"}, {"pattern", "#W[0-9]{7}"}, {"category", "identifier"},
+           {{{"id", "user.email"},
+             {"pattern", "[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\\.[A-Za-z]+"},
+             {"category", "identifier"},
+             {"key", "email"}},
+            {{"id", "user.order"},
+             {"pattern", "#W[0-9]{7}"},
+             {"category", "identifier"},
              {"key", "order_id.{$0}"}},
-            {{"id", "user.zip"}, {"pattern", "(^|[^0-9])([0-9]{5})([^0-9]|$)"},
-             {"category", "identifier"}, {"key", "zip"}, {"value", "{$2}"}},
-            {{"id", "user.order_status"}, {"pattern", "order (#W[0-9]{7}) is (pending|delivered)"},
-             {"icase", true}, {"category", "fact"}, {"key", "order.{$1}.status"}, {"value", "{$2}"}},
-            {{"id", "user.confirm"}, {"pattern", "^[[:space:]]*(yes|y|yes please|confirm)[[:space:]!.]*$"},
-             {"confirmation", true}, {"icase", true}}}}};
+            {{"id", "user.zip"},
+             {"pattern", "(^|[^0-9])([0-9]{5})([^0-9]|$)"},
+             {"category", "identifier"},
+             {"key", "zip"},
+             {"value", "{$2}"}},
+            {{"id", "user.order_status"},
+             {"pattern", "order (#W[0-9]{7}) is (pending|delivered)"},
+             {"icase", true},
+             {"category", "fact"},
+             {"key", "order.{$1}.status"},
+             {"value", "{$2}"}},
+            {{"id", "user.confirm"},
+             {"pattern", "^[[:space:]]*(yes|y|yes please|confirm)[[:space:]!.]*$"},
+             {"confirmation", true},
+             {"icase", true}}}}};
 }
 
 TEST_CASE("user patterns pull claimed identifiers", "[extract][user]") {
@@ -128,7 +150,8 @@ TEST_CASE("a confirmation binds the message to the pending action", "[extract][u
 
 TEST_CASE("a pending action that cannot be stored drops the confirmation", "[extract][user]") {
   Extractor ex(Rules(UserRules()));
-  json bad = {{"tool", "cancel_pending_order"}, {"arguments", {{"reason", std::string("\xff\xfe")}}}};
+  json bad = {{"tool", "cancel_pending_order"},
+              {"arguments", {{"reason", std::string("\xff\xfe")}}}};
   Extraction e = ex.ExtractUserMessage("yes", bad);
   CHECK(Find(e, Category::kCondition, "confirmation") == nullptr);
   REQUIRE(e.errors.size() == 1);
@@ -151,7 +174,8 @@ TEST_CASE("a bad user message yields an error and no updates", "[extract][user]"
   CHECK(utf.errors[0]["code"] == "invalid_utf8");
 }
 
-TEST_CASE("a message with NUL bytes is matched whole; long messages are refused", "[extract][user]") {
+TEST_CASE("a message with NUL bytes is matched whole; long messages are refused",
+          "[extract][user]") {
   Extractor ex(Rules(UserRules()));
   std::string msg = std::string("mail a@b.io") + '\0' + " then c@d.io";
   Extraction e = ex.ExtractUserMessage(msg);

@@ -11,8 +11,8 @@
 using namespace taskledger;
 using namespace taskledger::testing;
 
-TEMPLATE_TEST_CASE("ledger: staged updates show in working() but not head() until Commit", "[ledger]",
-                   MemoryBackend, RedisBackend) {
+TEMPLATE_TEST_CASE("ledger: staged updates show in working() but not head() until Commit",
+                   "[ledger]", MemoryBackend, RedisBackend) {
   TestType backend;
   auto store = backend.Open();
   auto ledger = Ledger::Open(*store, backend.Id("acme", "stage"), backend.clock).value();
@@ -22,7 +22,8 @@ TEMPLATE_TEST_CASE("ledger: staged updates show in working() but not head() unti
   REQUIRE(ledger->Stage(SetUpdate(Category::kCondition, "user_confirmed", true)).ok());
   CHECK(ledger->generation() != generation);
   CHECK(ledger->staged_updates() == 1);
-  CHECK(ledger->working().FindLive(Category::kCondition, "user_confirmed", backend.clock.NowMs()) != nullptr);
+  CHECK(ledger->working().FindLive(Category::kCondition, "user_confirmed", backend.clock.NowMs()) !=
+        nullptr);
   CHECK(ledger->head().of(Category::kCondition).empty());
   CHECK(store->Head(ledger->id()).value() == 0);
 
@@ -39,12 +40,13 @@ TEMPLATE_TEST_CASE("ledger: staged updates show in working() but not head() unti
   CHECK(reopened->head() == ledger->head());
 }
 
-TEMPLATE_TEST_CASE("ledger: a batch with one invalid update stages nothing", "[ledger]", MemoryBackend,
-                   RedisBackend) {
+TEMPLATE_TEST_CASE("ledger: a batch with one invalid update stages nothing", "[ledger]",
+                   MemoryBackend, RedisBackend) {
   TestType backend;
   auto store = backend.Open();
   auto ledger = Ledger::Open(*store, backend.Id("acme", "batch"), backend.clock).value();
-  Status s = ledger->StageAll({SetUpdate(Category::kFact, "good", 1), SetUpdate(Category::kFact, "", 2)});
+  Status s =
+      ledger->StageAll({SetUpdate(Category::kFact, "good", 1), SetUpdate(Category::kFact, "", 2)});
   CHECK(s.code() == StatusCode::kInvalidArgument);
   CHECK(ledger->staged_updates() == 0);
   CHECK(ledger->working().of(Category::kFact).empty());
@@ -136,8 +138,8 @@ TEMPLATE_TEST_CASE("ledger: two writers in two threads, retrying on Conflict, lo
   INFO("conflicts resolved by rebase: " << conflicts.load());
 }
 
-TEMPLATE_TEST_CASE("ledger: Abandon drops the staged turn; an empty id is refused", "[ledger]", MemoryBackend,
-                   RedisBackend) {
+TEMPLATE_TEST_CASE("ledger: Abandon drops the staged turn; an empty id is refused", "[ledger]",
+                   MemoryBackend, RedisBackend) {
   TestType backend;
   auto store = backend.Open();
   auto ledger = Ledger::Open(*store, backend.Id("acme", "abandon"), backend.clock).value();

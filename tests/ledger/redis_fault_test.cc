@@ -32,12 +32,14 @@ template <class F>
 std::chrono::milliseconds Timed(F&& f) {
   auto start = std::chrono::steady_clock::now();
   f();
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                               start);
 }
 
 }  // namespace
 
-TEST_CASE("redis fault: acknowledged turns survive kill -9 and the store reconnects", "[redis][fault]") {
+TEST_CASE("redis fault: acknowledged turns survive kill -9 and the store reconnects",
+          "[redis][fault]") {
   auto server = RedisServer::Start();
   auto store = OpenOn(server->url());
   ConversationId id{"acme", "durable"};
@@ -108,7 +110,8 @@ TEST_CASE("redis fault: Redis down is Unavailable quickly, never a hang", "[redi
   CHECK(head.version == 0);
 }
 
-TEST_CASE("redis fault: a stalled Redis yields Timeout within the command timeout", "[redis][fault]") {
+TEST_CASE("redis fault: a stalled Redis yields Timeout within the command timeout",
+          "[redis][fault]") {
   auto server = RedisServer::Start();
   auto store = OpenOn(server->url(), 200ms);
   ConversationId id{"acme", "slow"};
@@ -119,7 +122,8 @@ TEST_CASE("redis fault: a stalled Redis yields Timeout within the command timeou
   REQUIRE(server->Run({"CLIENT", "PAUSE", "1500", "ALL"}) == "OK");
   LedgerState attempt = head;
   Status slow;
-  auto elapsed = Timed([&] { slow = CommitNext(*store, id, attempt, {SetUpdate(Category::kFact, "x", 1)}, kT0); });
+  auto elapsed = Timed(
+      [&] { slow = CommitNext(*store, id, attempt, {SetUpdate(Category::kFact, "x", 1)}, kT0); });
   CHECK(slow.code() == StatusCode::kTimeout);
   CHECK(elapsed >= 150ms);
   CHECK(elapsed < 800ms);
@@ -134,11 +138,13 @@ TEST_CASE("redis fault: a stalled Redis yields Timeout within the command timeou
   CHECK(store->ReadHead(id).value() == attempt);
 }
 
-TEST_CASE("redis fault: a large batch to a killed server fails as a value (no SIGPIPE)", "[redis][fault]") {
+TEST_CASE("redis fault: a large batch to a killed server fails as a value (no SIGPIPE)",
+          "[redis][fault]") {
   auto server = RedisServer::Start();
   auto store = OpenOn(server->url());
   LedgerState warm;
-  REQUIRE(CommitNext(*store, {"acme", "warm"}, warm, {}, kT0).ok());  // the pooled connection is open
+  REQUIRE(
+      CommitNext(*store, {"acme", "warm"}, warm, {}, kT0).ok());  // the pooled connection is open
   server->Kill9();
   // ~2 MB of pipelined commits: hiredis needs many write() calls, and those
   // after the peer's reset would raise SIGPIPE if it were not contained.

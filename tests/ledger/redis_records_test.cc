@@ -26,16 +26,53 @@ std::string ViaDom(const json& j) {
 
 // JSON values covering every CBOR head width and type nlohmann distinguishes.
 std::vector<json> Values() {
-  std::vector<json> v = {
-      nullptr, true, false, 0, 23, 24, 255, 256, 65535, 65536, 4294967295ULL, 4294967296ULL,
-      std::numeric_limits<uint64_t>::max(), -1, -24, -25, -256, -257, -65536, -65537,
-      -4294967296LL, -4294967297LL, std::numeric_limits<int64_t>::min(), 0.5, 1.1, -3.25, 1e300,
-      -1e-300, 3.4028234663852886e38, std::numeric_limits<double>::infinity(),
-      -std::numeric_limits<double>::infinity(), std::nan(""), "", "x", std::string(23, 'a'),
-      std::string(24, 'b'), std::string(255, 'c'), std::string(256, 'd'), std::string(70000, 'e'),
-      "caf\xc3\xa9", std::string("\xff\xfe not utf-8 \0 nul", 18), json::array(), json::object(),
-      json::array({1, "two", json::array({3.5})}), json{{"b", 1}, {"a", {{"z", nullptr}}}, {"A", "up"}},
-      json::binary({1, 2, 3}), json::binary({4, 5}, 7)};
+  std::vector<json> v = {nullptr,
+                         true,
+                         false,
+                         0,
+                         23,
+                         24,
+                         255,
+                         256,
+                         65535,
+                         65536,
+                         4294967295ULL,
+                         4294967296ULL,
+                         std::numeric_limits<uint64_t>::max(),
+                         -1,
+                         -24,
+                         -25,
+                         -256,
+                         -257,
+                         -65536,
+                         -65537,
+                         -4294967296LL,
+                         -4294967297LL,
+                         std::numeric_limits<int64_t>::min(),
+                         0.5,
+                         1.1,
+                         -3.25,
+                         1e300,
+                         -1e-300,
+                         3.4028234663852886e38,
+                         std::numeric_limits<double>::infinity(),
+                         -std::numeric_limits<double>::infinity(),
+                         std::nan(""),
+                         "",
+                         "x",
+                         std::string(23, 'a'),
+                         std::string(24, 'b'),
+                         std::string(255, 'c'),
+                         std::string(256, 'd'),
+                         std::string(70000, 'e'),
+                         "caf\xc3\xa9",
+                         std::string("\xff\xfe not utf-8 \0 nul", 18),
+                         json::array(),
+                         json::object(),
+                         json::array({1, "two", json::array({3.5})}),
+                         json{{"b", 1}, {"a", {{"z", nullptr}}}, {"A", "up"}},
+                         json::binary({1, 2, 3}),
+                         json::binary({4, 5}, 7)};
   json big_array = json::array();
   for (int i = 0; i < 300; ++i) big_array.push_back(i);
   v.push_back(big_array);
@@ -133,7 +170,8 @@ TEST_CASE("redis records: states are byte-identical to the codec's CBOR", "[redi
   for (auto& entries : s.entries) {
     for (auto& [key, entry] : entries) {
       // NaN never compares equal, and tagged binary needs a tag handler to decode.
-      if ((entry.value.is_number_float() && std::isnan(entry.value.get<double>())) || entry.value.is_binary()) {
+      if ((entry.value.is_number_float() && std::isnan(entry.value.get<double>())) ||
+          entry.value.is_binary()) {
         entry.value = 0;
       }
     }

@@ -6,10 +6,10 @@
 // snapshot_every. More in redis_commit_test.cc.
 #include <catch2/catch.hpp>
 
-#include "taskledger/redis/client.h"
-#include "taskledger/redis/keys.h"
 #include "internal/redis_stream.h"
 #include "ledger/store_backends.h"
+#include "taskledger/redis/client.h"
+#include "taskledger/redis/keys.h"
 
 using namespace taskledger;
 using namespace taskledger::testing;
@@ -65,9 +65,10 @@ TEST_CASE("redis url: accepted forms and clear errors", "[redis]") {
   CHECK(unix_url.socket_path == "/tmp/r.sock");
   CHECK(unix_url.db == 2);
 
-  for (const char* bad : {"http://h:1", "redis://", "redis://h:0", "redis://h:70000", "redis://h:x",
-                          "redis://h:1/db", "redis://user@h", "redis://u:%zz@h", "unix://relative.sock",
-                          "unix:///s?timeout=1", "rediss://h:1", "redis://[::1"}) {
+  for (const char* bad :
+       {"http://h:1", "redis://", "redis://h:0", "redis://h:70000", "redis://h:x", "redis://h:1/db",
+        "redis://user@h", "redis://u:%zz@h", "unix://relative.sock", "unix:///s?timeout=1",
+        "rediss://h:1", "redis://[::1"}) {
     INFO(bad);
     auto r = ParseRedisUrl(bad);
     REQUIRE_FALSE(r.has_value());
@@ -92,23 +93,26 @@ TEST_CASE("redis keys: ids are percent-encoded inside one hash tag", "[redis]") 
   CHECK_FALSE(internal::ConversationOfStreamKey("tl:{a%2A:c1}:head", "a*").has_value());
   CHECK(internal::EntryId(42) == "0-42");
   CHECK(internal::VersionOfEntryId("0-42").value() == 42);
-  for (const char* bad : {"1-42", "0-", "0-0", "0-4x", "42"}) CHECK_FALSE(internal::VersionOfEntryId(bad).has_value());
+  for (const char* bad : {"1-42", "0-", "0-0", "0-4x", "42"})
+    CHECK_FALSE(internal::VersionOfEntryId(bad).has_value());
 }
 
 TEST_CASE("redis: unix socket URL, ACL user URL, and a per-tenant ACL", "[redis]") {
   auto server = RedisServer::Start(RedisServerOptions{true, {}});
   LedgerState head;
   auto via_socket = OpenOn(server->unix_url());
-  REQUIRE(CommitNext(*via_socket, {"acme", "c1"}, head, {SetUpdate(Category::kFact, "x", 1)}, kT0).ok());
+  REQUIRE(CommitNext(*via_socket, {"acme", "c1"}, head, {SetUpdate(Category::kFact, "x", 1)}, kT0)
+              .ok());
   CHECK(OpenOn(server->unix_url() + "?db=1")->Head({"acme", "c1"}).value() == 0);
 
   // The ACL of docs/redis-keys.md: tenant acme may touch only its own keys.
-  REQUIRE(server->Run({"ACL", "SETUSER", "acme", "on", ">acme-pw", "~tl:{acme:*", "+@all", "-@dangerous"}) ==
-          "OK");
+  REQUIRE(server->Run({"ACL", "SETUSER", "acme", "on", ">acme-pw", "~tl:{acme:*", "+@all",
+                       "-@dangerous"}) == "OK");
   std::string acme_url = "redis://acme:acme-pw@127.0.0.1:" + std::to_string(server->port());
   auto as_acme = OpenOn(acme_url);
   CHECK(as_acme->Head({"acme", "c1"}).value() == 1);
-  REQUIRE(CommitNext(*as_acme, {"acme", "c1"}, head, {SetUpdate(Category::kFact, "x", 2)}, kT0).ok());
+  REQUIRE(
+      CommitNext(*as_acme, {"acme", "c1"}, head, {SetUpdate(Category::kFact, "x", 2)}, kT0).ok());
   CHECK(as_acme->ListConversations("acme").value() == std::vector<std::string>{"c1"});
   LedgerState other;
   Status denied = CommitNext(*as_acme, {"globex", "c1"}, other, {}, kT0);
@@ -125,7 +129,8 @@ TEST_CASE("redis: unix socket URL, ACL user URL, and a per-tenant ACL", "[redis]
   CHECK(refused.error().code() == StatusCode::kInvalidArgument);
 }
 
-TEST_CASE("redis layout: one stream per conversation, snapshots every K turns, one TTL", "[redis]") {
+TEST_CASE("redis layout: one stream per conversation, snapshots every K turns, one TTL",
+          "[redis]") {
   auto server = RedisServer::Start();
   auto store = OpenOn(server->url(), StoreOpts(5, std::chrono::seconds(60)));
   ConversationId id{"acme", "layout"};
@@ -154,18 +159,22 @@ TEST_CASE("redis layout: one stream per conversation, snapshots every K turns, o
   CHECK(store->ReadHead(id).value() == head);
 }
 
-TEST_CASE("redis: two writers on one conversation, the second gets Conflict naming the head", "[redis]") {
+TEST_CASE("redis: two writers on one conversation, the second gets Conflict naming the head",
+          "[redis]") {
   auto server = RedisServer::Start();
   auto alice = OpenOn(server->url(), StoreOpts(4));
   auto bob = OpenOn(server->url(), StoreOpts(4));
   ConversationId id{"acme", "race"};
   LedgerState a, b;
-  for (int i = 1; i <= 3; ++i) REQUIRE(CommitNext(*alice, id, a, {SetUpdate(Category::kFact, "n", i)}, kT0).ok());
+  for (int i = 1; i <= 3; ++i)
+    REQUIRE(CommitNext(*alice, id, a, {SetUpdate(Category::kFact, "n", i)}, kT0).ok());
   b = bob->ReadHead(id).value();
-  REQUIRE(CommitNext(*alice, id, a, {SetUpdate(Category::kFact, "by", "alice")}, kT0).ok());  // 4, a snapshot
+  REQUIRE(CommitNext(*alice, id, a, {SetUpdate(Category::kFact, "by", "alice")}, kT0)
+              .ok());  // 4, a snapshot
   Status lost = CommitNext(*bob, id, b, {SetUpdate(Category::kFact, "by", "bob")}, kT0);
   CHECK(lost.code() == StatusCode::kConflict);
-  CHECK(lost.message().find("is at version 4; this turn was built on version 3") != std::string::npos);
+  CHECK(lost.message().find("is at version 4; this turn was built on version 3") !=
+        std::string::npos);
   CHECK(b.version == 3);
   b = bob->ReadHead(id).value();  // Bob rebases and wins the next round
   REQUIRE(CommitNext(*bob, id, b, {SetUpdate(Category::kFact, "by", "bob")}, kT0).ok());
@@ -174,7 +183,8 @@ TEST_CASE("redis: two writers on one conversation, the second gets Conflict nami
   CHECK(alice->ReadVersion(id, 4).value().of(Category::kFact).at("by").value == "alice");
 }
 
-TEST_CASE("redis: a dropped conversation is not re-created by a writer holding its old head", "[redis]") {
+TEST_CASE("redis: a dropped conversation is not re-created by a writer holding its old head",
+          "[redis]") {
   auto server = RedisServer::Start();
   auto store = OpenOn(server->url());
   ConversationId id{"acme", "dropped"};
@@ -202,7 +212,8 @@ TEST_CASE("redis: a retried commit that already landed succeeds once", "[redis]"
     INFO("turn " << i);
     TurnRecord turn;
     LedgerState before = head;
-    REQUIRE(CommitNext(*store, id, head, {SetUpdate(Category::kFact, "paid", i)}, kT0 + i, &turn).ok());
+    REQUIRE(
+        CommitNext(*store, id, head, {SetUpdate(Category::kFact, "paid", i)}, kT0 + i, &turn).ok());
     CHECK(store->CommitTurn(id, turn, head).ok());  // the same bytes again: already there
     CHECK(server->Run({"XLEN", internal::TurnStreamKey(id)}) == std::to_string(i));
     TurnRecord different = turn;  // same version, other content: a real conflict
@@ -219,7 +230,8 @@ TEST_CASE("redis: a base above the head is a Conflict and leaves no gap behind",
   auto store = OpenOn(server->url(), StoreOpts(100, std::chrono::seconds(60)));
   ConversationId id{"acme", "ahead"};
   LedgerState head;
-  for (int i = 1; i <= 2; ++i) REQUIRE(CommitNext(*store, id, head, {SetUpdate(Category::kFact, "n", i)}, kT0).ok());
+  for (int i = 1; i <= 2; ++i)
+    REQUIRE(CommitNext(*store, id, head, {SetUpdate(Category::kFact, "n", i)}, kT0).ok());
   LedgerState ahead = head;
   ahead.version = 5;
   Status s = CommitNext(*store, id, ahead, {SetUpdate(Category::kFact, "ahead", true)}, kT0);
@@ -233,19 +245,22 @@ TEST_CASE("redis: a base above the head is a Conflict and leaves no gap behind",
   CHECK(store->ReadHead(id).value() == head);
 }
 
-TEST_CASE("redis: a gap in the stream or an undecodable record is Corruption naming it", "[redis]") {
+TEST_CASE("redis: a gap in the stream or an undecodable record is Corruption naming it",
+          "[redis]") {
   auto server = RedisServer::Start();
   auto store = OpenOn(server->url(), StoreOpts(4));
   ConversationId id{"acme", "tampered"};
   LedgerState head;
-  for (int i = 1; i <= 6; ++i) REQUIRE(CommitNext(*store, id, head, {SetUpdate(Category::kFact, "x", i)}, kT0).ok());
+  for (int i = 1; i <= 6; ++i)
+    REQUIRE(CommitNext(*store, id, head, {SetUpdate(Category::kFact, "x", i)}, kT0).ok());
   std::string key = internal::TurnStreamKey(id);
   REQUIRE(server->Run({"XDEL", key, "0-5"}) == "1");
   Status gap = store->ReadHead(id).error();
   CHECK(gap.code() == StatusCode::kCorruption);
   CHECK(gap.message().find("versions 5..5 are missing") != std::string::npos);
   CHECK(store->ReadVersion(id, 5).error().code() == StatusCode::kCorruption);
-  CHECK(store->ReadTurns(id, 3, 6).error().message().find("versions 5..5 are missing") != std::string::npos);
+  CHECK(store->ReadTurns(id, 3, 6).error().message().find("versions 5..5 are missing") !=
+        std::string::npos);
   CHECK(store->ReadVersion(id, 4).value().version == 4);  // below the gap all is well
   CHECK(store->ReadTurns(id, 1, 4).value().size() == 4);
   // The stream now has 5 entries but its top is 6: a writer on version 5 is
@@ -275,7 +290,9 @@ TEST_CASE("redis: readers with another snapshot_every read every version exactly
   for (int i = 1; i <= 40; ++i) {
     // Half-way the writer changes its mind: snapshots every 7 from turn 21 on.
     if (i == 21) writer = OpenOn(server->url(), StoreOpts(7));
-    REQUIRE(CommitNext(*writer, id, head, {SetUpdate(Category::kFact, "k" + std::to_string(i % 6), i)}, kT0).ok());
+    REQUIRE(CommitNext(*writer, id, head,
+                       {SetUpdate(Category::kFact, "k" + std::to_string(i % 6), i)}, kT0)
+                .ok());
     states.push_back(head);
   }
   CHECK(SnapshotVersions(*server, id) == std::vector<uint64_t>{5, 10, 15, 20, 21, 28, 35});
@@ -314,7 +331,8 @@ TEST_CASE("redis: a batch pipelines many conversations, each with its own outcom
   CHECK(store->ReadHead(moved).value() == moved_head);
 }
 
-TEST_CASE("redis: a batch longer than one send chunk starts going out while it is encoded", "[redis]") {
+TEST_CASE("redis: a batch longer than one send chunk starts going out while it is encoded",
+          "[redis]") {
   auto server = RedisServer::Start();
   auto store = OpenOn(server->url(), StoreOpts(4));
   // ~600 KB of turns: several RedisClient::kStreamBytes chunks, each sent as
@@ -330,7 +348,8 @@ TEST_CASE("redis: a batch longer than one send chunk starts going out while it i
   for (size_t i = 0; i < kCount; ++i) {
     turns[i].turn = 1;
     turns[i].committed_at_ms = kT0;
-    turns[i].updates = {SetUpdate(Category::kFact, "blob", std::string(2000, static_cast<char>('a' + i % 26)))};
+    turns[i].updates = {
+        SetUpdate(Category::kFact, "blob", std::string(2000, static_cast<char>('a' + i % 26)))};
     REQUIRE(ApplyTurn(afters[i], turns[i]).ok());
     batch.push_back({ids[i], &turns[i], &afters[i]});
   }

@@ -9,13 +9,13 @@
 // server's clock. Not thread-safe (one per test case).
 #pragma once
 
+#include <unistd.h>
 #include <atomic>
 #include <chrono>
 #include <memory>
 #include <set>
 #include <string>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -60,7 +60,8 @@ inline Update RemoveUpdate(Category c, std::string key) {
 // Builds turn head.version+1 from `updates`, commits it, and on success
 // advances `head` to the new state. Returns the store's status.
 inline Status CommitNext(Store& store, const ConversationId& id, LedgerState& head,
-                         std::vector<Update> updates, int64_t now_ms, TurnRecord* committed = nullptr) {
+                         std::vector<Update> updates, int64_t now_ms,
+                         TurnRecord* committed = nullptr) {
   TurnRecord turn;
   turn.turn = head.version + 1;
   turn.committed_at_ms = now_ms;

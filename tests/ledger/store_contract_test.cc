@@ -23,8 +23,9 @@ TEMPLATE_TEST_CASE("store: every committed version and turn reads back exactly",
   std::vector<TurnRecord> turns;
   LedgerState head;
   for (int i = 1; i <= 30; ++i) {
-    std::vector<Update> updates = {SetUpdate(Category::kFact, "k" + std::to_string(i % 7), i),
-                                   SetUpdate(Category::kIdentifier, "order", "#W" + std::to_string(i))};
+    std::vector<Update> updates = {
+        SetUpdate(Category::kFact, "k" + std::to_string(i % 7), i),
+        SetUpdate(Category::kIdentifier, "order", "#W" + std::to_string(i))};
     if (i % 5 == 0) updates.push_back(RemoveUpdate(Category::kFact, "k1"));
     TurnRecord turn;
     REQUIRE(CommitNext(*store, id, head, updates, kT0 + i, &turn).ok());
@@ -89,12 +90,16 @@ TEMPLATE_TEST_CASE("store: diff of two stored versions", "[store]", MemoryBacken
   auto id = backend.Id("acme", "diff");
   LedgerState head;
   REQUIRE(CommitNext(*store, id, head,
-                     {SetUpdate(Category::kFact, "status", "pending"), SetUpdate(Category::kFact, "gone", 1)},
-                     kT0).ok());
+                     {SetUpdate(Category::kFact, "status", "pending"),
+                      SetUpdate(Category::kFact, "gone", 1)},
+                     kT0)
+              .ok());
   REQUIRE(CommitNext(*store, id, head,
-                     {SetUpdate(Category::kFact, "status", "delivered"), RemoveUpdate(Category::kFact, "gone"),
+                     {SetUpdate(Category::kFact, "status", "delivered"),
+                      RemoveUpdate(Category::kFact, "gone"),
                       SetUpdate(Category::kIdentifier, "order", "#W1")},
-                     kT0).ok());
+                     kT0)
+              .ok());
   StateDiff d = Diff(store->ReadVersion(id, 1).value(), store->ReadVersion(id, 2).value(), kT0);
   REQUIRE(d.added.size() == 1);
   CHECK(d.added[0].key == "order");
@@ -104,8 +109,8 @@ TEMPLATE_TEST_CASE("store: diff of two stored versions", "[store]", MemoryBacken
   CHECK(d.removed[0].key == "gone");
 }
 
-TEMPLATE_TEST_CASE("store: entries expire by turns and by wall clock, history keeps them", "[store]",
-                   MemoryBackend, RedisBackend) {
+TEMPLATE_TEST_CASE("store: entries expire by turns and by wall clock, history keeps them",
+                   "[store]", MemoryBackend, RedisBackend) {
   TestType backend;
   auto store = backend.Open(StoreOpts(2));
   auto id = backend.Id("acme", "expiry");
@@ -137,8 +142,10 @@ TEMPLATE_TEST_CASE("store: reading version N after many turns with snapshots", "
     LedgerState head;
     for (int i = 1; i <= 23; ++i) {
       REQUIRE(CommitNext(*store, id, head,
-                         {SetUpdate(Category::kFact, "n", i), SetUpdate(Category::kFact, "k" + std::to_string(i), i)},
-                         kT0 + i).ok());
+                         {SetUpdate(Category::kFact, "n", i),
+                          SetUpdate(Category::kFact, "k" + std::to_string(i), i)},
+                         kT0 + i)
+                  .ok());
       versions.push_back(head);
     }
     for (uint64_t v : {0u, 1u, 4u, 5u, 6u, 10u, 11u, 19u, 20u, 22u, 23u}) {
@@ -154,36 +161,43 @@ TEMPLATE_TEST_CASE("store: conversations are listed per tenant, sorted, and drop
   auto store = backend.Open();
   for (std::string c : {"c3", "c1", "c2"}) {
     LedgerState head;
-    REQUIRE(CommitNext(*store, backend.Id("acme", c), head, {SetUpdate(Category::kFact, "x", c)}, kT0).ok());
+    REQUIRE(
+        CommitNext(*store, backend.Id("acme", c), head, {SetUpdate(Category::kFact, "x", c)}, kT0)
+            .ok());
   }
   LedgerState other;
   REQUIRE(CommitNext(*store, backend.Id("globex", "c9"), other, {}, kT0).ok());
-  CHECK(store->ListConversations(backend.Tenant("acme")).value() == std::vector<std::string>{"c1", "c2", "c3"});
-  CHECK(store->ListConversations(backend.Tenant("globex")).value() == std::vector<std::string>{"c9"});
+  CHECK(store->ListConversations(backend.Tenant("acme")).value() ==
+        std::vector<std::string>{"c1", "c2", "c3"});
+  CHECK(store->ListConversations(backend.Tenant("globex")).value() ==
+        std::vector<std::string>{"c9"});
   CHECK(store->ListConversations(backend.Tenant("nobody")).value().empty());
 
   REQUIRE(store->DropConversation(backend.Id("acme", "c2")).ok());
-  CHECK(store->ListConversations(backend.Tenant("acme")).value() == std::vector<std::string>{"c1", "c3"});
+  CHECK(store->ListConversations(backend.Tenant("acme")).value() ==
+        std::vector<std::string>{"c1", "c3"});
   CHECK(store->Head(backend.Id("acme", "c2")).value() == 0);
   CHECK(store->ReadVersion(backend.Id("acme", "c2"), 1).error().code() == StatusCode::kNotFound);
   LedgerState fresh;  // a dropped conversation starts again from version 0
   CHECK(CommitNext(*store, backend.Id("acme", "c2"), fresh, {}, kT0).ok());
 }
 
-TEMPLATE_TEST_CASE("store: crafted tenant and conversation ids stay in their own namespace", "[store]",
-                   MemoryBackend, RedisBackend) {
+TEMPLATE_TEST_CASE("store: crafted tenant and conversation ids stay in their own namespace",
+                   "[store]", MemoryBackend, RedisBackend) {
   TestType backend;
   auto store = backend.Open();
   // Pairs that collide under a naive "tenant:conversation" join, hash-tag
   // breakers, glob characters and control bytes.
   std::vector<std::pair<std::string, std::string>> ids = {
-      {"a", "b:c"}, {"a:b", "c"},   {"a}:x", "y"}, {"a", "}:x"}, {"{", "*"},
-      {"*", "{"},   {"a\nb", "c"},  {"a", "b\nc"}, {"a%3A", "b"}, {":", ":"},
+      {"a", "b:c"}, {"a:b", "c"},  {"a}:x", "y"},       {"a", "}:x"},  {"{", "*"},
+      {"*", "{"},   {"a\nb", "c"}, {"a", "b\nc"},       {"a%3A", "b"}, {":", ":"},
       {"a", "*"},   {"a?", "[x]"}, {"", "empty-tenant"}};
   for (size_t i = 0; i < ids.size(); ++i) {
     LedgerState head;
     auto id = backend.Id(ids[i].first, ids[i].second);
-    REQUIRE(CommitNext(*store, id, head, {SetUpdate(Category::kFact, "who", static_cast<int>(i))}, kT0).ok());
+    REQUIRE(
+        CommitNext(*store, id, head, {SetUpdate(Category::kFact, "who", static_cast<int>(i))}, kT0)
+            .ok());
   }
   for (size_t i = 0; i < ids.size(); ++i) {
     INFO("tenant='" << ids[i].first << "' conversation='" << ids[i].second << "'");
@@ -207,7 +221,8 @@ TEMPLATE_TEST_CASE("store: retention removes a whole idle conversation", "[store
   auto store = backend.Open(StoreOpts(2, std::chrono::seconds(1)));
   auto id = backend.Id("acme", "short");
   LedgerState head;
-  for (int i = 0; i < 3; ++i) REQUIRE(CommitNext(*store, id, head, {SetUpdate(Category::kFact, "i", i)}, kT0).ok());
+  for (int i = 0; i < 3; ++i)
+    REQUIRE(CommitNext(*store, id, head, {SetUpdate(Category::kFact, "i", i)}, kT0).ok());
   backend.PassTime(600ms);
   REQUIRE(CommitNext(*store, id, head, {}, kT0).ok());  // a commit restarts the period
   backend.PassTime(600ms);
@@ -226,7 +241,8 @@ TEMPLATE_TEST_CASE("store: a batch commits many conversations, each with its own
   constexpr int kConversations = 50;
   std::vector<ConversationId> ids;
   std::vector<LedgerState> heads(kConversations);
-  for (int i = 0; i < kConversations; ++i) ids.push_back(backend.Id("batch", "c" + std::to_string(i)));
+  for (int i = 0; i < kConversations; ++i)
+    ids.push_back(backend.Id("batch", "c" + std::to_string(i)));
   // Conversation 7 already moved on: its request in the batch is stale.
   REQUIRE(CommitNext(*store, ids[7], heads[7], {}, kT0).ok());
   LedgerState stale;

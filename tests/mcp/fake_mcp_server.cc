@@ -22,16 +22,15 @@
 
 namespace {
 
-void Send(const nlohmann::json& j) {
-  std::cout << j.dump() << "\n" << std::flush;
-}
+void Send(const nlohmann::json& j) { std::cout << j.dump() << "\n" << std::flush; }
 
 void Answer(const nlohmann::json& id, nlohmann::json result) {
   Send({{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}});
 }
 
 nlohmann::json Text(const std::string& text, bool error = false) {
-  return {{"content", nlohmann::json::array({{{"type", "text"}, {"text", text}}})}, {"isError", error}};
+  return {{"content", nlohmann::json::array({{{"type", "text"}, {"text", text}}})},
+          {"isError", error}};
 }
 
 }  // namespace
@@ -47,7 +46,8 @@ int main(int argc, char** argv) {
   while (std::getline(std::cin, line)) {
     if (log_path) std::ofstream(log_path, std::ios::app) << line << "\n";
     nlohmann::json msg = nlohmann::json::parse(line, nullptr, false);
-    if (msg.is_discarded() || !msg.is_object() || !msg.contains("method") || !msg.contains("id")) continue;
+    if (msg.is_discarded() || !msg.is_object() || !msg.contains("method") || !msg.contains("id"))
+      continue;
     const nlohmann::json id = msg["id"];
     const std::string method = msg["method"].get<std::string>();
     if (method == "initialize") {
@@ -59,7 +59,8 @@ int main(int argc, char** argv) {
     } else if (method == "ping") {
       Answer(id, nlohmann::json::object());
     } else if (method == "resources/list" && resources) {
-      Answer(id, {{"resources", nlohmann::json::array({{{"uri", "file:///fake"}, {"name", "fake"}}})}});
+      Answer(id,
+             {{"resources", nlohmann::json::array({{{"uri", "file:///fake"}, {"name", "fake"}}})}});
     } else if (method == "tools/list") {
       nlohmann::json tools = nlohmann::json::array();
       for (const char* name : {"echo", "touch", "refuse", "crash", "hang", "spam"}) {
@@ -89,10 +90,14 @@ int main(int argc, char** argv) {
         std::cout << "this is not json\n" << std::string(4096, 'x') << "\n" << std::flush;
         Answer(id, Text("spammed"));
       } else {
-        Send({{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", -32602}, {"message", "unknown tool"}}}});
+        Send({{"jsonrpc", "2.0"},
+              {"id", id},
+              {"error", {{"code", -32602}, {"message", "unknown tool"}}}});
       }
     } else {
-      Send({{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", -32601}, {"message", "method not found"}}}});
+      Send({{"jsonrpc", "2.0"},
+            {"id", id},
+            {"error", {{"code", -32601}, {"message", "method not found"}}}});
     }
   }
   return 0;

@@ -18,9 +18,9 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "taskledger/mcp_proxy/proxy.h"
 #include "taskledger/commands/memory_command_store.h"
 #include "taskledger/ledger/memory_store.h"
+#include "taskledger/mcp_proxy/proxy.h"
 
 namespace taskledger {
 namespace {
@@ -54,8 +54,8 @@ rule {
 class ProxyRun {
  public:
   explicit ProxyRun(std::vector<std::string> server_args = {}, mcp::ProxyOptions options = {})
-      : dir_(fs::temp_directory_path() / ("tl-mcp-" + std::to_string(::getpid()) + "-" +
-                                          std::to_string(counter_++))) {
+      : dir_(fs::temp_directory_path() /
+             ("tl-mcp-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++))) {
     fs::create_directories(dir_);
     ::setenv("FAKE_MCP_LOG", server_log().c_str(), 1);
     store_ = NewMemoryStore();
@@ -116,7 +116,9 @@ class ProxyRun {
         last_line_ = line;
         return json::parse(line);
       }
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      deadline - std::chrono::steady_clock::now())
+                      .count();
       if (left <= 0) return nullptr;
       pollfd p{client_read_, POLLIN, 0};
       if (::poll(&p, 1, static_cast<int>(left)) <= 0) continue;
@@ -129,8 +131,10 @@ class ProxyRun {
   const std::string& last_line() const { return last_line_; }
 
   void Initialize() {
-    Request(0, "initialize", {{"protocolVersion", "2025-06-18"}, {"capabilities", json::object()},
-                              {"clientInfo", {{"name", "test", "version", "1"}}}});
+    Request(0, "initialize",
+            {{"protocolVersion", "2025-06-18"},
+             {"capabilities", json::object()},
+             {"clientInfo", {{"name", "test", "version", "1"}}}});
     json r = Receive();
     REQUIRE(r["id"] == 0);
     Send({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
@@ -168,12 +172,17 @@ class ProxyRun {
   std::string buffer_, last_line_;
 };
 
-std::string TextOf(const json& response) { return response["result"]["content"][0]["text"].get<std::string>(); }
+std::string TextOf(const json& response) {
+  return response["result"]["content"][0]["text"].get<std::string>();
+}
 
-TEST_CASE("initialize gains the state resource and prompt; other messages pass untouched", "[mcp]") {
+TEST_CASE("initialize gains the state resource and prompt; other messages pass untouched",
+          "[mcp]") {
   ProxyRun run;
-  run.Request(0, "initialize", {{"protocolVersion", "2025-06-18"}, {"capabilities", json::object()},
-                                {"clientInfo", {{"name", "test", "version", "1"}}}});
+  run.Request(0, "initialize",
+              {{"protocolVersion", "2025-06-18"},
+               {"capabilities", json::object()},
+               {"clientInfo", {{"name", "test", "version", "1"}}}});
   json init = run.Receive();
   CHECK(init["result"]["serverInfo"]["name"] == "fake");
   CHECK(init["result"]["capabilities"].contains("tools"));
@@ -192,11 +201,12 @@ TEST_CASE("initialize gains the state resource and prompt; other messages pass u
   REQUIRE(resources["result"]["resources"].size() == 1);
   CHECK(resources["result"]["resources"][0]["uri"] == "taskledger://state");
   run.Request(4, "no/such/method");
-  CHECK(run.Receive()["error"]["code"] == -32601);  // the server's own answer
+  CHECK(run.Receive()["error"]["code"] == -32601);         // the server's own answer
   CHECK(run.ServerSaw().find(list) != std::string::npos);  // byte for byte
 }
 
-TEST_CASE("a read-only call passes and its output reaches the ledger and the state resource", "[mcp]") {
+TEST_CASE("a read-only call passes and its output reaches the ledger and the state resource",
+          "[mcp]") {
   ProxyRun run;
   run.Initialize();
   json r = run.Call(1, "echo", {{"value", "blue-42"}});
@@ -204,7 +214,8 @@ TEST_CASE("a read-only call passes and its output reaches the ledger and the sta
   CHECK(r["result"]["isError"] == false);
   run.Request(2, "resources/read", {{"uri", "taskledger://state"}});
   json state = run.Receive();
-  CHECK(state["result"]["contents"][0]["text"].get<std::string>().find("blue-42") != std::string::npos);
+  CHECK(state["result"]["contents"][0]["text"].get<std::string>().find("blue-42") !=
+        std::string::npos);
   run.Request(3, "prompts/get", {{"name", "taskledger_state"}});
   json prompt = run.Receive();
   CHECK(prompt["result"]["messages"][0]["content"]["text"].get<std::string>().find("echoed") !=
@@ -242,7 +253,8 @@ TEST_CASE("a denied call never reaches the server and the client sees why", "[mc
   CHECK(head->calls[0].outcome == "denied");
 }
 
-TEST_CASE("an allowed write is reserved and leased before it runs and succeeds with evidence", "[mcp]") {
+TEST_CASE("an allowed write is reserved and leased before it runs and succeeds with evidence",
+          "[mcp]") {
   ProxyRun run;
   run.Initialize();
   std::string target = (run.dir() / "made.txt").string();
@@ -272,7 +284,8 @@ TEST_CASE("malformed, batched and oversize client messages get JSON-RPC errors",
   CHECK(run.Receive()["error"]["code"] == -32700);
   run.SendLine(R"([{"jsonrpc":"2.0","id":1,"method":"ping"}])");
   CHECK(run.Receive()["error"]["code"] == -32600);
-  run.SendLine(R"({"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":")" + std::string(5000, 'p') + "\"}}");
+  run.SendLine(R"({"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":")" +
+               std::string(5000, 'p') + "\"}}");
   json big = run.Receive();
   CHECK(big["error"]["code"] == -32600);
   CHECK(big["error"]["message"].get<std::string>().find("1024") != std::string::npos);
@@ -287,7 +300,8 @@ TEST_CASE("malformed, batched and oversize client messages get JSON-RPC errors",
   CHECK(run.Join()->malformed == 3);
 }
 
-TEST_CASE("a server crash during a write fails the call, marks it uncertain, and ends the run", "[mcp]") {
+TEST_CASE("a server crash during a write fails the call, marks it uncertain, and ends the run",
+          "[mcp]") {
   ProxyRun run;
   run.Initialize();
   json r = run.Call(5, "crash", json::object());
@@ -329,7 +343,8 @@ TEST_CASE("a cancelled call is forwarded as a cancellation and gets no answer", 
   run.Initialize();
   run.Request(1, "tools/call", {{"name", "hang"}, {"arguments", json::object()}});
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  run.Send({{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", {{"requestId", 1}}}});
+  run.Send(
+      {{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", {{"requestId", 1}}}});
   run.Request(2, "ping");
   json r = run.Receive();
   CHECK(r["id"] == 2);  // no answer to the cancelled call came first

@@ -34,7 +34,8 @@ TEST_CASE("extractors turn tool outputs into updates; one failing keeps the othe
   CHECK(pack->HasExtractors("get_order"));
   CHECK_FALSE(checker->HasExtractors("write_x"));
   ProposedCall call{"c9", "get_user", {{"user_id", "ann_1"}}};
-  nlohmann::json output = {{"payment_methods", {{"pm_2", {{"source", "card"}}}, {"pm_1", {{"source", "gift"}}}}}};
+  nlohmann::json output = {
+      {"payment_methods", {{"pm_2", {{"source", "card"}}}, {"pm_1", {{"source", "gift"}}}}}};
   std::vector<ExtractorRun> runs = checker->RunExtractors(call, output, kNow);
   REQUIRE(runs.size() == 4);
   CHECK(runs[0].extractor_id == "x.methods");

@@ -12,7 +12,8 @@ using namespace taskledger::testing;
 
 namespace {
 
-const char* kManifest = R"({"name": "t", "tools": {"read_only": ["get_*"], "writes": ["write_*"]}})";
+const char* kManifest =
+    R"({"name": "t", "tools": {"read_only": ["get_*"], "writes": ["write_*"]}})";
 
 Result<std::shared_ptr<const RulePack>> Pack(const std::string& lua) {
   return RulePack::FromFiles({{"pack.json", kManifest}, {"rules.lua", lua}});
@@ -40,7 +41,8 @@ TEST_CASE("the pack version follows the content of every file", "[policy]") {
 
 TEST_CASE("classification: writes win over read-only globs, ? matches one character", "[policy]") {
   auto p = RulePack::FromFiles(
-      {{"pack.json", R"({"name": "t", "tools": {"read_only": ["get_*", "ping?"], "writes": ["get_and_delete"]}})"}});
+      {{"pack.json",
+        R"({"name": "t", "tools": {"read_only": ["get_*", "ping?"], "writes": ["get_and_delete"]}})"}});
   REQUIRE(p);
   CHECK(p.value()->Classify("get_order") == ToolClass::kReadOnly);
   CHECK(p.value()->Classify("get_and_delete") == ToolClass::kWrites);
@@ -57,8 +59,9 @@ TEST_CASE("broken packs fail to load with the file and reason", "[policy]") {
   CHECK(syntax.error().code() == StatusCode::kInvalidArgument);
   CHECK(syntax.error().message().find("rules.lua") != std::string::npos);
 
-  auto dup = Pack("rule { id = 'r', tools = 'write_x', check = function() return allow() end }\n"
-                  "rule { id = 'r', tools = 'write_y', check = function() return allow() end }");
+  auto dup = Pack(
+      "rule { id = 'r', tools = 'write_x', check = function() return allow() end }\n"
+      "rule { id = 'r', tools = 'write_y', check = function() return allow() end }");
   REQUIRE_FALSE(dup);
   CHECK(dup.error().message().find("duplicate rule id 'r'") != std::string::npos);
 
@@ -73,7 +76,8 @@ TEST_CASE("broken packs fail to load with the file and reason", "[policy]") {
   REQUIRE_FALSE(no_manifest);
   CHECK(no_manifest.error().code() == StatusCode::kNotFound);
 
-  auto bad_manifest = RulePack::FromFiles({{"pack.json", R"({"name": "t", "unknown_tools": "maybe"})"}});
+  auto bad_manifest =
+      RulePack::FromFiles({{"pack.json", R"({"name": "t", "unknown_tools": "maybe"})"}});
   REQUIRE_FALSE(bad_manifest);
 
   auto loop = Pack("while true do end");
@@ -85,7 +89,8 @@ TEST_CASE("broken packs fail to load with the file and reason", "[policy]") {
 
 TEST_CASE("SetPack reloads a changed pack and keeps the old one when the new fails", "[policy]") {
   auto v1 = Pack("rule { id = 'r', tools = 'write_x', check = function() return allow() end }");
-  auto v2 = Pack("rule { id = 'r', tools = 'write_x', check = function() return deny('v2 says no') end }");
+  auto v2 = Pack(
+      "rule { id = 'r', tools = 'write_x', check = function() return deny('v2 says no') end }");
   REQUIRE(v1);
   REQUIRE(v2);
   auto checker = MakeChecker(v1.value());
@@ -99,8 +104,9 @@ TEST_CASE("SetPack reloads a changed pack and keeps the old one when the new fai
   CheckerLimits tight;
   tight.instruction_budget = 1000;
   auto small = MakeChecker(v1.value(), tight);
-  auto heavy = Pack("local n = 0 for i = 1, 200000 do n = n + i end\n"
-                    "rule { id = 'r', tools = 'write_x', check = function() return deny('heavy') end }");
+  auto heavy = Pack(
+      "local n = 0 for i = 1, 200000 do n = n + i end\n"
+      "rule { id = 'r', tools = 'write_x', check = function() return deny('heavy') end }");
   REQUIRE(heavy);
   CHECK_FALSE(small->SetPack(heavy.value()).ok());
   CHECK(small->pack()->version() == v1.value()->version());

@@ -8,10 +8,9 @@
 namespace taskledger::testing {
 
 std::shared_ptr<const RulePack> MakePack(const std::string& lua, const std::string& unknown_tools) {
-  nlohmann::json manifest = {
-      {"name", "t"},
-      {"tools", {{"read_only", {"get_*"}}, {"writes", {"write_*"}}}},
-      {"unknown_tools", unknown_tools}};
+  nlohmann::json manifest = {{"name", "t"},
+                             {"tools", {{"read_only", {"get_*"}}, {"writes", {"write_*"}}}},
+                             {"unknown_tools", unknown_tools}};
   auto pack = RulePack::FromFiles({{"pack.json", manifest.dump()}, {"rules.lua", lua}});
   INFO((pack ? std::string() : pack.error().ToString()));
   REQUIRE(pack.has_value());

@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "taskledger/policy/checker.h"
 #include "taskledger/pack/rule_pack.h"
+#include "taskledger/policy/checker.h"
 
 namespace taskledger::testing {
 

@@ -12,13 +12,14 @@ namespace {
 // write_probe denies with a reason that reports what the rule saw, so each
 // test can assert on the ledger functions from the outside.
 std::unique_ptr<PolicyChecker> Probe(const std::string& expr) {
-  return MakeChecker(MakePack(
-      "rule { id = 'probe', tools = {'write_probe'}, check = function(call, ledger)\n"
-      "  return deny(tostring(" + expr + "))\nend }\n"));
+  return MakeChecker(
+      MakePack("rule { id = 'probe', tools = {'write_probe'}, check = function(call, ledger)\n"
+               "  return deny(tostring(" +
+               expr + "))\nend }\n"));
 }
 
-std::string Eval(const std::string& expr, const LedgerState& s, nlohmann::json args = nlohmann::json::object(),
-                 int64_t now = kNow) {
+std::string Eval(const std::string& expr, const LedgerState& s,
+                 nlohmann::json args = nlohmann::json::object(), int64_t now = kNow) {
   auto checker = Probe(expr);
   PolicyDecision d = checker->Check(CallOf("write_probe", std::move(args)), s, {}, now);
   INFO(d.reason);
@@ -29,11 +30,12 @@ std::string Eval(const std::string& expr, const LedgerState& s, nlohmann::json a
 }  // namespace
 
 TEST_CASE("ledger lookups return live values by category", "[policy]") {
-  LedgerState s = StateOf({{"version", 3},
-                           {"facts", {{"order.W1.status", "pending"}, {"n", 5}}},
-                           {"identifiers", {{"user_id", "ann_1"}}},
-                           {"constraints", {{"limit", {{"$entry", {{"value", 1}, {"expires_in_seconds", -1}}}}}}},
-                           {"conditions", {{"vip", true}}}});
+  LedgerState s = StateOf(
+      {{"version", 3},
+       {"facts", {{"order.W1.status", "pending"}, {"n", 5}}},
+       {"identifiers", {{"user_id", "ann_1"}}},
+       {"constraints", {{"limit", {{"$entry", {{"value", 1}, {"expires_in_seconds", -1}}}}}}},
+       {"conditions", {{"vip", true}}}});
   CHECK(Eval("ledger.fact('order.W1.status')", s) == "pending");
   CHECK(Eval("ledger.fact('n') + 1", s) == "6");
   CHECK(Eval("ledger.identifier('user_id')", s) == "ann_1");
@@ -46,9 +48,9 @@ TEST_CASE("ledger lookups return live values by category", "[policy]") {
 }
 
 TEST_CASE("entry and verified expose provenance", "[policy]") {
-  LedgerState s = StateOf({{"facts",
-                            {{"tool_said", 1},
-                             {"user_said", {{"$entry", {{"value", 2}, {"verified", false}}}}}}}});
+  LedgerState s = StateOf(
+      {{"facts",
+        {{"tool_said", 1}, {"user_said", {{"$entry", {{"value", 2}, {"verified", false}}}}}}}});
   CHECK(Eval("ledger.verified('fact', 'tool_said')", s) == "true");
   CHECK(Eval("ledger.verified('fact', 'user_said')", s) == "false");
   CHECK(Eval("ledger.entry('fact', 'user_said').source", s) == "user");
@@ -62,11 +64,11 @@ TEST_CASE("entry and verified expose provenance", "[policy]") {
 }
 
 TEST_CASE("observed grounds arguments in tool outputs only", "[policy]") {
-  LedgerState s = StateOf(
-      {{"facts",
-        {{"order.W1.items", nlohmann::json::array({"item_7", "item_8"})},
-         {"order.W1.total", 12.0},
-         {"claimed", {{"$entry", {{"value", "item_9"}, {"verified", false}}}}}}}});
+  LedgerState s =
+      StateOf({{"facts",
+                {{"order.W1.items", nlohmann::json::array({"item_7", "item_8"})},
+                 {"order.W1.total", 12.0},
+                 {"claimed", {{"$entry", {{"value", "item_9"}, {"verified", false}}}}}}}});
   CHECK(Eval("ledger.observed(call.args.item)", s, {{"item", "item_8"}}) == "true");
   CHECK(Eval("ledger.observed(call.args.item)", s, {{"item", "item_9"}}) == "false");  // user claim
   CHECK(Eval("ledger.observed('made_up')", s) == "false");
@@ -92,7 +94,8 @@ TEST_CASE("the observed index is reused for one view key and rebuilt when it cha
 
 TEST_CASE("the reused view still honours wall-clock expiry", "[policy]") {
   auto checker = Probe("ledger.observed('x')");
-  LedgerState s = StateOf({{"facts", {{"k", {{"$entry", {{"value", "x"}, {"expires_in_seconds", 10}}}}}}}});
+  LedgerState s =
+      StateOf({{"facts", {{"k", {{"$entry", {{"value", "x"}, {"expires_in_seconds", 10}}}}}}}});
   ProposedCall call = CallOf("write_probe");
   CHECK(checker->Check(call, s, {"conv", 1}, kNow).reason == "true");
   CHECK(checker->Check(call, s, {"conv", 1}, kNow + 9'000).reason == "true");
@@ -106,16 +109,18 @@ TEST_CASE("confirmed needs a live confirmation not bound to another action", "[p
   };
   CHECK(Eval("ledger.confirmed(call)", LedgerState{}, args) == "false");
   CHECK(Eval("ledger.confirmed(call)", with_action(nullptr), args) == "true");
+  CHECK(Eval("ledger.confirmed(call)", with_action({{"tool", "write_probe"}, {"args", args}}),
+             args) == "true");
   CHECK(Eval("ledger.confirmed(call)",
-             with_action({{"tool", "write_probe"}, {"args", args}}), args) == "true");
-  CHECK(Eval("ledger.confirmed(call)",
-             with_action({{"tool", "write_probe"}, {"args", {{"order_id", "#W2"}}}}), args) == "false");
-  CHECK(Eval("ledger.confirmed(call)", with_action({{"tool", "write_other"}, {"args", args}}), args) ==
-        "false");
+             with_action({{"tool", "write_probe"}, {"args", {{"order_id", "#W2"}}}}),
+             args) == "false");
+  CHECK(Eval("ledger.confirmed(call)", with_action({{"tool", "write_other"}, {"args", args}}),
+             args) == "false");
   LedgerState expired = StateOf(
       {{"conditions",
         {{"confirmation",
-          {{"$entry", {{"value", {{"text", "yes"}, {"action", nullptr}}}, {"expires_in_seconds", -5}}}}}}}});
+          {{"$entry",
+            {{"value", {{"text", "yes"}, {"action", nullptr}}}, {"expires_in_seconds", -5}}}}}}}});
   CHECK(Eval("ledger.confirmed(call)", expired, args) == "false");
 }
 
@@ -138,9 +143,11 @@ TEST_CASE("rules see the call's tool, id and arguments", "[policy]") {
   CHECK(Eval("call.tool .. ' ' .. call.id", LedgerState{}, args) == "write_probe c1");
   CHECK(Eval("#call.args.items .. call.args.items[3]", LedgerState{}, args) == "3c");
   CHECK(Eval("call.args.meta.k", LedgerState{}, args) == "1");
-  CHECK(Eval("(function() local n = 0 for k, v in pairs(call.args) do n = n + 1 end return n end)()",
-             LedgerState{}, args) == "3");
-  CHECK(Eval("(function() local s = '' for i, v in ipairs(call.args.items) do s = s .. v end return s end)()",
+  CHECK(
+      Eval("(function() local n = 0 for k, v in pairs(call.args) do n = n + 1 end return n end)()",
+           LedgerState{}, args) == "3");
+  CHECK(Eval("(function() local s = '' for i, v in ipairs(call.args.items) do s = s .. v end "
+             "return s end)()",
              LedgerState{}, args) == "abc");
 }
 
@@ -153,16 +160,19 @@ TEST_CASE("call arguments are read-only tables at every depth", "[policy]") {
              "type(call.args.address.lines) .. type(call) .. type(ledger)",
              LedgerState{}, args) == "tabletabletabletabletabletable");
   CHECK(Eval("#call.args.item_ids .. #call.args.address.lines", LedgerState{}, args) == "32");
-  CHECK(Eval("call.args.item_ids[2] .. call.args.address.lines[2] .. tostring(call.args.item_ids[4])",
-             LedgerState{}, args) == "bSuite 135nil");
+  CHECK(
+      Eval("call.args.item_ids[2] .. call.args.address.lines[2] .. tostring(call.args.item_ids[4])",
+           LedgerState{}, args) == "bSuite 135nil");
   CHECK(Eval("(function() local s = '' for i, v in ipairs(call.args.address.lines) do "
              "s = s .. i .. '=' .. v .. ';' end return s end)()",
              LedgerState{}, args) == "1=763 Broadway;2=Suite 135;");
-  CHECK(Eval("(function() local k = {} for name, v in pairs(call.args.address) do k[#k + 1] = name end "
+  CHECK(Eval("(function() local k = {} for name, v in pairs(call.args.address) do k[#k + 1] = name "
+             "end "
              "table.sort(k) return table.concat(k, ',') end)()",
              LedgerState{}, args) == "lines,zip");
-  CHECK(Eval("table.concat(call.args.item_ids, '+') .. select('#', table.unpack(call.args.item_ids))",
-             LedgerState{}, args) == "a+b+c3");
+  CHECK(
+      Eval("table.concat(call.args.item_ids, '+') .. select('#', table.unpack(call.args.item_ids))",
+           LedgerState{}, args) == "a+b+c3");
   // Arrays of arguments are arrays to the rule (what string_list helpers test).
   CHECK(Eval("(function() local v = call.args.item_ids "
              "return type(v) == 'table' and #v > 0 and v[1] == 'a' end)()",
@@ -170,13 +180,16 @@ TEST_CASE("call arguments are read-only tables at every depth", "[policy]") {
 }
 
 TEST_CASE("writes to read-only tables raise and change nothing", "[policy]") {
-  nlohmann::json args = {{"order_id", "#W1"}, {"item_ids", {"a", "b"}}, {"address", {{"zip", "19122"}}}};
+  nlohmann::json args = {
+      {"order_id", "#W1"}, {"item_ids", {"a", "b"}}, {"address", {{"zip", "19122"}}}};
   LedgerState s = StateOf({{"facts", {{"k", "v"}}}});
   // Each attempt runs under pcall; the rule reports the error, then shows the
   // data is unchanged.
   auto attempt = [&](const std::string& stmt, const std::string& after) {
-    return Eval("(function() local ok, err = pcall(function() " + stmt + " end) "
-                "return tostring(ok) .. ' ' .. tostring(err) .. ' | ' .. tostring(" + after + ") end)()",
+    return Eval("(function() local ok, err = pcall(function() " + stmt +
+                    " end) "
+                    "return tostring(ok) .. ' ' .. tostring(err) .. ' | ' .. tostring(" +
+                    after + ") end)()",
                 s, args);
   };
   CHECK_THAT(attempt("call.args.order_id = '#W0'", "call.args.order_id"),
@@ -185,10 +198,12 @@ TEST_CASE("writes to read-only tables raise and change nothing", "[policy]") {
   CHECK_THAT(attempt("call.args.item_ids[1] = 'z'", "call.args.item_ids[1]"),
              Catch::StartsWith("false") && Catch::Contains("cannot set field '1'") &&
                  Catch::EndsWith("| a"));
-  CHECK_THAT(attempt("call.args.address.zip = '0'", "call.args.address.zip"),
-             Catch::StartsWith("false") && Catch::Contains("read-only") && Catch::EndsWith("| 19122"));
-  CHECK_THAT(attempt("call.args.address.city = 'x'", "call.args.address.city"),
-             Catch::StartsWith("false") && Catch::Contains("read-only") && Catch::EndsWith("| nil"));
+  CHECK_THAT(
+      attempt("call.args.address.zip = '0'", "call.args.address.zip"),
+      Catch::StartsWith("false") && Catch::Contains("read-only") && Catch::EndsWith("| 19122"));
+  CHECK_THAT(
+      attempt("call.args.address.city = 'x'", "call.args.address.city"),
+      Catch::StartsWith("false") && Catch::Contains("read-only") && Catch::EndsWith("| nil"));
   CHECK_THAT(attempt("table.insert(call.args.item_ids, 'c')", "#call.args.item_ids"),
              Catch::StartsWith("false") && Catch::Contains("read-only") && Catch::EndsWith("| 2"));
   CHECK_THAT(attempt("table.remove(call.args.item_ids)", "#call.args.item_ids"),
@@ -220,7 +235,8 @@ TEST_CASE("writes to read-only tables raise and change nothing", "[policy]") {
 
 TEST_CASE("value lookups are reused per view key, honour expiry and copy tables", "[policy]") {
   auto checker = Probe("ledger.fact('k')");
-  LedgerState s = StateOf({{"facts", {{"k", {{"$entry", {{"value", "x"}, {"expires_in_seconds", 10}}}}}}}});
+  LedgerState s =
+      StateOf({{"facts", {{"k", {{"$entry", {{"value", "x"}, {"expires_in_seconds", 10}}}}}}}});
   LedgerState other = StateOf({{"facts", {{"k", "y"}}}});
   ProposedCall call = CallOf("write_probe");
   CHECK(checker->Check(call, s, {"conv", 1}, kNow).reason == "x");
@@ -241,7 +257,9 @@ TEST_CASE("a reused call object shows each call's own id, tool and argument type
       "rule { id = 'probe', tools = {'write_*'}, check = function(call, ledger)\n"
       "  return deny(call.id .. ' ' .. call.tool .. ' ' .. math.type(call.args.n) .. ' ' ..\n"
       "              tostring(call.args.n) .. ' ' .. tostring(call.args.m))\nend }\n"));
-  auto reason = [&](ProposedCall call) { return checker->Check(call, LedgerState{}, {}, kNow).reason; };
+  auto reason = [&](ProposedCall call) {
+    return checker->Check(call, LedgerState{}, {}, kNow).reason;
+  };
   CHECK(reason({"c1", "write_a", {{"n", 1}}}) == "c1 write_a integer 1 nil");
   CHECK(reason({"c1", "write_a", {{"n", 1}}}) == "c1 write_a integer 1 nil");
   CHECK(reason({"c1", "write_a", {{"n", 1.0}}}) == "c1 write_a float 1.0 nil");

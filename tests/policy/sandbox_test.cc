@@ -81,8 +81,9 @@ TEST_CASE("specific limits report what was exceeded", "[policy][sandbox]") {
   CheckerLimits limits;
   limits.deadline_ms = 60'000;
   auto run = [&](const std::string& body) {
-    auto checker = MakeChecker(MakePack(
-        "rule { id = 'r', tools = {'write_x'}, check = function(call, ledger)\n" + body + "\nend }"),
+    auto checker = MakeChecker(
+        MakePack("rule { id = 'r', tools = {'write_x'}, check = function(call, ledger)\n" + body +
+                 "\nend }"),
         limits);
     return checker->Check(CallOf("write_x"), LedgerState{}, {}, kNow).reason;
   };
@@ -99,15 +100,18 @@ TEST_CASE("specific limits report what was exceeded", "[policy][sandbox]") {
   CHECK(run("if string.match(('k=v '):rep(20), '^(%w+)=(%w+)') ~= 'k' then return deny('bad') end "
             "return deny('matched')") == "matched");
   CHECK(run("return deny(tostring(select(2, ('ab'):rep(1000):gsub('a', 'c'))))") == "1000");
-  CHECK(run("return deny(tostring(string.find(('x'):rep(60000) .. 'y', 'y', 1, true)))") == "60001");
+  CHECK(run("return deny(tostring(string.find(('x'):rep(60000) .. 'y', 'y', 1, true)))") ==
+        "60001");
 }
 
-TEST_CASE("the wall-clock deadline stops a rule the instruction budget would not", "[policy][sandbox]") {
+TEST_CASE("the wall-clock deadline stops a rule the instruction budget would not",
+          "[policy][sandbox]") {
   CheckerLimits limits;
   limits.instruction_budget = int64_t{1} << 50;
   limits.deadline_ms = 50;
   auto checker = MakeChecker(
-      MakePack("rule { id = 'r', tools = {'write_x'}, check = function() while true do end end }"), limits);
+      MakePack("rule { id = 'r', tools = {'write_x'}, check = function() while true do end end }"),
+      limits);
   auto start = std::chrono::steady_clock::now();
   PolicyDecision d = checker->Check(CallOf("write_x"), LedgerState{}, {}, kNow);
   CHECK_THAT(d.reason, Catch::Contains("deadline of 50 ms exceeded"));
@@ -124,9 +128,10 @@ TEST_CASE("a pack's top level is sandboxed too", "[policy][sandbox]") {
   CHECK_THAT(io.error().message(), Catch::Contains("undeclared global 'io'"));
   // Helpers may be declared at load time, but not over builtins.
   auto helper = RulePack::FromFiles({{"pack.json", manifest},
-                                     {"rules.lua", "function helper() return 1 end\n"
-                                                   "rule { id = 'r', tools = 'w', check = function() "
-                                                   "if helper() == 1 then return allow() end end }"}});
+                                     {"rules.lua",
+                                      "function helper() return 1 end\n"
+                                      "rule { id = 'r', tools = 'w', check = function() "
+                                      "if helper() == 1 then return allow() end end }"}});
   CHECK(helper.has_value());
   auto clobber = RulePack::FromFiles({{"pack.json", manifest}, {"rules.lua", "allow = deny"}});
   REQUIRE_FALSE(clobber);

@@ -46,7 +46,9 @@ TEST_CASE("the test-state loader reports malformed members", "[policy]") {
   CHECK(LoadTestState({{"factz", {}}}, kNow).error().message().find("factz") != std::string::npos);
   CHECK_FALSE(LoadTestState({{"facts", {{"k", {{"$entry", {{"verified", false}}}}}}}}, kNow));
   CHECK_FALSE(LoadTestState({{"calls", {{{"arguments", {}}}}}}, kNow));
-  auto ok = LoadTestState({{"version", 2}, {"facts", {{"k", {{"$entry", {{"value", 1}, {"source", "agent"}}}}}}}}, kNow);
+  auto ok = LoadTestState(
+      {{"version", 2}, {"facts", {{"k", {{"$entry", {{"value", 1}, {"source", "agent"}}}}}}}},
+      kNow);
   REQUIRE(ok);
   CHECK(ok.value().version == 2);
   CHECK(ok.value().of(Category::kFact).at("k").provenance.source == SourceKind::kAgent);
@@ -54,7 +56,8 @@ TEST_CASE("the test-state loader reports malformed members", "[policy]") {
   d.outcome = Outcome::kDeny;
   d.rule_id = "r";
   d.reason = "offer a downgrade";
-  CHECK(MatchExpectation(d, {{"decision", "deny"}, {"rule", "r"}, {"reason_contains", "downgrade"}}).ok());
+  CHECK(MatchExpectation(d, {{"decision", "deny"}, {"rule", "r"}, {"reason_contains", "downgrade"}})
+            .ok());
   CHECK(MatchExpectation(d, {{"decision", "allow"}}).code() == StatusCode::kFailedPrecondition);
   CHECK(MatchExpectation(d, {{"decision", "nope"}}).code() == StatusCode::kInvalidArgument);
 }

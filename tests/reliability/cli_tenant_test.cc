@@ -44,7 +44,8 @@ CliRun RunCli(const std::vector<std::string>& args) {
 
 }  // namespace
 
-TEST_CASE("tenant isolation: the CLI shows one tenant nothing of another", "[reliability][tenant][cli]") {
+TEST_CASE("tenant isolation: the CLI shows one tenant nothing of another",
+          "[reliability][tenant][cli]") {
   auto server = RedisServer::Start();
   auto admin = MustOpenStore(server->url());
   {
@@ -53,9 +54,9 @@ TEST_CASE("tenant isolation: the CLI shows one tenant nothing of another", "[rel
     REQUIRE(StageWorkloadTurn(*session.value(), 1).ok());
     REQUIRE(session.value()->EndTurn().has_value());
   }
-  REQUIRE(server->Run({"ACL", "SETUSER", "mallory", "on", ">pw-m", "resetkeys", "~tl:{mallory:*", "resetchannels",
-                       "-@all", "+ping", "+fcall", "+fcall_ro", "+function|list", "+hget", "+xrange", "+xrevrange",
-                       "+del", "+scan", "+exists"}) == "OK");
+  REQUIRE(server->Run({"ACL", "SETUSER", "mallory", "on", ">pw-m", "resetkeys", "~tl:{mallory:*",
+                       "resetchannels", "-@all", "+ping", "+fcall", "+fcall_ro", "+function|list",
+                       "+hget", "+xrange", "+xrevrange", "+del", "+scan", "+exists"}) == "OK");
   const std::string mallory = "redis://mallory:pw-m@127.0.0.1:" + std::to_string(server->port());
   const std::string secret = StatusKeyOf(1);  // a fact only the victim's conversation holds
 

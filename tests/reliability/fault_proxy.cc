@@ -3,13 +3,13 @@
 #include "fault_proxy.h"
 
 #include <arpa/inet.h>
-#include <cerrno>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <stdexcept>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <cerrno>
+#include <stdexcept>
 
 namespace taskledger::testing {
 namespace {
@@ -73,7 +73,8 @@ FaultProxy::~FaultProxy() {
 }
 
 std::string FaultProxy::url(const std::string& userinfo) const {
-  return "redis://" + (userinfo.empty() ? "" : userinfo + "@") + "127.0.0.1:" + std::to_string(port_);
+  return "redis://" + (userinfo.empty() ? "" : userinfo + "@") +
+         "127.0.0.1:" + std::to_string(port_);
 }
 
 void FaultProxy::AcceptLoop() {

@@ -80,7 +80,8 @@ TEST_CASE("fault: kill -9 of redis-server during a session workload loses no ack
   std::vector<WorkerReport> reports(kWorkers);
   // Redis dies three times mid-workload; the restart replays the AOF.
   const int kills = RunWhileKilling(*server, kWorkers, 3, [&](int w) {
-    RunWorker(*store, ConversationId{"fault", "w" + std::to_string(w)}, kTurns, deadline, reports[w]);
+    RunWorker(*store, ConversationId{"fault", "w" + std::to_string(w)}, kTurns, deadline,
+              reports[w]);
   });
 
   auto fresh = MustOpenStore(server->url());
@@ -99,7 +100,8 @@ TEST_CASE("fault: kill -9 of redis-server during a session workload loses no ack
   CHECK(retries > 0);
 }
 
-TEST_CASE("fault: a commit that landed but whose reply was lost is not applied twice", "[reliability][fault]") {
+TEST_CASE("fault: a commit that landed but whose reply was lost is not applied twice",
+          "[reliability][fault]") {
   auto server = RedisServer::Start();
   auto proxy = FaultProxy::Start(server->port());
   auto store = MustOpenStore(proxy->url(), 500ms);  // snapshot every 4 turns
@@ -128,7 +130,8 @@ TEST_CASE("fault: a commit that landed but whose reply was lost is not applied t
   }
 }
 
-TEST_CASE("fault: Redis unreachable fails fast and clearly, and the staged turn survives", "[reliability][fault]") {
+TEST_CASE("fault: Redis unreachable fails fast and clearly, and the staged turn survives",
+          "[reliability][fault]") {
   auto server = RedisServer::Start();
   auto proxy = FaultProxy::Start(server->port());
   auto store = MustOpenStore(proxy->url(), 300ms);
@@ -140,7 +143,8 @@ TEST_CASE("fault: Redis unreachable fails fast and clearly, and the staged turn 
   server->Kill9();
   auto start = Clock_::now();
   auto reopened = Session::Open(*store, {"fault", "other"}, RetailPack());
-  auto open_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock_::now() - start).count();
+  auto open_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock_::now() - start).count();
   REQUIRE_FALSE(reopened.has_value());
   CHECK(reopened.error().code() == StatusCode::kUnavailable);
   CHECK_FALSE(reopened.error().message().empty());
@@ -163,7 +167,8 @@ TEST_CASE("fault: Redis unreachable fails fast and clearly, and the staged turn 
   CHECK(VerifyWorkload(*MustOpenStore(server->url()), id, 1) == "");
 }
 
-TEST_CASE("fault: a stalled Redis never holds a call past its configured timeout", "[reliability][fault]") {
+TEST_CASE("fault: a stalled Redis never holds a call past its configured timeout",
+          "[reliability][fault]") {
   auto server = RedisServer::Start();
   auto proxy = FaultProxy::Start(server->port());
   constexpr auto kTimeout = 250ms;
@@ -177,8 +182,8 @@ TEST_CASE("fault: a stalled Redis never holds a call past its configured timeout
   // The policy gate works on the in-memory ledger: a stalled store does not
   // slow a check down at all.
   auto start = Clock_::now();
-  CallResult check = session.value()->Check(
-      ProposedCall{"c9", "cancel_pending_order", {{"order_id", "#W1"}, {"reason", "no longer needed"}}});
+  CallResult check = session.value()->Check(ProposedCall{
+      "c9", "cancel_pending_order", {{"order_id", "#W1"}, {"reason", "no longer needed"}}});
   CHECK(Clock_::now() - start < kTimeout);
   CHECK_FALSE(check.decision.allowed());  // no confirmation yet: denied or confirm, never run
 

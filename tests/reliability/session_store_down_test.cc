@@ -24,8 +24,12 @@ using Clock_ = std::chrono::steady_clock;
 
 namespace {
 
-ProposedCall GetOrder(const std::string& order) { return {"g" + order, "get_order", {{"order_id", order}}}; }
-ProposedCall Cancel(const std::string& call_id) { return {call_id, "cancel_order", {{"order_id", "#W1"}}}; }
+ProposedCall GetOrder(const std::string& order) {
+  return {"g" + order, "get_order", {{"order_id", order}}};
+}
+ProposedCall Cancel(const std::string& call_id) {
+  return {call_id, "cancel_order", {{"order_id", "#W1"}}};
+}
 
 // The shop's tools; counts what really ran.
 struct Backend {
@@ -43,7 +47,8 @@ struct Backend {
   }
 };
 
-std::unique_ptr<Session> MustOpen(Store& store, const ConversationId& id, SessionOptions options = {}) {
+std::unique_ptr<Session> MustOpen(Store& store, const ConversationId& id,
+                                  SessionOptions options = {}) {
   auto s = Session::Open(store, id, ShopPack(), options);
   REQUIRE(s.has_value());
   return std::move(s).value();
@@ -122,7 +127,8 @@ void CheckWriteAgainstHungStore(Store& store, const ConversationId& id,
   CHECK_THAT(denied.message, Catch::Contains("unreachable") && Catch::Contains("try again later"));
   // A bound on a hang, not a performance figure: the commit gives up after
   // the 200 ms command timeout (a reconnect attempt may add one more).
-  INFO("the write was denied after " << ms << " ms (command timeout " << kTimeout.count() << " ms)");
+  INFO("the write was denied after " << ms << " ms (command timeout " << kTimeout.count()
+                                     << " ms)");
   CHECK(ms < 2000);
   CHECK(HasConfirmation(session->ledger().working()));
 
@@ -230,8 +236,10 @@ TEST_CASE("fault: with Redis down a write is denied and never runs, reads behave
   CHECK(*done == 4);  // 3: the write-ahead commit; 4: the cancellation's outcome
 }
 
-TEST_CASE("fault: a frozen redis-server (SIGSTOP) never holds a write past the timeout, and nothing is lost",
-          "[reliability][fault]") {
+TEST_CASE(
+    "fault: a frozen redis-server (SIGSTOP) never holds a write past the timeout, and nothing is "
+    "lost",
+    "[reliability][fault]") {
   auto server = RedisServer::Start();
   auto store = MustOpenStore(server->url(), 200ms);
   // The commit the client gave up on sits in the frozen server's socket
@@ -240,8 +248,9 @@ TEST_CASE("fault: a frozen redis-server (SIGSTOP) never holds a write past the t
       *store, {"frozen", "c"}, [&] { server->Freeze(); }, [&] { server->Thaw(); });
 }
 
-TEST_CASE("fault: a stalled link to Redis never holds a write past the timeout, and nothing is lost",
-          "[reliability][fault]") {
+TEST_CASE(
+    "fault: a stalled link to Redis never holds a write past the timeout, and nothing is lost",
+    "[reliability][fault]") {
   auto server = RedisServer::Start();
   auto proxy = FaultProxy::Start(server->port());
   auto store = MustOpenStore(proxy->url(), 200ms);

@@ -23,12 +23,30 @@ namespace {
 // Ids aimed at {"victim", "c1"}: pieces of its key (tl:{victim:c1}:turns), tag
 // breakers, separators, glob characters and control bytes.
 const std::vector<ConversationId> kCraftedIds = {
-    {"victim:c1", "-"},      {"victim", "c1}"},        {"victim}", "c1"},   {"victim:c1}", "x"},
-    {"{victim", "c1"},      {"victim", "{c1}"},       {"victim*", "c1"},   {"vic*", "*"},
-    {"*", "*"},             {"victim\n", "c1"},       {"victim", "c1\n"},  {"victim", "c1\r\n"},
-    {"victim%3Ac1", "-"},    {"victim", "c1}:turns"},  {"a}:x", "c1"},      {"victim?", "c1"},
-    {"victim[", "c1]"},     {"victim\\", "c1"},       {"", "victim:c1"},   {"victim", std::string("c1\0x", 4)},
-    {"mallory", "victim:c1"}, {"mallory", "}:{victim:c1"}, {"mallory", "*"}, {"mallory", "../victim/c1"},
+    {"victim:c1", "-"},
+    {"victim", "c1}"},
+    {"victim}", "c1"},
+    {"victim:c1}", "x"},
+    {"{victim", "c1"},
+    {"victim", "{c1}"},
+    {"victim*", "c1"},
+    {"vic*", "*"},
+    {"*", "*"},
+    {"victim\n", "c1"},
+    {"victim", "c1\n"},
+    {"victim", "c1\r\n"},
+    {"victim%3Ac1", "-"},
+    {"victim", "c1}:turns"},
+    {"a}:x", "c1"},
+    {"victim?", "c1"},
+    {"victim[", "c1]"},
+    {"victim\\", "c1"},
+    {"", "victim:c1"},
+    {"victim", std::string("c1\0x", 4)},
+    {"mallory", "victim:c1"},
+    {"mallory", "}:{victim:c1"},
+    {"mallory", "*"},
+    {"mallory", "../victim/c1"},
 };
 
 // Commits two workload turns for `id` through a Session; returns the head state.
@@ -47,7 +65,8 @@ LedgerState WriteTwoTurns(Store& store, const ConversationId& id) {
 
 }  // namespace
 
-TEST_CASE("tenant isolation: crafted ids never reach another tenant's conversation", "[reliability][tenant]") {
+TEST_CASE("tenant isolation: crafted ids never reach another tenant's conversation",
+          "[reliability][tenant]") {
   auto server = RedisServer::Start();
   auto store = MustOpenStore(server->url());
   const ConversationId victim{"victim", "c1"};
@@ -65,7 +84,8 @@ TEST_CASE("tenant isolation: crafted ids never reach another tenant's conversati
     REQUIRE(session.value()->EndTurn().value() == 1);
     auto listed = store->ListConversations(id.tenant);
     REQUIRE(listed.has_value());
-    CHECK(std::find(listed.value().begin(), listed.value().end(), id.conversation) != listed.value().end());
+    CHECK(std::find(listed.value().begin(), listed.value().end(), id.conversation) !=
+          listed.value().end());
     CHECK(store->Head(victim).value() == 2);
     REQUIRE(store->DropConversation(id).ok());
     CHECK(store->Head(victim).value() == 2);
@@ -81,7 +101,8 @@ TEST_CASE("tenant isolation: crafted ids never reach another tenant's conversati
   }
 }
 
-TEST_CASE("tenant isolation: a Ledger reading history reads only its own conversation", "[reliability][tenant]") {
+TEST_CASE("tenant isolation: a Ledger reading history reads only its own conversation",
+          "[reliability][tenant]") {
   auto server = RedisServer::Start();
   auto store = MustOpenStore(server->url());
   WriteTwoTurns(*store, {"victim", "c1"});
@@ -100,27 +121,27 @@ namespace {
 // and only the commands the stores and the command ledger's functions run
 // (no FUNCTION LOAD: the operator loads that library once).
 std::vector<std::string> TenantAcl(const std::string& tenant, const std::string& password) {
-  return {"ACL", "SETUSER", tenant, "on", ">" + password, "resetkeys",
-          "~tl:{" + tenant + ":*", "~tlc:{" + tenant + ":*", "~tlc:runs:{" + tenant + "}",
-          "resetchannels", "-@all",
+  return {"ACL", "SETUSER", tenant, "on", ">" + password, "resetkeys", "~tl:{" + tenant + ":*",
+          "~tlc:{" + tenant + ":*", "~tlc:runs:{" + tenant + "}", "resetchannels", "-@all",
           // issued by the ledger's RedisStore, and inside its tl_commit function
-          "+ping", "+xrange", "+xrevrange", "+del", "+scan", "+exists", "+xlen", "+xadd", "+pexpire",
-          "+persist",
+          "+ping", "+xrange", "+xrevrange", "+del", "+scan", "+exists", "+xlen", "+xadd",
+          "+pexpire", "+persist",
           // issued by both stores, and by the RedisCommandStore
           "+fcall", "+function|list", "+hget", "+hgetall", "+sadd", "+smembers", "+srem", "+zrange",
           // issued inside the taskledger_commands functions, under the caller's ACL
           "+hset", "+hsetnx", "+hincrby", "+zadd"};
 }
 
-std::string UrlFor(const RedisServer& server, const std::string& user, const std::string& password) {
+std::string UrlFor(const RedisServer& server, const std::string& user,
+                   const std::string& password) {
   return "redis://" + user + ":" + password + "@127.0.0.1:" + std::to_string(server.port());
 }
 
 // Runs redis-cli as `user`; its output (replies and errors).
-std::string RedisCliAs(const RedisServer& server, const std::string& user, const std::string& password,
-                       const std::string& args) {
-  std::string cmd = "redis-cli -p " + std::to_string(server.port()) + " --user " + user + " --pass " +
-                    password + " --no-auth-warning " + args + " 2>&1";
+std::string RedisCliAs(const RedisServer& server, const std::string& user,
+                       const std::string& password, const std::string& args) {
+  std::string cmd = "redis-cli -p " + std::to_string(server.port()) + " --user " + user +
+                    " --pass " + password + " --no-auth-warning " + args + " 2>&1";
   std::string out;
   if (FILE* p = popen(cmd.c_str(), "r")) {
     char buf[512];
@@ -141,17 +162,21 @@ CommandSpec Refund(const std::string& tenant, const std::string& step, int amoun
 }
 
 ToolBinding RefundService() {
-  return ToolBinding{[](const Command& c) { return ToolOutcome::Succeeded("ext-" + c.target, {{"ok", true}}); },
+  return ToolBinding{[](const Command& c) {
+                       return ToolOutcome::Succeeded("ext-" + c.target, {{"ok", true}});
+                     },
                      [](const Command&) { return LookupResult::NotFound(); }};
 }
 
 }  // namespace
 
-TEST_CASE("tenant isolation: per-tenant ACL users confine each process to its own keys", "[reliability][tenant][acl]") {
+TEST_CASE("tenant isolation: per-tenant ACL users confine each process to its own keys",
+          "[reliability][tenant][acl]") {
   auto server = RedisServer::Start();
   // The operator's connections load both function libraries once.
   auto admin = MustOpenStore(server->url());
-  auto admin_commands = OpenRedisCommandStore(RedisOpts(server->url(), std::chrono::milliseconds(1000)));
+  auto admin_commands =
+      OpenRedisCommandStore(RedisOpts(server->url(), std::chrono::milliseconds(1000)));
   REQUIRE(admin_commands.has_value());
   REQUIRE(server->Run(TenantAcl("victim", "pw-v")) == "OK");
   REQUIRE(server->Run(TenantAcl("mallory", "pw-m")) == "OK");
@@ -160,7 +185,8 @@ TEST_CASE("tenant isolation: per-tenant ACL users confine each process to its ow
   auto victim_store = MustOpenStore(UrlFor(*server, "victim", "pw-v"));
   const LedgerState victim_state = WriteTwoTurns(*victim_store, {"victim", "c1"});
   CHECK(victim_store->ListConversations("victim").value() == std::vector<std::string>{"c1"});
-  auto victim_commands = OpenRedisCommandStore(RedisOpts(UrlFor(*server, "victim", "pw-v"), std::chrono::milliseconds(1000)));
+  auto victim_commands = OpenRedisCommandStore(
+      RedisOpts(UrlFor(*server, "victim", "pw-v"), std::chrono::milliseconds(1000)));
   REQUIRE(victim_commands.has_value());
   ManualClock clock;
   CommandLedger victim_ledger(*victim_commands.value(), clock);
@@ -176,8 +202,10 @@ TEST_CASE("tenant isolation: per-tenant ACL users confine each process to its ow
   REQUIRE_FALSE(denied.has_value());
   CHECK(denied.error().code() == StatusCode::kFailedPrecondition);
   CHECK(denied.error().message().find("NOPERM") != std::string::npos);
-  CHECK(mallory_store->DropConversation({"victim", "c1"}).code() == StatusCode::kFailedPrecondition);
-  CHECK(mallory_store->ReadTurns({"victim", "c1"}, 1, 2).error().code() == StatusCode::kFailedPrecondition);
+  CHECK(mallory_store->DropConversation({"victim", "c1"}).code() ==
+        StatusCode::kFailedPrecondition);
+  CHECK(mallory_store->ReadTurns({"victim", "c1"}, 1, 2).error().code() ==
+        StatusCode::kFailedPrecondition);
   for (const ConversationId& id : kCraftedIds) {
     INFO("tenant='" << id.tenant << "' conversation='" << id.conversation << "'");
     auto session = Session::Open(*mallory_store, id, RetailPack());
@@ -195,20 +223,26 @@ TEST_CASE("tenant isolation: per-tenant ACL users confine each process to its ow
   auto listed = mallory_store->ListConversations("victim");
   CHECK((!listed.has_value() || listed.value().empty()));
 
-  auto mallory_commands = OpenRedisCommandStore(RedisOpts(mallory_url, std::chrono::milliseconds(1000)));
+  auto mallory_commands =
+      OpenRedisCommandStore(RedisOpts(mallory_url, std::chrono::milliseconds(1000)));
   REQUIRE(mallory_commands.has_value());
-  CHECK(mallory_commands.value()->Get(RunId{"victim", "r1"}, ran.value().command_key).error().code() ==
+  CHECK(mallory_commands.value()
+            ->Get(RunId{"victim", "r1"}, ran.value().command_key)
+            .error()
+            .code() == StatusCode::kFailedPrecondition);
+  CHECK(mallory_commands.value()->ListRuns("victim").error().code() ==
         StatusCode::kFailedPrecondition);
-  CHECK(mallory_commands.value()->ListRuns("victim").error().code() == StatusCode::kFailedPrecondition);
   CommandLedger mallory_ledger(*mallory_commands.value(), clock);
   mallory_ledger.Bind("refund", RefundService());
-  CHECK(mallory_ledger.Run(Refund("victim", "refund-2", 500)).error().code() == StatusCode::kFailedPrecondition);
+  CHECK(mallory_ledger.Run(Refund("victim", "refund-2", 500)).error().code() ==
+        StatusCode::kFailedPrecondition);
 
   // Nor can a tenant replace the shared function library, which runs under
   // every other tenant's identity.
-  CHECK(RedisCliAs(*server, "mallory", "pw-m", "FUNCTION LOAD REPLACE \"#!lua name=taskledger\"").find("NOPERM") !=
+  CHECK(RedisCliAs(*server, "mallory", "pw-m", "FUNCTION LOAD REPLACE \"#!lua name=taskledger\"")
+            .find("NOPERM") != std::string::npos);
+  CHECK(RedisCliAs(*server, "mallory", "pw-m", "FUNCTION FLUSH").find("NOPERM") !=
         std::string::npos);
-  CHECK(RedisCliAs(*server, "mallory", "pw-m", "FUNCTION FLUSH").find("NOPERM") != std::string::npos);
 
   // The victim's data is exactly as it left it.
   CHECK(admin->ReadHead({"victim", "c1"}).value() == victim_state);

@@ -40,8 +40,8 @@ inline RedisOptions RedisOpts(const std::string& url, std::chrono::milliseconds 
   return r;
 }
 
-inline std::unique_ptr<Store> MustOpenStore(const std::string& url,
-                                            std::chrono::milliseconds timeout = std::chrono::milliseconds(1000)) {
+inline std::unique_ptr<Store> MustOpenStore(
+    const std::string& url, std::chrono::milliseconds timeout = std::chrono::milliseconds(1000)) {
   auto store = OpenRedisStore(RedisOpts(url, timeout));
   if (!store.has_value()) FAIL("OpenRedisStore(" << url << "): " << store.error().ToString());
   return std::move(store.value());
@@ -51,12 +51,16 @@ inline std::unique_ptr<Store> MustOpenStore(const std::string& url,
 inline Result<ToolOutput> RetailTools(const ProposedCall& call) {
   if (call.tool == "get_order_details") {
     const std::string order = call.arguments.value("order_id", "");
-    return ToolOutput{{{"order_id", order}, {"user_id", "u_1"}, {"status", "pending"},
-                       {"items", nlohmann::json::array()}, {"payment_history", nlohmann::json::array()}},
+    return ToolOutput{{{"order_id", order},
+                       {"user_id", "u_1"},
+                       {"status", "pending"},
+                       {"items", nlohmann::json::array()},
+                       {"payment_history", nlohmann::json::array()}},
                       false};
   }
   if (call.tool == "cancel_pending_order") {
-    return ToolOutput{{{"order_id", call.arguments.value("order_id", "")}, {"status", "cancelled"}}, false};
+    return ToolOutput{{{"order_id", call.arguments.value("order_id", "")}, {"status", "cancelled"}},
+                      false};
   }
   return Status::NotFound("no such tool: " + call.tool);
 }
@@ -93,7 +97,8 @@ inline std::string VerifyWorkload(Store& store, const ConversationId& id, uint64
     if (t.calls.size() != 1 || t.calls[0].call_id != "c" + std::to_string(k)) {
       std::string ids;
       for (const CallRecord& c : t.calls) ids += c.call_id + " ";
-      return "turn " + std::to_string(k) + " holds calls [" + ids + "], expected [c" + std::to_string(k) + "]";
+      return "turn " + std::to_string(k) + " holds calls [" + ids + "], expected [c" +
+             std::to_string(k) + "]";
     }
   }
   auto state = store.ReadHead(id);

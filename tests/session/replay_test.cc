@@ -59,7 +59,8 @@ TEST_CASE("a replay gates, executes from the record, and commits a turn per call
   REQUIRE(head.has_value());
   const Entry* status = head->FindLive(Category::kFact, "order.#W1.status", 0);
   REQUIRE(status != nullptr);
-  CHECK(status->value == "pending");  // cancel_order's outputs are not mapped; "refunded" never seen
+  CHECK(status->value ==
+        "pending");  // cancel_order's outputs are not mapped; "refunded" never seen
   auto turns = store->ReadTurns({"t", "shop-1"}, 2, 2);
   REQUIRE(turns.has_value());
   bool confirmed = false;

@@ -6,9 +6,9 @@
 // store. tests/session/write_ahead_test.cc covers write-ahead in detail.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
 #include <memory>
 #include <string>
-#include <unistd.h>
 
 #include "session/session_support.h"
 #include "support/redis_server.h"
@@ -139,9 +139,10 @@ TEST_CASE("lookup, confirmation and write: the write runs once and consumes the 
 TEST_CASE("a tool that cannot be reached is recorded as an error, not as success") {
   auto store = NewMemoryStore();
   auto session = MustOpen(*store, "unreachable");
-  CallResult r = session->HandleToolCall(GetOrder("#W9"), [](const ProposedCall&) -> Result<ToolOutput> {
-    return Status::Unavailable("connection refused");
-  });
+  CallResult r =
+      session->HandleToolCall(GetOrder("#W9"), [](const ProposedCall&) -> Result<ToolOutput> {
+        return Status::Unavailable("connection refused");
+      });
   CHECK(r.executed);
   CHECK(r.message_is_error);
   CHECK_THAT(r.message, Catch::Contains("connection refused"));
@@ -153,9 +154,10 @@ TEST_CASE("a tool that cannot be reached is recorded as an error, not as success
 TEST_CASE("a malformed tool output is staged as an extraction error and changes nothing") {
   auto store = NewMemoryStore();
   auto session = MustOpen(*store, "malformed");
-  CallResult r = session->HandleToolCall(GetOrder("#W2"), [](const ProposedCall&) -> Result<ToolOutput> {
-    return ToolOutput{"{\"status\": \"pending\"", false};  // truncated JSON text
-  });
+  CallResult r =
+      session->HandleToolCall(GetOrder("#W2"), [](const ProposedCall&) -> Result<ToolOutput> {
+        return ToolOutput{"{\"status\": \"pending\"", false};  // truncated JSON text
+      });
   CHECK(r.executed);
   REQUIRE(session->EndTurn().has_value());
   CHECK(session->ledger().head().of(Category::kFact).empty());

@@ -2,10 +2,10 @@
 // input of every kind becomes an error value with a line number, never a crash.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
 #include <cstdio>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "taskledger/session/trace.h"
@@ -119,12 +119,13 @@ TEST_CASE("nesting, size and event-count limits are enforced before building any
 TEST_CASE("the reader reports bad lines by number and goes on") {
   std::string path = TempPath("mixed.jsonl");
   // Line 2 is blank (ignored), 3 is not JSON, 4 ends in CRLF, 5 is junk, 6 has no final newline.
-  WriteFile(path, std::string(kGood) + "\n\nnot json\r\n" + kGood + "\r\n" +
-                      std::string(200, 'x') + "\n" + kGood);
+  WriteFile(path, std::string(kGood) + "\n\nnot json\r\n" + kGood + "\r\n" + std::string(200, 'x') +
+                      "\n" + kGood);
   auto reader = TraceReader::Open(path);
   REQUIRE(reader.has_value());
   std::vector<std::pair<uint64_t, bool>> seen;
-  while (auto line = (*reader)->Next()) seen.emplace_back(line->line, line->conversation.has_value());
+  while (auto line = (*reader)->Next())
+    seen.emplace_back(line->line, line->conversation.has_value());
   const std::vector<std::pair<uint64_t, bool>> want = {
       {1, true}, {3, false}, {4, true}, {5, false}, {6, true}};
   CHECK(seen == want);

@@ -41,7 +41,9 @@ class FlakyStore final : public Store {
   Result<std::vector<std::string>> ListConversations(const std::string& tenant) override {
     return inner_->ListConversations(tenant);
   }
-  Status DropConversation(const ConversationId& id) override { return inner_->DropConversation(id); }
+  Status DropConversation(const ConversationId& id) override {
+    return inner_->DropConversation(id);
+  }
 
  private:
   std::unique_ptr<Store> inner_ = NewMemoryStore();
@@ -49,8 +51,12 @@ class FlakyStore final : public Store {
 
 const ConversationId kId{"t", "wa"};
 
-ProposedCall GetOrder(const std::string& order) { return {"c_get", "get_order", {{"order_id", order}}}; }
-ProposedCall Cancel(const std::string& call_id) { return {call_id, "cancel_order", {{"order_id", "#W1"}}}; }
+ProposedCall GetOrder(const std::string& order) {
+  return {"c_get", "get_order", {{"order_id", order}}};
+}
+ProposedCall Cancel(const std::string& call_id) {
+  return {call_id, "cancel_order", {{"order_id", "#W1"}}};
+}
 
 // Counts the cancellations that really ran.
 struct Backend {
@@ -87,7 +93,8 @@ bool HasConfirmation(const LedgerState& state) {
 
 }  // namespace
 
-TEST_CASE("write-ahead: the allow decision and the consumed yes are durable before the write runs") {
+TEST_CASE(
+    "write-ahead: the allow decision and the consumed yes are durable before the write runs") {
   auto store = NewMemoryStore();
   auto session = MustOpen(*store);
   Backend backend;
@@ -124,7 +131,8 @@ TEST_CASE("write-ahead: the allow decision and the consumed yes are durable befo
   CHECK((*after)[0].decisions.empty());
 }
 
-TEST_CASE("EndTurn after a write-ahead with nothing new staged writes nothing and returns the version") {
+TEST_CASE(
+    "EndTurn after a write-ahead with nothing new staged writes nothing and returns the version") {
   auto store = NewMemoryStore();
   auto session = MustOpen(*store);
   Backend backend;
@@ -167,7 +175,8 @@ TEST_CASE("commit_before_write off: the decision commits together with the outpu
   CHECK((*turn)[0].calls.size() == 1);
 }
 
-TEST_CASE("a write whose decision cannot be recorded does not run, keeps the yes, and is retried later") {
+TEST_CASE(
+    "a write whose decision cannot be recorded does not run, keeps the yes, and is retried later") {
   FlakyStore store;
   auto session = MustOpen(store);
   Backend backend;

@@ -91,8 +91,11 @@ class RespReader {
     char kind = line[0];
     std::string body = line.substr(1);
     switch (kind) {
-      case '+': case ':': return body;
-      case '-': return "(error) " + body;
+      case '+':
+      case ':':
+        return body;
+      case '-':
+        return "(error) " + body;
       case '$': {
         long n = std::stol(body);
         if (n < 0) return "(nil)";
@@ -208,14 +211,22 @@ std::string RedisServer::unix_url() const { return "unix://" + dir_ + "/redis.so
 
 void RedisServer::Spawn() {
   std::vector<std::string> args = {binary_,
-                                   "--port", std::to_string(port_),
-                                   "--bind", "127.0.0.1",
-                                   "--dir", dir_,
-                                   "--daemonize", "no",
-                                   "--appendonly", "yes",
-                                   "--appendfsync", "always",
-                                   "--save", "",
-                                   "--logfile", dir_ + "/redis.log"};
+                                   "--port",
+                                   std::to_string(port_),
+                                   "--bind",
+                                   "127.0.0.1",
+                                   "--dir",
+                                   dir_,
+                                   "--daemonize",
+                                   "no",
+                                   "--appendonly",
+                                   "yes",
+                                   "--appendfsync",
+                                   "always",
+                                   "--save",
+                                   "",
+                                   "--logfile",
+                                   dir_ + "/redis.log"};
   if (options_.unix_socket) {
     args.insert(args.end(), {"--unixsocket", dir_ + "/redis.sock", "--unixsocketperm", "700"});
   }
@@ -260,7 +271,8 @@ void RedisServer::WaitForPing() {
   throw std::runtime_error("redis-server did not answer PING within 10 s");
 }
 
-int RunWhileKilling(RedisServer& server, int workers, int kills, const std::function<void(int)>& work) {
+int RunWhileKilling(RedisServer& server, int workers, int kills,
+                    const std::function<void(int)>& work) {
   using namespace std::chrono_literals;
   std::atomic<int> finished{0};
   std::vector<std::thread> threads;

@@ -17,17 +17,18 @@
 // Thread safety: a RedisServer is not thread-safe; SharedRedisUrl is.
 #pragma once
 
+#include <sys/types.h>
 #include <functional>
 #include <memory>
 #include <string>
-#include <sys/types.h>
 #include <vector>
 
 namespace taskledger::testing {
 
 struct RedisServerOptions {
-  bool unix_socket = false;               // also listen on <dir>/redis.sock
-  std::vector<std::string> extra_args;    // appended to the command line, e.g. {"--enable-debug-command", "yes"}
+  bool unix_socket = false;  // also listen on <dir>/redis.sock
+  std::vector<std::string>
+      extra_args;  // appended to the command line, e.g. {"--enable-debug-command", "yes"}
 };
 
 class RedisServer {
@@ -81,7 +82,8 @@ class RedisServer {
 // (AOF replayed) up to `kills` times, each 100 ms into a round, until every
 // worker has returned. Returns how many kills landed before the workers
 // finished: a fault test checks that all of them did.
-int RunWhileKilling(RedisServer& server, int workers, int kills, const std::function<void(int)>& work);
+int RunWhileKilling(RedisServer& server, int workers, int kills,
+                    const std::function<void(int)>& work);
 
 // See the file comment.
 std::string SharedRedisUrl();

@@ -36,7 +36,7 @@ struct ExpirySpec {
   enum class Kind { kNone, kTurns, kSeconds, kSecondsFrom } kind = Kind::kNone;
   uint64_t turns = 0;
   double seconds = 0;
-  Template from;           // kSecondsFrom: a single {/abs} or {./rel} pointer
+  Template from;            // kSecondsFrom: a single {/abs} or {./rel} pointer
   double unit_seconds = 1;  // kSecondsFrom: seconds per unit of the field
 };
 

@@ -49,9 +49,9 @@ class DeferredValues {
   // Marks the items whose nodes lie inside `container` to copy.
   void MarkInside(const nlohmann::json& container);
 
-  std::vector<Item> items_;     // in update order
+  std::vector<Item> items_;      // in update order
   std::vector<uint32_t> slots_;  // open addressing: 1 + index into items_, 0 if empty
-  int slot_bits_ = 0;           // slots_.size() == 1 << slot_bits_
+  int slot_bits_ = 0;            // slots_.size() == 1 << slot_bits_
 };
 
 }  // namespace taskledger::extract_internal

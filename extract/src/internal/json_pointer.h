@@ -31,7 +31,7 @@ struct Capture {
 };
 
 struct PointerSegment {
-  std::string name;                // unescaped member name
+  std::string name;                  // unescaped member name
   size_t index = std::string::npos;  // array index if the name is a valid one
   bool wildcard = false;
 };
@@ -52,12 +52,17 @@ struct MemberName {
     if (const int c = n == 0 ? 0 : std::memcmp(a.data(), b.data(), n); c != 0) return c;
     return a.size() < b.size() ? -1 : a.size() > b.size() ? 1 : 0;
   }
-  friend bool operator<(const MemberName& a, const std::string& b) { return Compare(a.text, b) < 0; }
-  friend bool operator<(const std::string& a, const MemberName& b) { return Compare(a, b.text) < 0; }
+  friend bool operator<(const MemberName& a, const std::string& b) {
+    return Compare(a.text, b) < 0;
+  }
+  friend bool operator<(const std::string& a, const MemberName& b) {
+    return Compare(a, b.text) < 0;
+  }
 };
 
 // The member `name` of `obj`, or nullptr.
-inline const nlohmann::json* FindMember(const nlohmann::json::object_t& obj, const std::string& name) {
+inline const nlohmann::json* FindMember(const nlohmann::json::object_t& obj,
+                                        const std::string& name) {
   auto it = obj.find(MemberName{name});
   return it == obj.end() ? nullptr : &it->second;
 }

@@ -43,7 +43,7 @@ class PointerTable {
     size_t depth = 0;  // segments from the root
     PointerSegment segment;
   };
-  std::vector<Node> nodes_;                           // parents before children
+  std::vector<Node> nodes_;                            // parents before children
   std::map<std::pair<Id, std::string>, Id> children_;  // (parent, name) -> node
 };
 

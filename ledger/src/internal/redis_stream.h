@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "taskledger/redis/client.h"
 #include "taskledger/ledger/state.h"
+#include "taskledger/redis/client.h"
 
 namespace taskledger::internal {
 
@@ -37,7 +37,8 @@ Status AppendEntries(const Reply& reply, std::string_view what, std::vector<Stre
 
 // OK if each entry's version is one below (descending) or above (ascending)
 // the previous one's; else Corruption naming the missing versions.
-Status CheckContiguous(std::span<const StreamEntry> entries, bool descending, std::string_view what);
+Status CheckContiguous(std::span<const StreamEntry> entries, bool descending,
+                       std::string_view what);
 
 // The decoded records of an entry. Corruption if they do not decode or do not
 // carry the entry's version.

@@ -74,7 +74,7 @@ struct GatingProxy::Impl {
   std::atomic<bool> stop_requested{false};
   proxy_internal::LineReader from_client, from_server;
   proxy_internal::WriteQueue to_client, to_server;
-  bool client_reading = true;   // client's stdin not yet at EOF
+  bool client_reading = true;  // client's stdin not yet at EOF
   std::optional<std::chrono::steady_clock::time_point> client_eof_at;
   bool client_writable = true;  // client's stdout still accepts writes
   bool server_gone = false;     // server's stdout closed, or it exited

@@ -17,9 +17,9 @@
 #include <unordered_set>
 
 #include "lua.hpp"
+#include "taskledger/base/tool_call.h"
 #include "taskledger/ledger/state.h"
 #include "taskledger/policy/checker.h"
-#include "taskledger/base/tool_call.h"
 
 namespace taskledger::policy_internal {
 
@@ -61,7 +61,7 @@ class LedgerView {
   uint64_t pushed_version_ = std::numeric_limits<uint64_t>::max();
 
   bool index_valid_ = false;
-  int64_t index_from_ms_ = 0;   // the index holds for now_ms in [from, until)
+  int64_t index_from_ms_ = 0;  // the index holds for now_ms in [from, until)
   int64_t index_until_ms_ = 0;
   std::unordered_set<std::string> observed_;
   uint64_t index_builds_ = 0;

@@ -34,9 +34,9 @@ namespace taskledger {
 class SharedString {
  public:
   SharedString() noexcept = default;
-  SharedString(std::string_view s) : rep_(Make(s)) {}  // NOLINT: implicit by design
+  SharedString(std::string_view s) : rep_(Make(s)) {}    // NOLINT: implicit by design
   SharedString(const std::string& s) : rep_(Make(s)) {}  // NOLINT
-  SharedString(const char* s) : rep_(Make(s)) {}  // NOLINT
+  SharedString(const char* s) : rep_(Make(s)) {}         // NOLINT
   SharedString(const SharedString& o) noexcept : rep_(o.rep_) {
     if (rep_ != nullptr) rep_->refs.fetch_add(1, std::memory_order_relaxed);
   }

@@ -16,15 +16,15 @@ namespace taskledger {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,  // the caller's input is malformed or out of range
-  kNotFound,         // the conversation, version, command or key does not exist
-  kConflict,         // optimistic concurrency lost: someone else wrote first
-  kUnavailable,      // the store cannot be reached (connect refused, reset)
-  kTimeout,          // the store did not answer within the configured timeout
-  kCorruption,       // stored data failed to decode
-  kLimitExceeded,    // a size, depth, instruction or memory limit was hit
-  kPolicyError,      // a policy rule failed (the call is denied: fail closed)
-  kDivergence,       // a journal replay saw a different request than recorded
+  kInvalidArgument,     // the caller's input is malformed or out of range
+  kNotFound,            // the conversation, version, command or key does not exist
+  kConflict,            // optimistic concurrency lost: someone else wrote first
+  kUnavailable,         // the store cannot be reached (connect refused, reset)
+  kTimeout,             // the store did not answer within the configured timeout
+  kCorruption,          // stored data failed to decode
+  kLimitExceeded,       // a size, depth, instruction or memory limit was hit
+  kPolicyError,         // a policy rule failed (the call is denied: fail closed)
+  kDivergence,          // a journal replay saw a different request than recorded
   kFailedPrecondition,  // a state transition not allowed from the current state
   kInternal,
 };
@@ -37,7 +37,9 @@ class [[nodiscard]] Status {
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
 
   static Status Ok() { return {}; }
-  static Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+  static Status InvalidArgument(std::string m) {
+    return {StatusCode::kInvalidArgument, std::move(m)};
+  }
   static Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
   static Status Conflict(std::string m) { return {StatusCode::kConflict, std::move(m)}; }
   static Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
@@ -46,7 +48,9 @@ class [[nodiscard]] Status {
   static Status LimitExceeded(std::string m) { return {StatusCode::kLimitExceeded, std::move(m)}; }
   static Status PolicyError(std::string m) { return {StatusCode::kPolicyError, std::move(m)}; }
   static Status Divergence(std::string m) { return {StatusCode::kDivergence, std::move(m)}; }
-  static Status FailedPrecondition(std::string m) { return {StatusCode::kFailedPrecondition, std::move(m)}; }
+  static Status FailedPrecondition(std::string m) {
+    return {StatusCode::kFailedPrecondition, std::move(m)};
+  }
   static Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 
   bool ok() const { return code_ == StatusCode::kOk; }
@@ -64,7 +68,7 @@ class [[nodiscard]] Status {
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit like std::expected
+  Result(T value) : v_(std::move(value)) {}       // NOLINT: implicit like std::expected
   Result(Status error) : v_(std::move(error)) {}  // NOLINT
 
   bool has_value() const { return v_.index() == 0; }

@@ -32,14 +32,14 @@ struct RunId {
 };
 
 enum class CommandState {
-  kPending = 0,   // reserved, allowed, ready to lease
-  kBlocked,       // waiting for a human: approval required, or escalated
-  kApproved,      // a human approved it; ready to lease
-  kLeased,        // a worker holds it and may be calling the tool
-  kSucceeded,     // the call took effect; external id and evidence recorded
-  kFailed,        // the tool refused definitively
-  kUncertain,     // the outcome is unknown (timeout, dropped connection, crash)
-  kCancelled,     // denied or cancelled with a reason; will never run
+  kPending = 0,  // reserved, allowed, ready to lease
+  kBlocked,      // waiting for a human: approval required, or escalated
+  kApproved,     // a human approved it; ready to lease
+  kLeased,       // a worker holds it and may be calling the tool
+  kSucceeded,    // the call took effect; external id and evidence recorded
+  kFailed,       // the tool refused definitively
+  kUncertain,    // the outcome is unknown (timeout, dropped connection, crash)
+  kCancelled,    // denied or cancelled with a reason; will never run
 };
 inline constexpr int kCommandStateCount = 8;
 
@@ -66,7 +66,7 @@ struct CommandSpec {
   std::string target;  // the natural key of what it changes ("order:A17")
   nlohmann::json arguments = nlohmann::json::object();
   nlohmann::json decision = nlohmann::json::object();  // the policy decision record
-  std::string pack_version;                           // the rule pack that decided
+  std::string pack_version;                            // the rule pack that decided
   bool requires_approval = false;  // the decision was require_approval: starts blocked
   std::optional<CompensationSpec> compensation;
   std::string compensates;  // for a compensating command: the command_key it undoes

@@ -71,7 +71,7 @@ struct ReplayRequest {
 };
 
 struct ReplayPlan {
-  Command command;      // after the replay (or unchanged for a dry run)
+  Command command;  // after the replay (or unchanged for a dry run)
   bool replayed = false;
 };
 
@@ -107,10 +107,10 @@ class CommandLedger {
 
   Result<Command> Approve(const RunId& run, std::string_view command_key,
                           const std::string& approver, const std::string& reason);
-  Result<Command> Deny(const RunId& run, std::string_view command_key,
-                       const std::string& approver, const std::string& reason);
-  Result<Command> Cancel(const RunId& run, std::string_view command_key,
-                         const std::string& actor, const std::string& reason);
+  Result<Command> Deny(const RunId& run, std::string_view command_key, const std::string& approver,
+                       const std::string& reason);
+  Result<Command> Cancel(const RunId& run, std::string_view command_key, const std::string& actor,
+                         const std::string& reason);
   // Replays a failed command. PolicyError if the re-check refuses,
   // LimitExceeded when a budget is spent (also reported by a dry run).
   Result<ReplayPlan> Replay(const RunId& run, std::string_view command_key,

@@ -25,9 +25,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "taskledger/base/status.h"
 #include "taskledger/commands/command.h"
 #include "taskledger/commands/command_transition.h"
-#include "taskledger/base/status.h"
 
 namespace taskledger {
 

@@ -22,25 +22,25 @@
 
 #include <nlohmann/json.hpp>
 
-#include "taskledger/commands/command.h"
 #include "taskledger/base/status.h"
+#include "taskledger/commands/command.h"
 
 namespace taskledger {
 
 enum class Transition {
-  kLease = 0,      // pending|approved -> leased: attempts+1, fencing token+1
-  kRenew,          // leased -> leased: extends the lease (token must match, not expired)
-  kSucceed,        // leased -> succeeded (token must match; external id + evidence)
-  kFail,           // leased -> failed (token must match; error)
-  kMarkUncertain,  // leased -> uncertain (token must match; error)
-  kExpireLease,    // leased -> uncertain when the lease expired, or by its own owner
-  kReconcileFound, // uncertain -> succeeded (external id + evidence from a lookup)
-  kRelease,        // uncertain -> pending for a retry while attempts < max_attempts
-  kEscalate,       // uncertain -> blocked, escalated to a human (reason)
-  kApprove,        // blocked -> approved (approver, reason)
-  kDeny,           // blocked -> cancelled (approver, reason)
-  kCancel,         // pending|blocked|approved -> cancelled (reason)
-  kReplay,         // failed -> pending, explicitly (reason; attempt, run and rate budgets)
+  kLease = 0,       // pending|approved -> leased: attempts+1, fencing token+1
+  kRenew,           // leased -> leased: extends the lease (token must match, not expired)
+  kSucceed,         // leased -> succeeded (token must match; external id + evidence)
+  kFail,            // leased -> failed (token must match; error)
+  kMarkUncertain,   // leased -> uncertain (token must match; error)
+  kExpireLease,     // leased -> uncertain when the lease expired, or by its own owner
+  kReconcileFound,  // uncertain -> succeeded (external id + evidence from a lookup)
+  kRelease,         // uncertain -> pending for a retry while attempts < max_attempts
+  kEscalate,        // uncertain -> blocked, escalated to a human (reason)
+  kApprove,         // blocked -> approved (approver, reason)
+  kDeny,            // blocked -> cancelled (approver, reason)
+  kCancel,          // pending|blocked|approved -> cancelled (reason)
+  kReplay,          // failed -> pending, explicitly (reason; attempt, run and rate budgets)
 };
 inline constexpr int kTransitionCount = 13;
 
@@ -64,15 +64,15 @@ struct TransitionRequest {
   Transition transition = Transition::kLease;
   int64_t now_ms = 0;
   uint64_t fencing_token = 0;  // kRenew, kSucceed, kFail, kMarkUncertain
-  std::string owner;           // kLease, kRenew (must match), kExpireLease (the owner may expire early)
-  int64_t lease_ms = 0;        // kLease, kRenew
-  std::string external_id;     // kSucceed, kReconcileFound
-  nlohmann::json evidence;     // kSucceed, kReconcileFound
-  std::string error;           // kFail, kMarkUncertain, kExpireLease (optional)
-  std::string actor;           // kApprove, kDeny, kCancel, kReplay
-  std::string reason;          // kEscalate, kApprove, kDeny, kCancel, kReplay
-  uint32_t max_attempts = 0;   // kRelease
-  ReplayLimits replay;         // kReplay
+  std::string owner;     // kLease, kRenew (must match), kExpireLease (the owner may expire early)
+  int64_t lease_ms = 0;  // kLease, kRenew
+  std::string external_id;    // kSucceed, kReconcileFound
+  nlohmann::json evidence;    // kSucceed, kReconcileFound
+  std::string error;          // kFail, kMarkUncertain, kExpireLease (optional)
+  std::string actor;          // kApprove, kDeny, kCancel, kReplay
+  std::string reason;         // kEscalate, kApprove, kDeny, kCancel, kReplay
+  uint32_t max_attempts = 0;  // kRelease
+  ReplayLimits replay;        // kReplay
 };
 
 // Run-level counters a transition may read and update (replay budget, LIFO order).

@@ -21,8 +21,8 @@
 #include <nlohmann/json.hpp>
 
 #include "taskledger/base/clock.h"
-#include "taskledger/commands/command_store.h"
 #include "taskledger/base/status.h"
+#include "taskledger/commands/command_store.h"
 
 namespace taskledger {
 

@@ -48,7 +48,9 @@ struct LookupResult {
     return {Kind::kFound, std::move(external_id), std::move(evidence), {}};
   }
   static LookupResult NotFound() { return {Kind::kNotFound, {}, {}, {}}; }
-  static LookupResult Unknown(std::string error) { return {Kind::kUnknown, {}, {}, std::move(error)}; }
+  static LookupResult Unknown(std::string error) {
+    return {Kind::kUnknown, {}, {}, std::move(error)};
+  }
 };
 
 struct ToolBinding {

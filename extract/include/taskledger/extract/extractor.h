@@ -30,11 +30,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "taskledger/extract/extraction_rules.h"
 #include "taskledger/base/clock.h"
-#include "taskledger/ledger/entry.h"
-#include "taskledger/base/tool_call.h"
 #include "taskledger/base/status.h"
+#include "taskledger/base/tool_call.h"
+#include "taskledger/extract/extraction_rules.h"
+#include "taskledger/ledger/entry.h"
 
 namespace taskledger {
 
@@ -52,8 +52,8 @@ inline constexpr std::string_view kMissing = "missing";        // required rule 
 inline constexpr std::string_view kCoercionFailed = "coercion_failed";
 inline constexpr std::string_view kInvalidExpiry = "invalid_expiry";
 inline constexpr std::string_view kExtractorFailed = "extractor_failed";  // Lua error or budget
-inline constexpr std::string_view kInvalidUpdate = "invalid_update";  // bad update from Lua
-inline constexpr std::string_view kInvalidAction = "invalid_action";  // bad pending action
+inline constexpr std::string_view kInvalidUpdate = "invalid_update";      // bad update from Lua
+inline constexpr std::string_view kInvalidAction = "invalid_action";      // bad pending action
 inline constexpr std::string_view kInternal = "internal";
 }  // namespace extraction_error
 

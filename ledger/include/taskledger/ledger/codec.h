@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "taskledger/ledger/state.h"
 #include "taskledger/base/status.h"
+#include "taskledger/ledger/state.h"
 
 namespace taskledger {
 

@@ -39,12 +39,12 @@ std::string_view SourceKindName(SourceKind k);  // "tool", "user", "agent", "ope
 std::optional<SourceKind> ParseSourceKind(std::string_view name);
 
 struct Provenance {
-  uint64_t turn = 0;             // the turn (== version) that wrote the entry
+  uint64_t turn = 0;  // the turn (== version) that wrote the entry
   SourceKind source = SourceKind::kAgent;
-  SharedString source_id;        // "get_order_details#c1", "user", "operator:alice"
-  bool verified = false;         // true: a tool output showed it; false: only claimed
-  SharedString rule_id;          // extraction rule that produced it, if any
-  SharedString pack_version;     // hash of the rule pack, if any
+  SharedString source_id;     // "get_order_details#c1", "user", "operator:alice"
+  bool verified = false;      // true: a tool output showed it; false: only claimed
+  SharedString rule_id;       // extraction rule that produced it, if any
+  SharedString pack_version;  // hash of the rule pack, if any
   bool operator==(const Provenance&) const = default;
 };
 

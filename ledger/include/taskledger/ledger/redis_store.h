@@ -36,7 +36,8 @@ struct RedisOptions {
 
 // Parses and validates the URL, connects, and loads the taskledger_ledger
 // function library unless the server holds this very version (a user whose
-// ACL forbids FUNCTION LOAD needs an operator to have opened a store once). Unavailable / Timeout / InvalidArgument.
+// ACL forbids FUNCTION LOAD needs an operator to have opened a store once). Unavailable / Timeout /
+// InvalidArgument.
 Result<std::unique_ptr<Store>> OpenRedisStore(const RedisOptions& options,
                                               const Clock& clock = SystemClock());
 

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "taskledger/ledger/entry.h"
 #include "taskledger/base/status.h"
+#include "taskledger/ledger/entry.h"
 
 namespace taskledger {
 

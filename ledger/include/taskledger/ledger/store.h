@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "taskledger/base/conversation_id.h"
-#include "taskledger/ledger/state.h"
 #include "taskledger/base/status.h"
+#include "taskledger/ledger/state.h"
 
 namespace taskledger {
 

@@ -37,10 +37,10 @@
 #include <string_view>
 #include <vector>
 
+#include "taskledger/base/status.h"
 #include "taskledger/commands/command_ledger.h"
 #include "taskledger/render/state_block.h"
 #include "taskledger/session/session.h"
-#include "taskledger/base/status.h"
 
 namespace taskledger::mcp {
 
@@ -80,10 +80,10 @@ struct ProxyReport {
   std::string detail;           // e.g. "server exited with status 3"
   int server_wait_status = -1;  // as from waitpid; -1 if not reaped
   uint64_t client_messages = 0, server_messages = 0;
-  uint64_t calls_forwarded = 0;   // tools/call that reached the server
-  uint64_t calls_blocked = 0;     // tools/call the gate did not let through
-  uint64_t calls_uncertain = 0;   // forwarded calls whose outcome is unknown
-  uint64_t malformed = 0;         // messages refused as malformed or oversize
+  uint64_t calls_forwarded = 0;  // tools/call that reached the server
+  uint64_t calls_blocked = 0;    // tools/call the gate did not let through
+  uint64_t calls_uncertain = 0;  // forwarded calls whose outcome is unknown
+  uint64_t malformed = 0;        // messages refused as malformed or oversize
 };
 
 class GatingProxy {

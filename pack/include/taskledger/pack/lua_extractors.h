@@ -37,8 +37,7 @@ class LuaExtractors {
   // Runs every extractor applying to call.tool over `output`; see
   // PolicyChecker::RunExtractors for the contract.
   virtual std::vector<ExtractorRun> RunExtractors(const ProposedCall& call,
-                                                  const nlohmann::json& output,
-                                                  int64_t now_ms) = 0;
+                                                  const nlohmann::json& output, int64_t now_ms) = 0;
 };
 
 }  // namespace taskledger

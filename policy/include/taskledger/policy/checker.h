@@ -21,16 +21,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "taskledger/ledger/state.h"
-#include "taskledger/policy/decision.h"
+#include "taskledger/base/status.h"
 #include "taskledger/base/tool_call.h"
+#include "taskledger/ledger/state.h"
 #include "taskledger/pack/limits.h"
 #include "taskledger/pack/lua_extractors.h"
 #include "taskledger/pack/rule_pack.h"
-#include "taskledger/base/status.h"
+#include "taskledger/policy/decision.h"
 
 namespace taskledger {
-
 
 // Identifies the ledger state a check sees, so the checker can reuse what it
 // derived from it (the observed-value index) across checks. Two checks with
@@ -42,14 +41,13 @@ struct ViewKey {
   bool operator==(const ViewKey&) const = default;
 };
 
-
 class PolicyChecker : public LuaExtractors {
  public:
   // Creates a sandboxed lua_State and runs the pack's Lua in it. Errors:
   // InvalidArgument (the pack's Lua fails to load here: syntax, bad rule),
   // LimitExceeded (loading the pack ran out of budget or memory), Internal.
   static Result<std::unique_ptr<PolicyChecker>> Create(std::shared_ptr<const RulePack> pack,
-                                                      CheckerLimits limits = {});
+                                                       CheckerLimits limits = {});
   ~PolicyChecker() override;
   PolicyChecker(const PolicyChecker&) = delete;
   PolicyChecker& operator=(const PolicyChecker&) = delete;

@@ -7,9 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "taskledger/base/status.h"
 #include "taskledger/ledger/state.h"
 #include "taskledger/policy/decision.h"
-#include "taskledger/base/status.h"
 
 namespace taskledger {
 

@@ -195,7 +195,7 @@ class RedisClient {
     void operator()(redisContext* c) const;  // redisFree
   };
   std::unique_ptr<redisContext, ContextDeleter> context_;  // null: not connected
-  std::string out_;  // the requests being sent, RESP-encoded; reused across calls
+  std::string out_;     // the requests being sent, RESP-encoded; reused across calls
   std::string queued_;  // Queue()d requests not yet flushed (Connect may use out_)
   size_t queued_count_ = 0;
   Status queue_error_;  // a failed SendQueued of the pipeline being queued

@@ -19,7 +19,8 @@ class RedisPool {
  public:
   class Lease {
    public:
-    Lease(RedisPool& pool, std::unique_ptr<RedisClient> client) : pool_(&pool), client_(std::move(client)) {}
+    Lease(RedisPool& pool, std::unique_ptr<RedisClient> client)
+        : pool_(&pool), client_(std::move(client)) {}
     Lease(Lease&& other) noexcept = default;
     Lease& operator=(Lease&&) = delete;
     ~Lease() {

@@ -17,8 +17,8 @@
 #include <string>
 #include <string_view>
 
-#include "taskledger/ledger/state.h"
 #include "taskledger/base/status.h"
+#include "taskledger/ledger/state.h"
 
 namespace taskledger {
 

@@ -41,10 +41,10 @@ struct ReplayedCall {
   std::string reason;
   bool read_only = false;
   bool executed = false;
-  bool has_result = false;      // the trace held a result for it
+  bool has_result = false;               // the trace held a result for it
   bool recorded_despite_denial = false;  // denied, but the trace shows it ran
-  uint64_t version_seen = 0;    // the committed version the decision was taken on
-  uint64_t turn = 0;            // the turn that recorded it
+  uint64_t version_seen = 0;             // the committed version the decision was taken on
+  uint64_t turn = 0;                     // the turn that recorded it
   int64_t latency_us = 0;
   std::optional<TraceExpectation> expect;
 };

@@ -25,7 +25,8 @@ struct ReplayMismatch {
   std::string conversation;
   std::string call_id;
   std::string tool;
-  std::string kind;  // "allowed_but_expected_deny", "blocked_but_expected_allow", "wrong_rule", "wrong_outcome"
+  std::string kind;  // "allowed_but_expected_deny", "blocked_but_expected_allow", "wrong_rule",
+                     // "wrong_outcome"
   std::string expected_decision, expected_rule;
   std::string decision, rule, reason;
   uint64_t version_seen = 0;

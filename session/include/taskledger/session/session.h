@@ -52,13 +52,13 @@
 #include <nlohmann/json.hpp>
 
 #include "taskledger/base/clock.h"
+#include "taskledger/base/status.h"
+#include "taskledger/base/tool_call.h"
 #include "taskledger/ledger/ledger.h"
 #include "taskledger/ledger/store.h"
+#include "taskledger/pack/rule_pack.h"
 #include "taskledger/policy/checker.h"
 #include "taskledger/policy/decision.h"
-#include "taskledger/base/tool_call.h"
-#include "taskledger/pack/rule_pack.h"
-#include "taskledger/base/status.h"
 
 namespace taskledger {
 

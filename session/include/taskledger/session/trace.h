@@ -31,14 +31,14 @@ struct TraceExpectation {
 
 struct TraceEvent {
   TraceEventType type = TraceEventType::kUser;
-  std::string text;                                      // user
-  std::string id;                                        // call, result
-  std::string tool;                                      // call
-  nlohmann::json arguments = nlohmann::json::object();   // call
-  bool writes = false;                                   // call
-  std::optional<TraceExpectation> expect;                // call
-  nlohmann::json output;                                 // result: JSON or the raw string
-  bool error = false;                                    // result: the tool refused
+  std::string text;                                     // user
+  std::string id;                                       // call, result
+  std::string tool;                                     // call
+  nlohmann::json arguments = nlohmann::json::object();  // call
+  bool writes = false;                                  // call
+  std::optional<TraceExpectation> expect;               // call
+  nlohmann::json output;                                // result: JSON or the raw string
+  bool error = false;                                   // result: the tool refused
 };
 
 struct TraceConversation {

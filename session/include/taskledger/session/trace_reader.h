@@ -19,7 +19,7 @@
 namespace taskledger {
 
 struct TraceLine {
-  uint64_t line = 0;                     // 1-based line number in the file
+  uint64_t line = 0;  // 1-based line number in the file
   Result<TraceConversation> conversation;
 };
 

@@ -20,7 +20,7 @@ namespace taskledger::lua {
 
 struct CompiledRule {
   RuleInfo info;
-  SharedString id;  // info.id, shared by the evaluations naming the rule
+  SharedString id;      // info.id, shared by the evaluations naming the rule
   int ref = LUA_NOREF;  // registry reference to check()
 };
 
@@ -31,9 +31,9 @@ struct CompiledExtractor {
 
 struct CompiledPack {
   std::unique_ptr<Sandbox> sandbox;
-  std::vector<CompiledRule> rules;  // priority descending, then id
+  std::vector<CompiledRule> rules;            // priority descending, then id
   std::vector<CompiledExtractor> extractors;  // file order, then declaration order
-  std::string loading_file;  // the file whose top level is running
+  std::string loading_file;                   // the file whose top level is running
 };
 
 // Creates a sandbox and runs `lua_files` (in the given order) in it. Errors:

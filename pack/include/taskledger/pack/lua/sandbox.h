@@ -20,8 +20,8 @@
 #include <nlohmann/json.hpp>
 
 #include "lua.hpp"
-#include "taskledger/pack/limits.h"
 #include "taskledger/base/status.h"
+#include "taskledger/pack/limits.h"
 
 namespace taskledger::lua {
 

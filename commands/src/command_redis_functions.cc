@@ -1,42 +1,27 @@
 // The Lua source of the "taskledger_commands" Redis Functions library and the
-// mapping of its refusals to Status codes. Every transition function follows
-// the same shape as ApplyTransition: load, check state, check fencing token,
-// check the transition's own guards, and only then write.
+// mapping of its refusals to Status codes. The state machine's tables (which
+// transition starts where, ends where, needs the fencing token) are generated
+// from the C++ table in command_transition.cc when the library is first used.
+// Every transition function follows the same shape as ApplyTransition: load,
+// check state, check fencing token, check the transition's own guards, and
+// only then write.
 #include <string>
+#include <string_view>
 
 #include "internal/command_redis_functions.h"
+#include "taskledger/commands/command_transition.h"
 
 namespace taskledger::internal {
 namespace {
 
-constexpr const char* kSource = R"LUA(#!lua name=taskledger_commands
+constexpr const char* kHead = R"LUA(#!lua name=taskledger_commands
 
 local function n2s(x) return string.format('%d', x) end
 
-local SOURCES = {
-  lease = {pending = true, approved = true},
-  renew = {leased = true}, succeed = {leased = true}, fail = {leased = true},
-  mark_uncertain = {leased = true}, expire_lease = {leased = true},
-  reconcile_found = {uncertain = true}, release = {uncertain = true},
-  escalate = {uncertain = true},
-  approve = {blocked = true}, deny = {blocked = true},
-  cancel = {pending = true, blocked = true, approved = true},
-  replay = {failed = true},
-}
-local SOURCE_TEXT = {
-  lease = 'pending|approved', renew = 'leased', succeed = 'leased', fail = 'leased',
-  mark_uncertain = 'leased', expire_lease = 'leased', reconcile_found = 'uncertain',
-  release = 'uncertain', escalate = 'uncertain', approve = 'blocked', deny = 'blocked',
-  cancel = 'pending|blocked|approved', replay = 'failed',
-}
-local TARGET = {
-  lease = 'leased', renew = 'leased', succeed = 'succeeded', fail = 'failed',
-  mark_uncertain = 'uncertain', expire_lease = 'uncertain', reconcile_found = 'succeeded',
-  release = 'pending', escalate = 'blocked', approve = 'approved', deny = 'cancelled',
-  cancel = 'cancelled', replay = 'pending',
-}
-local NEEDS_TOKEN = {renew = true, succeed = true, fail = true, mark_uncertain = true}
+)LUA";
 
+// After the transition tables (TransitionTables()).
+constexpr const char* kBody = R"LUA(
 local function fail(code, msg) return redis.error_reply(code .. ' ' .. msg) end
 
 local function num(h, field)
@@ -162,9 +147,7 @@ local function transition(name, keys, args)
   return redis.call('HGETALL', cmd)
 end
 
--- An explicit list: only the registration API is reachable while loading.
-local NAMES = {'lease', 'renew', 'succeed', 'fail', 'mark_uncertain', 'expire_lease',
-               'reconcile_found', 'release', 'escalate', 'approve', 'deny', 'cancel', 'replay'}
+-- NAMES (from TransitionTables()): only the registration API is reachable while loading.
 for i = 1, #NAMES do
   local name = NAMES[i]
   redis.register_function('tlc_' .. name, function(keys, args)
@@ -207,10 +190,37 @@ redis.register_function('tlc_journal_put', function(keys, args)
 end)
 )LUA";
 
+std::string LuaString(std::string_view s) { return "'" + std::string(s) + "'"; }
+
+// SOURCES, SOURCE_TEXT, TARGET, NEEDS_TOKEN and NAMES, written from the C++
+// table of command_transition.h: the Redis functions and ApplyTransition
+// cannot disagree on which transition goes from where to where.
+std::string TransitionTables() {
+  std::string sources = "local SOURCES = {\n", text = "local SOURCE_TEXT = {\n";
+  std::string target = "local TARGET = {\n", token = "local NEEDS_TOKEN = {\n";
+  std::string names = "local NAMES = {";
+  for (int i = 0; i < kTransitionCount; ++i) {
+    const auto t = static_cast<Transition>(i);
+    const std::string key = "  [" + LuaString(TransitionName(t)) + "] = ";
+    std::string from, from_text;
+    for (CommandState state : TransitionSources(t)) {
+      from += "[" + LuaString(CommandStateName(state)) + "] = true, ";
+      from_text += (from_text.empty() ? "" : "|") + std::string(CommandStateName(state));
+    }
+    sources += key + "{" + from + "},\n";
+    text += key + LuaString(from_text) + ",\n";
+    target += key + LuaString(CommandStateName(TransitionTarget(t))) + ",\n";
+    if (TransitionNeedsFencingToken(t)) token += key + "true,\n";
+    names += LuaString(TransitionName(t)) + ", ";
+  }
+  return sources + "}\n" + text + "}\n" + target + "}\n" + token + "}\n" + names + "}\n";
+}
+
 }  // namespace
 
 const FunctionLibrary& CommandFunctionLibrary() {
-  static const FunctionLibrary library{"taskledger_commands", kSource};
+  static const FunctionLibrary library{"taskledger_commands",
+                                       std::string(kHead) + TransitionTables() + kBody};
   return library;
 }
 

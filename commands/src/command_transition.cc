@@ -1,7 +1,8 @@
 // The reference implementation of the command state machine. The in-memory
 // store calls ApplyTransition under its lock; the Redis functions
-// (command_redis_functions.cc) mirror each branch, check for check. Keep the
-// two in step: the contract suite runs the same cases on both.
+// (command_redis_functions.cc) take their state tables from this file's and
+// mirror each guard, check for check; the contract suite runs the same cases
+// on both.
 // Pure functions; thread-compatible.
 #include <array>
 #include <string>
@@ -23,11 +24,6 @@ constexpr std::array<S, 1> kFromFailed = {S::kFailed};
 constexpr std::string_view kNames[kTransitionCount] = {
     "lease",   "renew",    "succeed", "fail", "mark_uncertain", "expire_lease", "reconcile_found",
     "release", "escalate", "approve", "deny", "cancel",         "replay"};
-
-bool NeedsToken(Transition t) {
-  return t == Transition::kRenew || t == Transition::kSucceed || t == Transition::kFail ||
-         t == Transition::kMarkUncertain;
-}
 
 bool EvidenceMissing(const TransitionRequest& r) {
   return r.external_id.empty() || r.evidence.is_null() ||
@@ -54,7 +50,7 @@ Status Check(const Command& c, const RunCounters& run, const TransitionRequest& 
                                       SourcesText(t) + ", command " + c.command_key + " is " +
                                       std::string(CommandStateName(c.state)));
   }
-  if (NeedsToken(t) && r.fencing_token != c.fencing_token) {
+  if (TransitionNeedsFencingToken(t) && r.fencing_token != c.fencing_token) {
     return Status::Conflict("fenced: token " + std::to_string(r.fencing_token) +
                             " is stale, the current lease has token " +
                             std::to_string(c.fencing_token));
@@ -137,6 +133,11 @@ Status Check(const Command& c, const RunCounters& run, const TransitionRequest& 
 }
 
 }  // namespace
+
+bool TransitionNeedsFencingToken(Transition t) {
+  return t == Transition::kRenew || t == Transition::kSucceed || t == Transition::kFail ||
+         t == Transition::kMarkUncertain;
+}
 
 std::string_view TransitionName(Transition t) {
   int i = static_cast<int>(t);

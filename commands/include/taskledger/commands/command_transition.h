@@ -3,9 +3,12 @@
 // Every change of a command after its reservation is one of the transitions
 // below, applied atomically by the CommandStore (in Redis: one server-side
 // function per transition that checks every precondition before its first
-// write). ApplyTransition is the reference implementation: the in-memory store
-// runs it under its lock, and the Redis functions mirror it; the contract tests
-// hold both to the same table (docs/commands.md).
+// write). The table (TransitionSources, TransitionTarget,
+// TransitionNeedsFencingToken) is the one source of truth: the Redis functions'
+// Lua tables are generated from it. ApplyTransition is the reference
+// implementation of the guards: the in-memory store runs it under its lock, the
+// Redis functions mirror it, and the contract tests run the same cases on both
+// (docs/commands.md).
 //
 // Errors: FailedPrecondition when the current state does not allow the
 // transition (or a guard like "lease expired" fails), Conflict when the
@@ -49,6 +52,8 @@ std::string_view TransitionName(Transition t);  // "lease", "renew", ...
 std::span<const CommandState> TransitionSources(Transition t);
 // The state a transition ends in.
 CommandState TransitionTarget(Transition t);
+// True if the transition must present the current lease's fencing token.
+bool TransitionNeedsFencingToken(Transition t);
 
 // Budgets for explicit replays, enforced atomically by the store.
 struct ReplayLimits {

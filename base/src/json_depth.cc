@@ -123,4 +123,13 @@ bool JsonNestsDeeperThan(std::string_view text, int max_depth) {
   return false;
 }
 
+Result<int> ParseMaxJsonDepth(const nlohmann::json& value) {
+  if (!value.is_number_integer() || value.get<int64_t>() < 1 ||
+      value.get<int64_t>() > kMaxJsonDepthCeiling) {
+    return Status::InvalidArgument("max_depth must be an integer in 1.." +
+                                   std::to_string(kMaxJsonDepthCeiling));
+  }
+  return value.get<int>();
+}
+
 }  // namespace taskledger

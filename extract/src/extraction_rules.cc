@@ -19,7 +19,6 @@ using nlohmann::json;
 constexpr size_t kMaxSpecBytes = 16u << 20;
 // Deeper limits would let outputs reach code that walks JSON recursively
 // (serialisation, comparison, the Lua bridge) with a deep stack.
-constexpr int kMaxDepthCeiling = 512;
 // Regular expressions are quadratic on adversarial text (see ExtractionLimits).
 constexpr int64_t kMaxTextCeiling = 64 << 10;
 
@@ -300,12 +299,9 @@ Status ParseLimits(const json& l, ExtractionLimits& out) {
     out.max_output_bytes = v.get<size_t>();
   }
   if (l.contains("max_depth")) {
-    const json& v = l["max_depth"];
-    if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > kMaxDepthCeiling) {
-      return Bad("limits",
-                 "max_depth must be an integer in 1.." + std::to_string(kMaxDepthCeiling));
-    }
-    out.max_depth = v.get<int>();
+    Result<int> depth = ParseMaxJsonDepth(l["max_depth"]);
+    if (!depth) return Bad("limits", depth.error().message());
+    out.max_depth = *depth;
   }
   return Status::Ok();
 }

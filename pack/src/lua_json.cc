@@ -1,6 +1,7 @@
 // JSON <-> Lua conversion and read-only proxies (see internal/lua_json.h).
 // Runs inside protected Lua calls only; not thread-safe (per lua_State).
 #include "taskledger/pack/lua/lua_json.h"
+#include "taskledger/pack/lua/sandbox.h"
 
 #include <cmath>
 #include <cstdint>
@@ -102,8 +103,9 @@ void Push(lua_State* L, const nlohmann::json& v, int depth) {
       lua_pushnil(L);
       return;
   }
-  if (depth >= kMaxJsonDepth)
-    luaL_error(L, "JSON value nested deeper than %d levels", kMaxJsonDepth);
+  if (const int max_depth = SandboxOf(L).limits().max_json_depth; depth >= max_depth) {
+    luaL_error(L, "JSON value nested deeper than %d levels", max_depth);
+  }
   luaL_checkstack(L, 6, "JSON value");
   if (v.is_array()) {
     lua_createtable(L, static_cast<int>(std::min<size_t>(v.size(), 1 << 20)), 0);
@@ -214,8 +216,9 @@ nlohmann::json ToJson(lua_State* L, int idx, int depth) {
     default:
       luaL_error(L, "cannot convert a %s to JSON", luaL_typename(L, idx));
   }
-  if (depth >= kMaxJsonDepth)
-    luaL_error(L, "table nested deeper than %d levels (or a cycle)", kMaxJsonDepth);
+  if (const int max_depth = SandboxOf(L).limits().max_json_depth; depth >= max_depth) {
+    luaL_error(L, "table nested deeper than %d levels (or a cycle)", max_depth);
+  }
   luaL_checkstack(L, 4, "JSON conversion");
   size_t count = 0;
   bool string_keys = false, int_keys = false;

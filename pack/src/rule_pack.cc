@@ -147,6 +147,13 @@ Result<std::shared_ptr<const RulePack>> RulePack::Build(std::vector<PackFile> fi
       if (j.is_discarded() || !j.is_object()) {
         return Status::InvalidArgument("extract.json is not a JSON object");
       }
+      const auto limits = j.find("limits");
+      if (limits != j.end() && limits->is_object() && limits->contains("max_depth")) {
+        Result<int> depth = ParseMaxJsonDepth((*limits)["max_depth"]);
+        if (!depth)
+          return Status::InvalidArgument("extract.json limits: " + depth.error().message());
+        pack->max_json_depth_ = *depth;
+      }
       pack->extract_ = std::move(j);
     } else if (f.path.rfind("tests/", 0) == 0 && EndsWith(f.path, ".json")) {
       nlohmann::json j = nlohmann::json::parse(f.contents, nullptr, false);

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "taskledger/pack/lua/lua_json.h"
+#include "taskledger/pack/lua/sandbox.h"
 
 namespace taskledger::policy_internal {
 
@@ -15,23 +16,24 @@ namespace {
 // True if `a` and `b` push as the same Lua values: equal types all the way
 // down (json's own == says 1 == 1.0, but Lua tells an integer from a float)
 // and floats equal bit for bit (-0.0 and 0.0 print differently). Deeper than
-// kMaxJsonDepth counts as different, so the push reports the depth error.
-bool PushesSame(const nlohmann::json& a, const nlohmann::json& b, int depth = 0) {
+// `max_depth` counts as different, so the push reports the depth error.
+bool PushesSame(const nlohmann::json& a, const nlohmann::json& b, int max_depth, int depth = 0) {
   if (a.type() != b.type()) return false;
   switch (a.type()) {
     case nlohmann::json::value_t::object: {
-      if (depth >= kMaxJsonDepth || a.size() != b.size()) return false;
+      if (depth >= max_depth || a.size() != b.size()) return false;
       const auto& oa = a.get_ref<const nlohmann::json::object_t&>();
       const auto& ob = b.get_ref<const nlohmann::json::object_t&>();
       for (auto i = oa.begin(), j = ob.begin(); i != oa.end(); ++i, ++j) {
-        if (i->first != j->first || !PushesSame(i->second, j->second, depth + 1)) return false;
+        if (i->first != j->first || !PushesSame(i->second, j->second, max_depth, depth + 1))
+          return false;
       }
       return true;
     }
     case nlohmann::json::value_t::array: {
-      if (depth >= kMaxJsonDepth || a.size() != b.size()) return false;
+      if (depth >= max_depth || a.size() != b.size()) return false;
       for (size_t i = 0; i < a.size(); ++i) {
-        if (!PushesSame(a[i], b[i], depth + 1)) return false;
+        if (!PushesSame(a[i], b[i], max_depth, depth + 1)) return false;
       }
       return true;
     }
@@ -60,7 +62,8 @@ void CallView::Install(lua_State* L) {
 void CallView::Push(lua_State* L, const ProposedCall& call) {
   const bool same_id = pushed_ && call.id == id_;
   const bool same_tool = pushed_ && call.tool == tool_;
-  const bool same_args = pushed_ && PushesSame(call.arguments, arguments_);
+  const bool same_args =
+      pushed_ && PushesSame(call.arguments, arguments_, SandboxOf(L).limits().max_json_depth);
   if (!(same_id && same_tool && same_args)) {
     pushed_ = false;
     lua_rawgeti(L, LUA_REGISTRYINDEX, call_data_ref_);

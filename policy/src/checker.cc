@@ -4,6 +4,7 @@
 // lua_json.cc and compiled_pack.cc (pack/) and ledger_view.cc. Not thread-safe.
 #include "taskledger/policy/checker.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <exception>
@@ -242,7 +243,9 @@ Result<std::unique_ptr<PolicyChecker>> PolicyChecker::Create(std::shared_ptr<con
                                                              CheckerLimits limits) {
   if (!pack) return Status::InvalidArgument("PolicyChecker needs a rule pack");
   try {
-    auto runtime = policy_internal::LoadRuleRuntime(*pack, limits);
+    CheckerLimits effective = limits;
+    effective.max_json_depth = std::max(limits.max_json_depth, pack->max_json_depth());
+    auto runtime = policy_internal::LoadRuleRuntime(*pack, effective);
     if (!runtime) return runtime.error();
     auto impl = std::make_unique<Impl>();
     impl->pack_version = pack->version();
@@ -263,7 +266,9 @@ Status PolicyChecker::SetPack(std::shared_ptr<const RulePack> pack) {
     return Status::Ok();
   }
   try {
-    auto runtime = policy_internal::LoadRuleRuntime(*pack, impl_->limits);
+    CheckerLimits limits = impl_->limits;
+    limits.max_json_depth = std::max(limits.max_json_depth, pack->max_json_depth());
+    auto runtime = policy_internal::LoadRuleRuntime(*pack, limits);
     if (!runtime) return runtime.error();
     impl_->runtime = std::move(runtime.value());
     impl_->pack_version = pack->version();

@@ -225,5 +225,58 @@ TEST_CASE("a text output reaches Lua extractors as a string; bad input reaches n
   CHECK(bad.errors[0]["code"] == "too_deep");
 }
 
+// The pack's limits.max_depth is the one depth limit: an output the pack
+// accepts (here 100 levels, over the default 64) reaches its Lua extractors
+// whole, and the limit still holds one level further.
+TEST_CASE("a pack's max_depth reaches its Lua extractors", "[extract][lua]") {
+  auto p = RulePack::FromFiles({{"pack.json", kPackJson},
+                                {"extract.json", R"({"tools": {}, "limits": {"max_depth": 100}})"},
+                                {"deep.lua", R"(
+extractor {
+  id = "deep.leaf",
+  tools = {"get_deep"},
+  extract = function(output, call)
+    local node, depth = output, 1
+    while type(node) == "table" and node.next ~= nil do node, depth = node.next, depth + 1 end
+    return {{category = "fact", key = "deep.leaf", value = node.leaf .. "@" .. depth}}
+  end,
+}
+)"}});
+  INFO((p.has_value() ? std::string() : p.error().ToString()));
+  REQUIRE(p.has_value());
+  CHECK(p.value()->max_json_depth() == 100);
+  auto checker = PolicyChecker::Create(p.value());
+  REQUIRE(checker.has_value());
+  auto rules = ExtractionRules::FromPack(*p.value());
+  REQUIRE(rules.has_value());
+  Extractor extractor(rules.value(), ExtractorOptions{.checker = checker->get()});
+  auto nested = [](int levels) {
+    std::string text;
+    for (int i = 1; i < levels; ++i) text += R"({"next": )";
+    text += R"({"leaf": "bottom"})";
+    text += std::string(levels - 1, '}');
+    return text;
+  };
+
+  Extraction e = extractor.ExtractToolOutput(Call("get_deep"), nested(100));
+  INFO(json(e.errors).dump());
+  REQUIRE(e.errors.empty());
+  REQUIRE(e.updates.size() == 1);
+  CHECK(e.updates[0].value == "bottom@100");
+
+  Extraction too_deep = extractor.ExtractToolOutput(Call("get_deep"), nested(101));
+  CHECK(too_deep.updates.empty());
+  REQUIRE(too_deep.errors.size() == 1);
+  CHECK(too_deep.errors[0]["code"] == "too_deep");
+}
+
+TEST_CASE("a pack's max_depth out of range is refused when the pack loads", "[extract][lua]") {
+  auto p = RulePack::FromFiles(
+      {{"pack.json", kPackJson}, {"extract.json", R"({"limits": {"max_depth": 513}})"}});
+  REQUIRE_FALSE(p.has_value());
+  CHECK(p.error().code() == StatusCode::kInvalidArgument);
+  CHECK(p.error().message().find("max_depth must be an integer in 1..512") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace taskledger

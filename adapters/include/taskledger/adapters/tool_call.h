@@ -15,11 +15,13 @@
 #include <string>
 #include <vector>
 
+#include "taskledger/base/json_depth.h"
+
 namespace taskledger {
 
 // Arguments nested deeper than this are refused: rules, codecs and renderers
 // walk them recursively.
-inline constexpr int kMaxArgumentDepth = 64;
+inline constexpr int kMaxArgumentDepth = kDefaultMaxJsonDepth;
 
 struct ToolCall {
   std::string id;    // the vendor's call id; for MCP the JSON-RPC request id as text

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "taskledger/base/json_depth.h"
 #include "taskledger/base/status.h"
 
 namespace taskledger {
@@ -25,8 +26,8 @@ class RulePack;
 
 // Limits applied to every tool output and user message before it is parsed.
 struct ExtractionLimits {
-  size_t max_output_bytes = 1u << 20;  // larger outputs yield no updates
-  int max_depth = 64;                  // deeper JSON nesting yields no updates
+  size_t max_output_bytes = 1u << 20;    // larger outputs yield no updates
+  int max_depth = kDefaultMaxJsonDepth;  // deeper JSON nesting yields no updates
   // Longest text (user message, non-JSON output) run through regular
   // expressions. glibc's regexec tries every start position, so an unanchored
   // pattern like an e-mail address costs O(n^2) on adversarial text (8 KiB:

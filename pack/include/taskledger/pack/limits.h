@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "taskledger/base/json_depth.h"
+
 namespace taskledger {
 
 struct CheckerLimits {
@@ -22,6 +24,11 @@ struct CheckerLimits {
   size_t pattern_max_subject = 64u << 10;
   size_t pattern_max_pattern = 256;
   double pattern_max_work = 2e7;
+  // How deep a JSON value crossing into or out of Lua may nest (tool
+  // outputs given to extractors, call arguments, values rules return).
+  // PolicyChecker::Create raises it to the pack's max_json_depth(), so a pack
+  // whose extract.json accepts deeper outputs has Lua extractors that do too.
+  int max_json_depth = kDefaultMaxJsonDepth;
 };
 
 }  // namespace taskledger

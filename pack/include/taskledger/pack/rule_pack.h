@@ -23,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "taskledger/base/json_depth.h"
 #include "taskledger/base/status.h"
 
 namespace taskledger {
@@ -86,6 +87,9 @@ class RulePack {
   const nlohmann::json& manifest() const { return manifest_; }
   // extract.json, parsed; nullptr if the pack has none.
   const nlohmann::json* extract_spec() const { return extract_ ? &*extract_ : nullptr; }
+  // extract.json's limits.max_depth (kDefaultMaxJsonDepth without one): how
+  // deep the JSON values the pack's extraction and Lua code see may nest.
+  int max_json_depth() const { return max_json_depth_; }
   // tests/*.json, parsed, by relative path.
   const std::map<std::string, nlohmann::json>& tests() const { return tests_; }
 
@@ -115,6 +119,7 @@ class RulePack {
   std::vector<std::string> read_only_;
   std::vector<std::string> writes_;
   bool allow_unknown_ = false;
+  int max_json_depth_ = kDefaultMaxJsonDepth;
   std::vector<RuleInfo> rules_;
   std::vector<ExtractorInfo> extractors_;
 };

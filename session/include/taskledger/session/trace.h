@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "taskledger/base/json_depth.h"
 #include "taskledger/base/status.h"
 
 namespace taskledger {
@@ -50,7 +51,7 @@ struct TraceConversation {
 
 struct TraceLimits {
   size_t max_line_bytes = 16u << 20;
-  int max_depth = 64;
+  int max_depth = kDefaultMaxJsonDepth;
   size_t max_events = 100'000;
 };
 

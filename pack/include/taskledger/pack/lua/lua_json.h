@@ -20,8 +20,6 @@
 
 namespace taskledger::lua {
 
-inline constexpr int kMaxJsonDepth = 64;
-
 // Pushes `v` as read-only proxies (objects and arrays) or plain scalars. JSON
 // null becomes nil.
 void PushReadOnly(lua_State* L, const nlohmann::json& v, int depth = 0);
@@ -31,7 +29,7 @@ void PushCopy(lua_State* L, const nlohmann::json& v, int depth = 0);
 void WrapReadOnly(lua_State* L, int idx);
 bool IsReadOnlyProxy(lua_State* L, int idx);
 // Converts the Lua value at `idx` (plain tables or proxies) to JSON. Raises on
-// functions, userdata, cycles / depth over kMaxJsonDepth, NaN or infinity,
+// functions, userdata, cycles / depth over the sandbox's max_json_depth, NaN or infinity,
 // invalid UTF-8 and tables mixing array and string keys. An empty table is [].
 nlohmann::json ToJson(lua_State* L, int idx, int depth = 0);
 

@@ -83,18 +83,6 @@ bool DecodeProvenance(Reader& r, Provenance& p) {
   return true;
 }
 
-std::string_view OpName(UpdateOp op) {
-  switch (op) {
-    case UpdateOp::kSet:
-      return "set";
-    case UpdateOp::kRemove:
-      return "remove";
-    case UpdateOp::kExpire:
-      return "expire";
-  }
-  return "set";
-}
-
 template <class T, class F>
 Status DecodeArray(const json& j, const char* name, std::vector<T>& out, F decode) {
   auto it = j.find(name);
@@ -135,7 +123,7 @@ Result<Entry> DecodeEntry(const json& j) {
 
 json EncodeUpdate(const Update& u) {
   json j = json::object();
-  j["op"] = OpName(u.op);
+  j["op"] = UpdateOpName(u.op);
   j["category"] = CategoryName(u.category);
   j["key"] = u.key;
   if (u.op == UpdateOp::kSet) j["value"] = u.value;
@@ -158,16 +146,12 @@ Result<Update> DecodeUpdate(const json& j) {
   auto c = ParseCategory(category);
   if (!c) return Status::Corruption("update: unknown category '" + category + "'");
   u.category = *c;
-  if (op == "set") {
-    u.op = UpdateOp::kSet;
+  std::optional<UpdateOp> parsed = ParseUpdateOp(op);
+  if (!parsed) return Status::Corruption("update: unknown op '" + op + "'");
+  u.op = *parsed;
+  if (u.op == UpdateOp::kSet) {
     if (!j.contains("value")) return Status::Corruption("update: 'set' without 'value'");
     u.value = j["value"];
-  } else if (op == "remove") {
-    u.op = UpdateOp::kRemove;
-  } else if (op == "expire") {
-    u.op = UpdateOp::kExpire;
-  } else {
-    return Status::Corruption("update: unknown op '" + op + "'");
   }
   return u;
 }

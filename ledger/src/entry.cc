@@ -1,4 +1,5 @@
-// Names of categories and source kinds, as rules, codecs and renderers write them.
+// Names of categories, source kinds and update ops, as rules, codecs and
+// renderers write them.
 #include "taskledger/ledger/entry.h"
 
 namespace taskledger {
@@ -15,6 +16,25 @@ std::string_view CategoryName(Category c) {
       return "condition";
   }
   return "fact";
+}
+
+std::string_view UpdateOpName(UpdateOp op) {
+  switch (op) {
+    case UpdateOp::kSet:
+      return "set";
+    case UpdateOp::kRemove:
+      return "remove";
+    case UpdateOp::kExpire:
+      return "expire";
+  }
+  return "set";
+}
+
+std::optional<UpdateOp> ParseUpdateOp(std::string_view name) {
+  for (UpdateOp op : {UpdateOp::kSet, UpdateOp::kRemove, UpdateOp::kExpire}) {
+    if (UpdateOpName(op) == name) return op;
+  }
+  return std::nullopt;
 }
 
 std::optional<Category> ParseCategory(std::string_view name) {

@@ -144,18 +144,6 @@ class CborWriter {
   std::string& out_;
 };
 
-std::string_view OpName(UpdateOp op) {
-  switch (op) {
-    case UpdateOp::kSet:
-      return "set";
-    case UpdateOp::kRemove:
-      return "remove";
-    case UpdateOp::kExpire:
-      return "expire";
-  }
-  return "set";
-}
-
 // Members are written in the byte-wise order of their names, which is the
 // order nlohmann's std::map-backed objects serialise in; each comment lists
 // the full member set of the record in that order.
@@ -204,7 +192,7 @@ void WriteUpdate(CborWriter& w, const Update& u) {
   w.Key<"key">();
   w.Text(u.key);
   w.Key<"op">();
-  w.Text(OpName(u.op));
+  w.Text(UpdateOpName(u.op));
   ProvenanceUpToTurn(w, u.provenance);
   if (set) {
     w.Key<"value">();

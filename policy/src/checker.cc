@@ -66,19 +66,17 @@ Result<Update> UpdateFromJson(const nlohmann::json& u, const SharedString& sourc
   }
   out.key = key->get<std::string>();
   std::string op = u.value("op", std::string("set"));
-  if (op == "set") {
-    out.op = UpdateOp::kSet;
+  std::optional<UpdateOp> parsed = ParseUpdateOp(op);
+  if (!parsed) {
+    return Status::InvalidArgument("update op must be set, remove or expire, not '" + op + "'");
+  }
+  out.op = *parsed;
+  if (out.op == UpdateOp::kSet) {
     auto v = u.find("value");
     if (v == u.end() || v->is_null()) {
       return Status::InvalidArgument("update of '" + out.key + "' has no value (op set)");
     }
     out.value = *v;
-  } else if (op == "remove") {
-    out.op = UpdateOp::kRemove;
-  } else if (op == "expire") {
-    out.op = UpdateOp::kExpire;
-  } else {
-    return Status::InvalidArgument("update op must be set, remove or expire, not '" + op + "'");
   }
   if (auto t = u.find("expire_turns"); t != u.end()) {
     if (!t->is_number_integer() || t->get<int64_t>() < 1) {

@@ -64,6 +64,10 @@ struct Entry {
 };
 
 enum class UpdateOp { kSet = 0, kRemove = 1, kExpire = 2 };
+// "set", "remove", "expire": the one spelling of update ops, for the turn
+// codec, the Redis records and the updates Lua extractors return.
+std::string_view UpdateOpName(UpdateOp op);
+std::optional<UpdateOp> ParseUpdateOp(std::string_view name);
 
 // One change to the ledger, staged in a turn and applied when the turn commits.
 struct Update {

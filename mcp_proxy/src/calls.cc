@@ -1,5 +1,5 @@
 // GatingProxy: one tools/call through the gate, the command ledger and the
-// server, then into the ledger (see mcp_proxy.h).
+// server, then into the ledger (see taskledger/mcp_proxy/proxy.h).
 //
 // The call runs inside Session::HandleToolCall, whose executor forwards it and
 // pumps the proxy's loop until the server answers: messages keep flowing both

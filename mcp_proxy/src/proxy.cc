@@ -1,5 +1,5 @@
 // GatingProxy's loop: one poll over the client's and the server's pipes, and
-// the routing of each message (see mcp_proxy.h for what is intercepted).
+// the routing of each message (see taskledger/mcp_proxy/proxy.h for what is intercepted).
 #include "taskledger/mcp_proxy/proxy.h"
 
 #include <fcntl.h>

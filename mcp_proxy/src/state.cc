@@ -1,6 +1,6 @@
 // GatingProxy: the task state as an MCP resource and prompt, and the server
 // results the proxy amends to offer them (initialize, resources/list,
-// prompts/list). See mcp_proxy.h.
+// prompts/list). See taskledger/mcp_proxy/proxy.h.
 #include "internal/impl.h"
 
 namespace taskledger::mcp {

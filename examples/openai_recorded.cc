@@ -97,9 +97,8 @@ int main(int argc, char** argv) {
       results.push_back(e.ToResult());
     }
     for (const ToolCall& c : parsed->calls) {
-      ProposedCall call{c.id, c.name, c.arguments};
-      CallResult r = s.HandleToolCall(call, FakeBackend);
-      std::cout << "assistant calls " << c.name << " " << c.arguments.dump() << " -> "
+      CallResult r = s.HandleToolCall(c, FakeBackend);
+      std::cout << "assistant calls " << c.tool << " " << c.arguments.dump() << " -> "
                 << OutcomeName(r.decision.outcome)
                 << (r.decision.rule_id.empty() ? "" : " [" + r.decision.rule_id + "]") << "\n";
       (r.executed ? executed : blocked)++;

@@ -39,7 +39,7 @@ void CheckCalls(const ParsedCalls& parsed) {
                   "call arguments are not an object: " + Show(c.arguments));
     TL_FUZZ_CHECK(Depth(c.arguments) <= kMaxArgumentDepth,
                   "arguments deeper than kMaxArgumentDepth");
-    TL_FUZZ_CHECK(!c.name.empty(), "an accepted call without a tool name");
+    TL_FUZZ_CHECK(!c.tool.empty(), "an accepted call without a tool name");
   }
   for (const CallError& e : parsed.errors) {
     const ToolResult r = e.ToResult();

@@ -76,7 +76,7 @@ nlohmann::json ProduceCalls(const std::vector<ToolCall>& calls) {
   nlohmann::json content = nlohmann::json::array();
   for (const ToolCall& c : calls) {
     content.push_back(
-        {{"type", "tool_use"}, {"id", c.id}, {"name", c.name}, {"input", c.arguments}});
+        {{"type", "tool_use"}, {"id", c.id}, {"name", c.tool}, {"input", c.arguments}});
   }
   return {{"role", "assistant"}, {"content", std::move(content)}};
 }

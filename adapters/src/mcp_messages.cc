@@ -91,7 +91,7 @@ nlohmann::json ProduceToolsCall(const nlohmann::json& request_id, const ToolCall
   return {{"jsonrpc", "2.0"},
           {"id", request_id},
           {"method", "tools/call"},
-          {"params", {{"name", call.name}, {"arguments", call.arguments}}}};
+          {"params", {{"name", call.tool}, {"arguments", call.arguments}}}};
 }
 
 Result<ParsedResponse> ParseToolsCallResult(const nlohmann::json& response) {

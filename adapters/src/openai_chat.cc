@@ -84,7 +84,7 @@ nlohmann::json ProduceCalls(const std::vector<ToolCall>& calls) {
   for (const ToolCall& c : calls) {
     tool_calls.push_back({{"id", c.id},
                           {"type", "function"},
-                          {"function", {{"name", c.name}, {"arguments", Dump(c.arguments)}}}});
+                          {"function", {{"name", c.tool}, {"arguments", Dump(c.arguments)}}}});
   }
   return {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", std::move(tool_calls)}};
 }

@@ -85,7 +85,7 @@ nlohmann::json ProduceCalls(const std::vector<ToolCall>& calls) {
   for (const ToolCall& c : calls) {
     items.push_back({{"type", "function_call"},
                      {"call_id", c.id},
-                     {"name", c.name},
+                     {"name", c.tool},
                      {"arguments", Dump(c.arguments)}});
   }
   return items;

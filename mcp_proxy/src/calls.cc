@@ -76,8 +76,7 @@ void GatingProxy::Impl::HandleToolsCall(const QueuedCall& queued) {
     SendToClient(ProduceToolsCallResult(request_id, parsed->calls.errors.front().ToResult()));
     return;
   }
-  const ToolCall& tc = parsed->calls.calls.front();
-  const ProposedCall call{tc.id, tc.name, tc.arguments};
+  const ToolCall& call = parsed->calls.calls.front();
   const bool writes = session.pack().Classify(call.tool) != ToolClass::kReadOnly;
   const std::string key = request_id.dump();
 

@@ -189,7 +189,7 @@ CallResult Session::HandleToolCall(const ProposedCall& call, const ToolExecutor&
   }
   result.message = OutputText(output->output);
   result.message_is_error = output->error;
-  Status recorded = RecordToolOutput(call, *output);
+  Status recorded = RecordOutput(call, *output, writes);
   result.output = std::move(output).value();
   if (!recorded.ok()) {
     // The ledger refused an extracted update (it never should for extractor
@@ -204,7 +204,10 @@ CallResult Session::HandleToolCall(const ProposedCall& call, const ToolExecutor&
 }
 
 Status Session::RecordToolOutput(const ProposedCall& call, const ToolOutput& output) {
-  const bool writes = pack_->Classify(call.tool) != ToolClass::kReadOnly;
+  return RecordOutput(call, output, pack_->Classify(call.tool) != ToolClass::kReadOnly);
+}
+
+Status Session::RecordOutput(const ProposedCall& call, const ToolOutput& output, bool writes) {
   Status staged =
       StageExtraction(*ledger_, extractor_->ExtractParsedToolOutput(call, output.output));
   ledger_->StageCall(CallRecord{ledger_->turn(), call.id, call.tool, call.arguments, writes,

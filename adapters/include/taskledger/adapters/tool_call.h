@@ -1,5 +1,6 @@
-// Vendor-neutral tool calls and results, the common currency of the message
-// adapters (openai_chat.h, openai_responses.h, anthropic.h, mcp_messages.h).
+// Vendor-neutral tool calls (ToolCall, base/tool_call.h) and results, the
+// common currency of the message adapters (openai_chat.h, openai_responses.h,
+// anthropic.h, mcp_messages.h).
 //
 // An adapter turns a vendor's assistant message into ParsedCalls: the calls
 // that can be gated and executed, and a CallError for each call whose
@@ -16,19 +17,13 @@
 #include <vector>
 
 #include "taskledger/base/json_depth.h"
+#include "taskledger/base/tool_call.h"
 
 namespace taskledger {
 
 // Arguments nested deeper than this are refused: rules, codecs and renderers
 // walk them recursively.
 inline constexpr int kMaxArgumentDepth = kDefaultMaxJsonDepth;
-
-struct ToolCall {
-  std::string id;    // the vendor's call id; for MCP the JSON-RPC request id as text
-  std::string name;  // the tool (function) name
-  nlohmann::json arguments = nlohmann::json::object();  // always an object
-  bool operator==(const ToolCall&) const = default;
-};
 
 struct ToolResult {
   std::string call_id;

@@ -189,6 +189,9 @@ class Session {
           std::unique_ptr<PolicyChecker> owned_checker, PolicyChecker* checker,
           std::unique_ptr<Extractor> extractor, const Clock& clock, const SessionOptions& options);
   void ConsumeConfirmation(const ProposedCall& call);
+  // RecordToolOutput with the tool's class already known (HandleToolCall has
+  // it from the decision, so a call is classified once).
+  Status RecordOutput(const ProposedCall& call, const ToolOutput& output, bool writes);
   void RestoreConfirmation(const Entry& confirmation);
   // Commits the turn before a write runs; on failure restores the
   // confirmation and turns `result` into a store denial.

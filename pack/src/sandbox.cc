@@ -34,8 +34,23 @@ struct ProtectedCtx {
   void* body;
 };
 
+// The registry names of the verdicts' metatable and of the one allow() value.
+constexpr const char* kVerdictMeta = "taskledger.verdict";
+constexpr const char* kAllowVerdict = "taskledger.allow";
+
+// A verdict's userdata block; its text is the userdata's first user value.
+struct VerdictBlock {
+  const char* token;
+};
+
+void PushNewVerdict(lua_State* L, const char* token) {
+  auto* block = static_cast<VerdictBlock*>(lua_newuserdatauv(L, sizeof(VerdictBlock), 1));
+  block->token = token;
+  luaL_setmetatable(L, kVerdictMeta);
+}
+
 int VerdictAllow(lua_State* L) {
-  lua_pushlightuserdata(L, const_cast<char*>(&kAllowToken));
+  lua_getfield(L, LUA_REGISTRYINDEX, kAllowVerdict);
   return 1;
 }
 
@@ -44,9 +59,37 @@ int VerdictWithText(lua_State* L, const char* token, const char* fn, const char*
     RaiseError(L, std::string(fn) + "() needs a non-empty " + what + " string");
   }
   lua_settop(L, 1);
-  lua_pushlightuserdata(L, const_cast<char*>(token));
-  lua_insert(L, 1);
-  return 2;
+  PushNewVerdict(L, token);
+  lua_pushvalue(L, 1);
+  lua_setiuservalue(L, -2, 1);
+  return 1;
+}
+
+// tostring(verdict): "deny: <reason>", "allow".
+int VerdictToString(lua_State* L) {
+  std::optional<Verdict> v = ReadVerdict(L, 1);
+  if (!v) return 0;
+  const char* name = v->token == &kAllowToken  ? "allow"
+                     : v->token == &kDenyToken ? "deny"
+                     : v->token == &kApprovalToken ? "require_approval"
+                                                   : "confirm";
+  if (v->text.empty()) {
+    lua_pushstring(L, name);
+  } else {
+    lua_pushfstring(L, "%s: %s", name, std::string(v->text).c_str());
+  }
+  return 1;
+}
+
+void InstallVerdicts(lua_State* L) {
+  luaL_newmetatable(L, kVerdictMeta);
+  lua_pushliteral(L, "verdict");
+  lua_setfield(L, -2, "__metatable");
+  lua_pushcfunction(L, VerdictToString);
+  lua_setfield(L, -2, "__tostring");
+  lua_pop(L, 1);
+  PushNewVerdict(L, &kAllowToken);
+  lua_setfield(L, LUA_REGISTRYINDEX, kAllowVerdict);
 }
 
 int VerdictDeny(lua_State* L) {
@@ -315,6 +358,7 @@ void Sandbox::Setup(lua_State* L) {
   OpenLibrary(L, g, "utf8", luaopen_utf8, {});
   lua_settop(L, g);
 
+  InstallVerdicts(L);
   lua_pushcfunction(L, VerdictAllow);
   lua_setfield(L, g, "allow");
   lua_pushcfunction(L, VerdictDeny);
@@ -417,6 +461,19 @@ Status Sandbox::Call(int nargs, int nresults) {
 void Sandbox::Recover() {
   DisarmBudget();
   lua_gc(L_, LUA_GCCOLLECT);
+}
+
+std::optional<Verdict> ReadVerdict(lua_State* L, int idx) {
+  auto* block = static_cast<VerdictBlock*>(luaL_testudata(L, idx, kVerdictMeta));
+  if (block == nullptr) return std::nullopt;
+  Verdict v{block->token, {}};
+  if (lua_getiuservalue(L, idx, 1) == LUA_TSTRING) {
+    size_t n = 0;
+    const char* s = lua_tolstring(L, -1, &n);
+    v.text = std::string_view(s, n);  // the userdata keeps the string alive
+  }
+  lua_pop(L, 1);
+  return v;
 }
 
 }  // namespace taskledger::lua

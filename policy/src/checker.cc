@@ -173,31 +173,35 @@ void PolicyChecker::Impl::Decide(PolicyDecision& d, const ProposedCall& call,
     for (size_t k = 0; k < applicable.size(); ++k) {
       const lua::CompiledRule& rule = runtime->compiled->rules[applicable[k]];
       current = k;
+      const int top = lua_gettop(L);
       lua_rawgeti(L, LUA_REGISTRYINDEX, rule.ref);
       lua_pushvalue(L, call_idx);
       lua_pushvalue(L, ledger_idx);
-      lua_call(L, 2, 2);
+      lua_call(L, 2, LUA_MULTRET);
       // The rule caught the budget kill with pcall and still returned.
       if (sb.budget_tripped()) luaL_error(L, "budget exceeded");
-      std::optional<Outcome> o = lua_type(L, -2) == LUA_TLIGHTUSERDATA
-                                     ? TokenOutcome(lua_touserdata(L, -2))
-                                     : std::nullopt;
-      const Outcome out = o.value_or(Outcome::kDeny);
+      const int returned = lua_gettop(L) - top;
+      std::optional<lua::Verdict> verdict;
+      if (returned >= 1) verdict = lua::ReadVerdict(L, top + 1);
+      std::optional<Outcome> o = verdict ? TokenOutcome(verdict->token) : std::nullopt;
+      const Outcome out = o.value_or(Outcome::kDeny);  // luaL_error below does not return
       if (!o) {
         luaL_error(L,
                    "check returned %s; it must return allow(), deny(reason), "
                    "require_approval(reason) or confirm(question)",
-                   luaL_typename(L, -2));
+                   returned >= 1 ? luaL_typename(L, top + 1) : "nothing");
+      }
+      if (returned != 1) {
+        luaL_error(L,
+                   "check returned %d values; it must return exactly one verdict (a second "
+                   "value after allow()/deny(...) is a mistake in the rule)",
+                   returned);
       }
       RuleEvaluation& ev = d.rules.emplace_back();
       ev.rule_id = rule.id;
       ev.outcome = out;
-      if (out != Outcome::kAllow) {
-        size_t n = 0;
-        const char* s = lua_tolstring(L, -1, &n);
-        ev.reason = Truncate(std::string(s, n));
-      }
-      lua_pop(L, 2);
+      if (out != Outcome::kAllow) ev.reason = Truncate(std::string(verdict->text));
+      lua_settop(L, top);
       if (out == Outcome::kDeny) break;
     }
     current = kNone;

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -25,12 +26,22 @@
 
 namespace taskledger::lua {
 
-// Verdict tokens returned by allow()/deny()/...: light userdata Lua code can
-// not forge.
+// What allow()/deny()/require_approval()/confirm() return: ONE value (a
+// userdata with a locked metatable, which Lua code can neither forge nor
+// change) that carries its outcome token and its text, so a verdict can be
+// kept in a variable, passed to and returned from helpers without losing its
+// reason. allow() returns one shared value and allocates nothing.
 extern const char kAllowToken;
 extern const char kDenyToken;
 extern const char kApprovalToken;
 extern const char kConfirmToken;
+
+struct Verdict {
+  const char* token = nullptr;  // &kAllowToken, &kDenyToken, ...
+  std::string_view text;        // empty for allow(); valid while the value is on the stack
+};
+// The verdict at `idx`, or nullopt if the value there is not one.
+std::optional<Verdict> ReadVerdict(lua_State* L, int idx);
 
 class Sandbox {
  public:

@@ -12,6 +12,7 @@
 int main(int argc, char** argv) {
   using namespace taskledger::cli;
   CLI::App app{"taskledger: task state, a policy gate and crash-safe tool calls for agents"};
+  app.set_version_flag("--version", "taskledger " TASKLEDGER_VERSION);
   app.require_subcommand(1);
   app.fallthrough(false);
   int exit_code = kExitOk;

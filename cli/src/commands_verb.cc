@@ -205,8 +205,13 @@ void AddCommandsVerb(CLI::App& app, int& exit_code) {
   CLI::App* list = verb->add_subcommand(
       "list", "Commands by state: in_flight, uncertain, blocked, expired_lease, ...");
   list->add_option("--run", o->run, "Only this run");
+  std::vector<std::string> filters = {"in_flight", "expired", "expired_lease"};
+  for (int s = 0; s < kCommandStateCount; ++s) {
+    filters.emplace_back(CommandStateName(static_cast<CommandState>(s)));
+  }
   list->add_option("--state", o->state,
-                   "in_flight, uncertain, blocked, expired (leases), or a state name");
+                   "in_flight, uncertain, blocked, expired (leases), or a state name")
+      ->check(CLI::IsMember(filters));
   list->add_flag("--json", o->common.json, "Print machine-readable JSON");
   list->add_option("--store", o->common.store, "memory or a redis:// URL");
   list->add_option("--tenant", o->common.tenant, "Tenant");

@@ -1,8 +1,9 @@
 // `taskledger replay TRACE.jsonl --rules DIR`: drives every conversation of a
 // trace through a Session (extraction, the policy gate, the ledger), prints
 // each gated call's decision, and scores the decisions the trace labels.
-// Exit 1 on any mismatch with a label, 2 on bad usage, an unreadable trace
-// line under --strict, or a store error.
+// Exit 1 on any mismatch with a label; 2 on bad usage, a store error, or any
+// conversation that could not be read or replayed (at once under --strict;
+// after the others without it; never with --allow-unreadable).
 #include <unistd.h>
 
 #include <chrono>
@@ -33,6 +34,7 @@ struct ReplayOptions {
   std::string audit_html;
   bool prefix_given = false;  // --prefix on the command line, even empty
   bool strict = false;
+  bool allow_unreadable = false;
   bool quiet = false;
   uint64_t limit = 0;
 };
@@ -179,8 +181,15 @@ int RunReplay(ReplayOptions& o) {
     }
     PrintSummary(tally, seconds);
   }
-  // Skipped lines were reported on stderr; without --strict they do not
-  // change the verdict on the conversations that could be read.
+  // Skipped lines were reported on stderr with their file:line. A replay in
+  // CI must not pass on broken input, so they make the exit code 2 unless
+  // the user said they may be skipped.
+  if (tally.failed_conversations() > 0 && !o.allow_unreadable) {
+    std::cerr << "taskledger: " << tally.failed_conversations()
+              << " conversation(s) could not be replayed (see above); exit 2 "
+                 "(--allow-unreadable to score only the readable ones)\n";
+    return kExitUsage;
+  }
   return tally.all_as_expected() ? kExitOk : kExitCheckFailed;
 }
 
@@ -200,6 +209,10 @@ void AddReplayVerb(CLI::App& app, int& exit_code) {
       "Prefix for conversation ids in the store (default: run-unique for a durable store, so "
       "reruns do not conflict; none for memory)");
   verb->add_flag("--strict", options->strict, "Stop at the first unreadable trace line (exit 2)");
+  verb->add_flag("--allow-unreadable", options->allow_unreadable,
+                 "Skip conversations that cannot be read or replayed (reported on stderr) and "
+                 "exit 0/1 on the readable ones alone; without it any such conversation "
+                 "makes the exit code 2");
   verb->add_flag("-q,--quiet", options->quiet, "Print only mismatches and the summary");
   verb->add_option("--limit", options->limit, "Replay at most this many conversations");
   verb->add_option("--audit-html", options->audit_html,

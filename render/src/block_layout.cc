@@ -135,7 +135,13 @@ std::string EntryText(StateBlockFormat format, std::string_view key, const Entry
       return line;
     }
     case StateBlockFormat::kXml: {
-      std::string open = "<entry key=\"" + XmlEscape(KeyText(key), true) + "\"";
+      // The attribute's own quotes delimit the key: inside them, the key's
+      // JSON string escapes (so no control or separator is written raw),
+      // without JSON's quote marks.
+      const std::string quoted = QuotedText(key);
+      std::string open = "<entry key=\"" +
+                         XmlEscape(std::string_view(quoted).substr(1, quoted.size() - 2), true) +
+                         "\"";
       if (include_provenance) open += ProvenanceAttributes(p);
       return open + ">" + XmlEscape(ValueText(entry.value), false) + "</entry>";
     }

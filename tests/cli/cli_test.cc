@@ -72,17 +72,26 @@ TEST_CASE("a decision against the trace's label is a mismatch: listed, and exit 
 }
 
 TEST_CASE(
-    "an unreadable trace line is reported with file:line and skipped, or fatal with --strict") {
+    "an unreadable trace line is reported with file:line, the replay goes on and exits 2, "
+    "fatal at once with --strict, skipped with --allow-unreadable") {
   std::string trace =
       TraceFile("bad.jsonl", ShopTraceLine("a") + "\n{not json\n" +
                                  R"({"conversation":"x","events":[{"type":"shout"}]})" + "\n" +
                                  ShopTraceLine("b") + "\n");
-  CliRun lenient = RunCli({"replay", trace, "--rules", Pack(), "--json", "-q"});
+  CliRun plain = RunCli({"replay", trace, "--rules", Pack(), "--json", "-q"});
+  INFO(plain.out << plain.err);
+  CHECK(plain.exit_code == 2);  // a CI job replaying broken traces must not pass
+  CHECK_THAT(plain.err, Catch::Contains(trace + ":2:"));
+  CHECK_THAT(plain.err, Catch::Contains(trace + ":3:") && Catch::Contains("unknown type"));
+  CHECK_THAT(plain.err, Catch::Contains("2 conversation(s) could not be replayed"));
+  CHECK(plain.LastJson()["conversations"] == 2);  // the readable ones were still replayed
+  CHECK(plain.LastJson()["failed_conversations"] == 2);
+
+  CliRun lenient =
+      RunCli({"replay", trace, "--rules", Pack(), "--json", "-q", "--allow-unreadable"});
   INFO(lenient.out << lenient.err);
   CHECK(lenient.exit_code == 0);
   CHECK_THAT(lenient.err, Catch::Contains(trace + ":2:"));
-  CHECK_THAT(lenient.err, Catch::Contains(trace + ":3:") && Catch::Contains("unknown type"));
-  CHECK(lenient.LastJson()["conversations"] == 2);
   CHECK(lenient.LastJson()["failed_conversations"] == 2);
 
   CliRun strict = RunCli({"replay", trace, "--rules", Pack(), "--strict"});
@@ -97,11 +106,23 @@ TEST_CASE("replay survives hostile input: deep nesting, binary junk, a huge line
   std::string junk("\x00\xff\xfe{\"conversation\":\x01}", 20);
   std::string trace =
       TraceFile("hostile.jsonl", deep + "\n" + junk + "\n" + ShopTraceLine("ok") + "\n");
-  CliRun r = RunCli({"replay", trace, "--rules", Pack(), "--json", "-q"});
+  CliRun r = RunCli({"replay", trace, "--rules", Pack(), "--json", "-q", "--allow-unreadable"});
   INFO(r.err);
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.err, Catch::Contains("deeper than"));
+  CHECK(RunCli({"replay", trace, "--rules", Pack(), "--json", "-q"}).exit_code == 2);
   CHECK(r.LastJson()["conversations"] == 1);
+}
+
+TEST_CASE(
+    "the CLI names its release with --version, and an unknown commands --state is a usage error") {
+  CliRun v = RunCli({"--version"});
+  CHECK(v.exit_code == 0);
+  CHECK_THAT(v.out, Catch::StartsWith("taskledger 0."));
+  CliRun bogus = RunCli({"commands", "list", "--state", "bogus"});
+  CHECK(bogus.exit_code == 2);
+  CHECK_THAT(bogus.err, Catch::Contains("bogus"));
+  CHECK(RunCli({"commands", "list", "--state", "uncertain"}).exit_code == 0);
 }
 
 TEST_CASE("usage and input errors exit 2, --help exits 0") {

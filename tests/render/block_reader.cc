@@ -212,9 +212,10 @@ ReadBlock ReadXml(std::string_view text, bool provenance) {
       if (!ok) return Fail("bad entity: " + line);
       ReadEntry e;
       e.section = kSections[section];
-      e.key = key_text.size() && key_text[0] == '"'
-                  ? nlohmann::json::parse(key_text).get<std::string>()
-                  : key_text;
+      // The attribute holds the key's JSON string escapes without the quotes.
+      const auto key = nlohmann::json::parse("\"" + key_text + "\"", nullptr, false);
+      if (!key.is_string()) return Fail("bad key: " + line);
+      e.key = key.get<std::string>();
       e.value = ValueFromText(value_text);
       if (provenance) e.provenance = line.substr(0, line.find('>'));
       block.entries.push_back(std::move(e));

@@ -98,6 +98,18 @@ TEST_CASE("values that are not plain words are written as JSON", "[render]") {
         "- note: \"said \\\"hi\\\"\"");
 }
 
+TEST_CASE("an XML key attribute holds the key itself, escaped, without JSON quote marks",
+          "[render]") {
+  LedgerState s;
+  s.of(Category::kFact)["order.#W7602708.status"] = Make("delivered");
+  s.of(Category::kFact)["say \"hi\"\n<now>"] = Make(1);
+  CHECK(Render(s, {StateBlockFormat::kXml}) ==
+        "<task_state version=\"0\">\n<facts>\n"
+        "<entry key=\"order.#W7602708.status\">delivered</entry>\n"
+        "<entry key=\"say \\&quot;hi\\&quot;\\n\\u003cnow\\u003e\">1</entry>\n"
+        "</facts>\n</task_state>");
+}
+
 TEST_CASE("an empty state still renders a well-formed block", "[render]") {
   LedgerState s;
   CHECK(Render(s) == "Current Task State:\n(no entries)");

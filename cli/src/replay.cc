@@ -48,6 +48,13 @@ std::string RunUniquePrefix() {
          std::to_string(::getpid()) + "/";
 }
 
+// "run1" + "retail-7" is "run1/retail-7": a prefix names a folder of
+// conversations; one that already ends in '/' is used as it is.
+std::string PrefixedId(const std::string& prefix, const std::string& conversation) {
+  if (prefix.empty() || prefix.back() == '/') return prefix + conversation;
+  return prefix + "/" + conversation;
+}
+
 void PrintDecision(const ReplayOptions& o, const std::string& conversation, const ReplayedCall& c) {
   if (o.quiet || c.read_only) return;
   std::string verdict;
@@ -71,14 +78,23 @@ void PrintDecision(const ReplayOptions& o, const std::string& conversation, cons
   }
   std::cout << conversation << " " << c.call_id << " " << c.tool << " -> "
             << OutcomeName(c.outcome);
-  if (!c.rule_id.empty()) std::cout << " [" << c.rule_id << "]";
+  if (c.outcome == Outcome::kAllow) {
+    // An allow has no single deciding rule: every applicable rule passed.
+    std::cout << (c.rules_evaluated == 0 ? " [no rule applies]"
+                  : c.rules_evaluated == 1
+                      ? " [1 rule passed]"
+                      : " [all " + std::to_string(c.rules_evaluated) + " rules passed]");
+  } else if (!c.rule_id.empty()) {
+    std::cout << " [" << c.rule_id << "]";
+  }
   std::cout << " @v" << c.version_seen;
   if (!c.reason.empty()) std::cout << ": " << c.reason;
   if (!verdict.empty()) std::cout << " (" << verdict << ")";
   std::cout << "\n";
 }
 
-void PrintSummary(const ReplayTally& t, double seconds) {
+void PrintSummary(const ReplayTally& t, double seconds, const std::string& prefix) {
+  if (!prefix.empty()) std::cout << "stored under: " << prefix << "\n";
   std::cout << "conversations: " << t.conversations() << "  calls: " << t.calls()
             << "  events: " << t.events() << "  (" << static_cast<uint64_t>(t.events() / seconds)
             << " events/s)\n";
@@ -127,7 +143,7 @@ int RunReplay(ReplayOptions& o) {
         continue;
       }
       const TraceConversation& trace = *line->conversation;
-      ConversationId id{o.common.tenant, o.prefix + trace.conversation};
+      ConversationId id{o.common.tenant, PrefixedId(o.prefix, trace.conversation)};
       auto session = Session::Open(*store, id, *pack, session_options);
       if (!session) return ReportError(where + ": cannot open session", session.error());
       if ((*session)->ledger().version() != 0) {
@@ -179,7 +195,7 @@ int RunReplay(ReplayOptions& o) {
                   << m.decision << (m.rule.empty() ? "" : " by " + m.rule) << "\n";
       }
     }
-    PrintSummary(tally, seconds);
+    PrintSummary(tally, seconds, o.prefix);
   }
   // Skipped lines were reported on stderr with their file:line. A replay in
   // CI must not pass on broken input, so they make the exit code 2 unless

@@ -55,6 +55,7 @@ Result<ConversationReplay> ReplayEvents(Session& session, std::span<const TraceE
         }
         rc.outcome = r.decision.outcome;
         rc.rule_id = r.decision.rule_id;
+        rc.rules_evaluated = r.decision.rules.size();
         rc.reason = r.decision.reason;
         rc.read_only = r.decision.read_only;
         rc.executed = r.executed;

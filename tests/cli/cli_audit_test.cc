@@ -128,6 +128,25 @@ TEST_CASE("audit reads back a replay from Redis in another process", "[redis]") 
   CHECK((*s)->DropConversation({tenant, conv}).ok());
 }
 
+TEST_CASE("replay --prefix names a folder of conversations, and the text summary says where",
+          "[redis]") {
+  const std::string url = SharedRedisUrl();
+  const std::string tenant = "cli-prefix-" + std::to_string(::getpid());
+  const std::string trace = TempDir() + "/" + tenant + ".jsonl";
+  WriteFile(trace, ShopTraceLine("conv-1") + "\n");
+  CliRun r = RunCli(
+      {"replay", trace, "--rules", Pack(), "--store", url, "--tenant", tenant, "--prefix", "run1"});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("stored under: run1\n"));
+  // An allow names no single rule: it says how many applicable rules passed.
+  CHECK_THAT(r.out, Catch::Contains("-> allow [") && Catch::Contains("passed]"));
+  CliRun list = RunCli({"audit", "list", "--json", "--store", url, "--tenant", tenant});
+  REQUIRE(list.exit_code == 0);
+  REQUIRE(list.LastJson()["conversations"].size() == 1);
+  CHECK(list.LastJson()["conversations"][0]["conversation"] == "run1/conv-1");
+}
+
 TEST_CASE("the audit page holds a timeline with the blocked call marked", "[redis]") {
   const std::string url = SharedRedisUrl();
   const std::string tenant = "cli-html-" + std::to_string(::getpid());

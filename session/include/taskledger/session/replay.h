@@ -37,8 +37,9 @@ struct ReplayedCall {
   std::string tool;
   nlohmann::json arguments;
   Outcome outcome = Outcome::kDeny;
-  std::string rule_id;
+  std::string rule_id;  // the deciding rule (for an allow: the first of those that passed)
   std::string reason;
+  size_t rules_evaluated = 0;  // rules that ran on the call (for an allow: all passed)
   bool read_only = false;
   bool executed = false;
   bool has_result = false;               // the trace held a result for it

@@ -225,6 +225,7 @@ void AddAuditVerb(CLI::App& app, int& exit_code) {
                    "Conversations for --html (default: all of the tenant)");
 
   auto run = [o, &exit_code](int (*fn)(const AuditOptions&, Store&)) {
+    NoteIfEphemeralStore(o->common);
     auto store = OpenStoreOrReport(o->common);
     exit_code = store ? fn(*o, *store) : kExitUsage;
   };

@@ -32,6 +32,13 @@ std::unique_ptr<Store> OpenStoreOrReport(const CommonOptions& options) {
   return std::move(store).value();
 }
 
+void NoteIfEphemeralStore(const CommonOptions& options) {
+  if (!options.store.empty() && options.store != "memory") return;
+  std::cerr << "taskledger: note: --store is the in-memory default, which starts empty in "
+               "every process; pass --store redis://HOST:PORT to read what another process "
+               "wrote\n";
+}
+
 int ReportError(std::string_view context, const Status& status) {
   std::cerr << "taskledger: " << context << ": " << status.ToString() << "\n";
   return kExitUsage;

@@ -32,6 +32,10 @@ void AddCommonOptions(CLI::App& verb, CommonOptions& options);
 
 // Opens the store named by --store; prints the error and returns nullptr on failure.
 std::unique_ptr<Store> OpenStoreOrReport(const CommonOptions& options);
+// For verbs that read what another process wrote (audit, metrics, render,
+// commands): on the in-memory default, a note on stderr that it starts empty
+// in every process and how to name a durable store. Nothing otherwise.
+void NoteIfEphemeralStore(const CommonOptions& options);
 
 // "taskledger: <context>: <status>" on stderr; returns kExitUsage.
 int ReportError(std::string_view context, const Status& status);

@@ -32,7 +32,10 @@ struct CommandsOptions {
 };
 
 Result<std::unique_ptr<CommandStore>> OpenCommands(const CommonOptions& o) {
-  if (o.store.empty() || o.store == "memory") return NewMemoryCommandStore();
+  if (o.store.empty() || o.store == "memory") {
+    NoteIfEphemeralStore(o);
+    return NewMemoryCommandStore();
+  }
   RedisOptions ro;
   ro.url = o.store;
   return OpenRedisCommandStore(ro);

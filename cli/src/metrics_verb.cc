@@ -109,6 +109,7 @@ std::string Format(const LedgerMetrics& m, const std::string& tenant) {
 }
 
 int RunMetrics(const CommonOptions& o) {
+  NoteIfEphemeralStore(o);
   auto store = OpenStoreOrReport(o);
   if (!store) return kExitUsage;
   LedgerMetrics m;

@@ -22,6 +22,7 @@ struct RenderOptions {
 };
 
 int RunRender(const RenderOptions& o) {
+  NoteIfEphemeralStore(o.common);
   auto store = OpenStoreOrReport(o.common);
   if (!store) return kExitUsage;
   const ConversationId id{o.common.tenant, o.conversation};

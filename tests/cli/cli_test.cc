@@ -125,6 +125,17 @@ TEST_CASE(
   CHECK(RunCli({"commands", "list", "--state", "uncertain"}).exit_code == 0);
 }
 
+TEST_CASE("reading verbs on the in-memory default say it starts empty in a new process") {
+  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
+           {"audit", "list"}, {"metrics"}, {"commands", "list"}}) {
+    CliRun r = RunCli(args);
+    INFO(args[0] << ": " << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.err, Catch::Contains("starts empty in every process") &&
+                          Catch::Contains("--store redis://"));
+  }
+}
+
 TEST_CASE("usage and input errors exit 2, --help exits 0") {
   CHECK(RunCli({"replay", "--help"}).exit_code == 0);
   CHECK_THAT(RunCli({"replay", "--help"}).out, Catch::Contains("--rules"));

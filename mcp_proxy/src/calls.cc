@@ -94,8 +94,9 @@ void GatingProxy::Impl::HandleToolsCall(const QueuedCall& queued) {
       spec.tool = c.tool;
       spec.target = TargetOf(c.arguments);
       spec.arguments = c.arguments;
-      const auto& decisions = session.pending().decisions;
-      if (!decisions.empty()) spec.decision = decisions.back();
+      // The decision this call was allowed by (already committed with the
+      // write-ahead turn, so no longer in the pending one).
+      spec.decision = session.last_decision();
       spec.pack_version = session.pack().version();
       ToolBinding binding;
       binding.lookup = options.lookup ? options.lookup : [](const Command&) {

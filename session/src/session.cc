@@ -100,6 +100,7 @@ CallResult Session::Check(const ProposedCall& call) {
   ctx.staged_seen = ledger_->staged_updates();
   result.decision_record = DecisionLogRecord(result.decision, call, ctx);
   ledger_->StageDecision(result.decision_record);
+  last_decision_ = result.decision_record;
   if (!result.decision.allowed()) {
     result.message = DenialMessage(call, result.decision);
     result.message_is_error = true;
@@ -164,6 +165,7 @@ void Session::DenyForStore(const ProposedCall& call, const Status& why, CallResu
   ctx.staged_seen = ledger_->staged_updates();
   result.decision_record = DecisionLogRecord(d, call, ctx);
   ledger_->StageDecision(result.decision_record);
+  last_decision_ = result.decision_record;
   result.message = DenialMessage(call, d);
   result.message_is_error = true;
 }

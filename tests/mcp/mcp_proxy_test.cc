@@ -273,6 +273,10 @@ TEST_CASE("an allowed write is reserved and leased before it runs and succeeds w
   CHECK((*commands)[0].target == target);
   CHECK((*commands)[0].state == CommandState::kSucceeded);
   CHECK((*commands)[0].attempts == 1);
+  // Each command carries the decision it was allowed by, naming the rule.
+  CHECK((*commands)[0].decision["decision"] == "allow");
+  CHECK((*commands)[0].decision["rule"] == "fake.no_forbidden");
+  CHECK((*commands)[0].decision["call_id"] == "1");
   CHECK((*commands)[1].state == CommandState::kFailed);
 }
 

@@ -183,6 +183,11 @@ class Session {
   const Clock& clock() const { return *clock_; }
   // Decision-log records and extraction errors staged in the current turn.
   const TurnRecord& pending() const { return ledger_->pending(); }
+  // The decision record of the last call checked (Check, Authorize,
+  // HandleToolCall), as staged into the turn: what an executor running under
+  // HandleToolCall was allowed by. pending() may no longer hold it, because a
+  // write's decision is committed before the write runs. Null before any.
+  const nlohmann::json& last_decision() const { return last_decision_; }
 
  private:
   Session(Store& store, std::unique_ptr<Ledger> ledger, std::shared_ptr<const RulePack> pack,
@@ -208,7 +213,8 @@ class Session {
   std::optional<ProposedCall> proposed_;
   bool commit_before_write_;
   StoreDownReads store_down_reads_;
-  bool wrote_ahead_ = false;  // a write-ahead commit happened since the last EndTurn
+  bool wrote_ahead_ = false;      // a write-ahead commit happened since the last EndTurn
+  nlohmann::json last_decision_;  // see last_decision()
 };
 
 // The text a model reads for a call the gate did not let through: the tool,

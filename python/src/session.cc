@@ -166,7 +166,10 @@ void RegisterSession(py::module_& m) {
                     "The tool's exception when on_error=\"return\", else None.")
       .def("__repr__", [](const PyCallResult& r) {
         return "<taskledger.CallResult " + r.call.id + " " + r.call.tool +
-               (r.result.executed ? " executed" : " blocked") + ">";
+               (r.result.executed             ? " executed"
+                : r.result.decision.allowed() ? " allowed"
+                                              : " blocked") +
+               ">";
       });
 
   py::class_<SessionOptions>(m, "SessionOptions", "Options of Session.open.")

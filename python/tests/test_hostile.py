@@ -138,3 +138,25 @@ def test_keyboard_interrupt_in_a_tool_still_records(session):
     with pytest.raises(KeyboardInterrupt):
         session.handle_tool_call("c1", "verify_identity", {}, interrupted)
     assert session.ledger.pending.calls[-1]["outcome"] == "error"
+
+
+@pytest.mark.parametrize("returned, message", [
+    (b"\xff\xfe", "bytes, which is not JSON"),
+    ("bad \udcff text", "not valid Unicode"),
+    (deep(300), "nests deeper than 256"),
+    ({"n": float("inf")}, "not JSON"),
+])
+def test_tool_outputs_that_are_not_json(session, returned, message):
+    with pytest.raises(taskledger.InvalidArgument, match=message) as err:
+        session.handle_tool_call("c1", "verify_identity", {}, lambda call: returned)
+    assert err.value.call_result.executed and err.value.call_result.is_error
+    assert session.ledger.pending.calls[-1]["outcome"] == "error"
+    assert session.end_turn() == 1
+    assert [c["outcome"] for c in session.ledger.head.calls] == ["ok", "error"]
+
+
+def test_deep_but_legal_output_is_kept_and_its_extraction_refused(session):
+    r = session.handle_tool_call("c1", "verify_identity", {}, lambda call: deep(100))
+    assert r.executed and not r.is_error
+    assert any("deeper" in e["message"] for e in session.ledger.pending.errors)
+    assert session.end_turn() == 1

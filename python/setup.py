@@ -65,6 +65,9 @@ class CMakeBuild(build_ext):
         target = pathlib.Path(self.get_ext_fullpath(ext.name))
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(built, target)
+        # A RelWithDebInfo build's module carries ~70 MB of debug info: not for a wheel.
+        if shutil.which("strip"):
+            subprocess.run(["strip", "--strip-debug", str(target)], check=True)
 
 
 setup(

@@ -188,20 +188,39 @@ void RegisterSession(py::module_& m) {
            py::kw_only(), "commit_before_write"_a = true, "store_down_reads"_a = "allow")
       .def_readonly("commit_before_write", &SessionOptions::commit_before_write);
 
+  // Every read takes the session like a call does: a state read while
+  // another thread runs a call on the session would race with it.
   py::class_<PyLedgerView>(m, "Ledger", "Read access to a session's ledger.")
       .def_property_readonly(
-          "version", [](const PyLedgerView& v) { return v.s->session->ledger().version(); },
+          "version",
+          [](const PyLedgerView& v) {
+            Busy busy(*v.s);
+            return v.s->session->ledger().version();
+          },
           "The last committed version.")
       .def_property_readonly("turn",
-                             [](const PyLedgerView& v) { return v.s->session->ledger().turn(); })
-      .def_property_readonly(
-          "head", [](const PyLedgerView& v) { return Snapshot(v.s->session->ledger().head()); })
+                             [](const PyLedgerView& v) {
+                               Busy busy(*v.s);
+                               return v.s->session->ledger().turn();
+                             })
+      .def_property_readonly("head",
+                             [](const PyLedgerView& v) {
+                               Busy busy(*v.s);
+                               return Snapshot(v.s->session->ledger().head());
+                             })
       .def_property_readonly(
           "working",
-          [](const PyLedgerView& v) { return Snapshot(v.s->session->ledger().working()); },
+          [](const PyLedgerView& v) {
+            Busy busy(*v.s);
+            return Snapshot(v.s->session->ledger().working());
+          },
           "Head plus what the current turn staged (what the policy sees).")
       .def_property_readonly(
-          "pending", [](const PyLedgerView& v) { return PyTurn{v.s->session->pending()}; },
+          "pending",
+          [](const PyLedgerView& v) {
+            Busy busy(*v.s);
+            return PyTurn{v.s->session->pending()};
+          },
           "The turn being built (decisions, calls, updates staged so far).")
       .def(
           "at",
@@ -229,6 +248,7 @@ void RegisterSession(py::module_& m) {
       .def(
           "turns",
           [](const PyLedgerView& v, uint64_t first, std::optional<uint64_t> last) {
+            Busy busy(*v.s);
             const Session& s = *v.s->session;
             uint64_t to = last.value_or(s.ledger().version());
             py::list out;

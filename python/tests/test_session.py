@@ -238,4 +238,4 @@ def test_the_gil_is_released_while_the_core_works(root, retail_pack):
     assert len(out["r"]) == 519
     # With the GIL held for the whole replay the loop would spin only between
     # the interpreter's 5 ms switch points (~50,000 spins here); it does ~7 million.
-    assert spins > 1_000_000
+    assert spins > 300_000

@@ -269,6 +269,17 @@ void RegisterCommands(py::module_& m) {
           },
           "run"_a, "command_key"_a, py::kw_only(), "actor"_a, "reason"_a, "tenant"_a = "default")
       .def(
+          "deny",
+          [](PyCommandLedger& l, const std::string& run, const std::string& key,
+             const std::string& actor, const std::string& reason, const std::string& tenant) {
+            auto lock = Enter(l.busy, "CommandLedger");
+            return Unwrap(Released([&] {
+              return l.ledger->Deny(RunId{tenant, run}, key, actor, reason);
+            }));
+          },
+          "run"_a, "command_key"_a, py::kw_only(), "actor"_a, "reason"_a, "tenant"_a = "default",
+          "A human refuses a blocked command: it is cancelled with the reason.")
+      .def(
           "cancel",
           [](PyCommandLedger& l, const std::string& run, const std::string& key,
              const std::string& actor, const std::string& reason, const std::string& tenant) {

@@ -80,8 +80,14 @@ def test_failed_approval_cancel_and_recover(command_store, run):
     assert b.state == "approved"
     b = ledger.cancel(run, b.command_key, actor="ops", reason="customer withdrew")
     assert b.state == "cancelled"
+    d = ledger.reserve(run=run, step="bigger", tool="wire", target="acct:9",
+                       arguments={"amount": 10**7}, requires_approval=True)
+    d = ledger.deny(run, d.command_key, actor="ops", reason="over the limit")
+    assert d.state == "cancelled"
+    assert d.to_dict()["approver"] == "ops"
+    assert d.to_dict()["approval_reason"] == "over the limit"
     report = ledger.recover(run)
-    assert report["done"] == 2 and report["ready"] == 0
+    assert report["done"] == 3 and report["ready"] == 0
     with pytest.raises(taskledger.NotFound):
         ledger.execute(run, "missing")
 

@@ -45,3 +45,15 @@ def test_auditor_reads_a_redis_conversation():
     assert "downgrade_subscription -> deny [subscription.identity_verified]" in out
     assert "downgrade_subscription -> allow" in out
     assert "verified" in out and "identity_verified" in out
+
+
+def test_the_readme_python_example(root):
+    # The README's 30-second example exactly as printed, run from the root.
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    code = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    p = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("blocked subscription.identity_verified - ")
+    assert "call verify_identity first" in p.stdout
+    assert "Current Task State:\nFacts:\n- subscription_status: grace_period\n" in p.stdout

@@ -11,6 +11,7 @@ PYBIND11_MODULE(_core, m) {
   taskledger::py::RegisterErrors(m);
   taskledger::py::RegisterLedger(m);
   taskledger::py::RegisterDecisions(m);
+  taskledger::py::RegisterLedgerView(m);
   taskledger::py::RegisterSession(m);
   taskledger::py::RegisterReplay(m);
   taskledger::py::RegisterAdapters(m);

@@ -1,5 +1,5 @@
-// Bindings of the agent loop: taskledger.Session, CallResult,
-// SessionOptions and the session's Ledger view.
+// Bindings of the agent loop: taskledger.Session, CallResult and
+// SessionOptions (the session's Ledger view is ledger_view.cc).
 //
 // Threads: one Session per thread, as in C++. A Session guards itself: a
 // second call entering while one is in flight (another thread, or a tool
@@ -16,6 +16,7 @@
 
 #include "convert.h"
 #include "objects.h"
+#include "py_session.h"
 #include "taskledger/adapters/tool_call.h"
 #include "taskledger/ledger/codec.h"
 #include "taskledger/session/session.h"
@@ -26,37 +27,11 @@ namespace {
 namespace py = pybind11;
 using namespace py::literals;
 
-struct PySession {
-  std::shared_ptr<Store> store;  // declared first: destroyed after the session
-  std::shared_ptr<const RulePack> pack;
-  std::unique_ptr<Session> session;
-  std::mutex busy;
-};
-
-struct PyLedgerView {
-  std::shared_ptr<PySession> s;
-};
-
 // What handle_tool_call / authorize / check return.
 struct PyCallResult {
   ProposedCall call;
   CallResult result;
   py::object error = py::none();  // the tool's exception, for on_error="return"
-};
-
-// Holds the session for one call; see the file comment.
-class Busy {
- public:
-  explicit Busy(PySession& s) : lock_(s.busy, std::try_to_lock) {
-    if (!lock_.owns_lock()) {
-      Raise(Status::FailedPrecondition(
-          "this Session is already running a call: use one Session per thread, and do not call "
-          "back into the session from inside a tool callable"));
-    }
-  }
-
- private:
-  std::unique_lock<std::mutex> lock_;
 };
 
 }  // namespace
@@ -75,8 +50,6 @@ ProposedCall MakeCall(py::handle call_id, py::handle tool, py::handle arguments)
 }
 
 namespace {
-
-PyState Snapshot(const LedgerState& s) { return PyState{std::make_shared<const LedgerState>(s)}; }
 
 // The status a tool's exception is recorded with.
 Status StatusOfToolError(const py::error_already_set& e, const std::string& tool) {
@@ -187,80 +160,6 @@ void RegisterSession(py::module_& m) {
            }),
            py::kw_only(), "commit_before_write"_a = true, "store_down_reads"_a = "allow")
       .def_readonly("commit_before_write", &SessionOptions::commit_before_write);
-
-  // Every read takes the session like a call does: a state read while
-  // another thread runs a call on the session would race with it.
-  py::class_<PyLedgerView>(m, "Ledger", "Read access to a session's ledger.")
-      .def_property_readonly(
-          "version",
-          [](const PyLedgerView& v) {
-            Busy busy(*v.s);
-            return v.s->session->ledger().version();
-          },
-          "The last committed version.")
-      .def_property_readonly("turn",
-                             [](const PyLedgerView& v) {
-                               Busy busy(*v.s);
-                               return v.s->session->ledger().turn();
-                             })
-      .def_property_readonly("head",
-                             [](const PyLedgerView& v) {
-                               Busy busy(*v.s);
-                               return Snapshot(v.s->session->ledger().head());
-                             })
-      .def_property_readonly(
-          "working",
-          [](const PyLedgerView& v) {
-            Busy busy(*v.s);
-            return Snapshot(v.s->session->ledger().working());
-          },
-          "Head plus what the current turn staged (what the policy sees).")
-      .def_property_readonly(
-          "pending",
-          [](const PyLedgerView& v) {
-            Busy busy(*v.s);
-            return PyTurn{v.s->session->pending()};
-          },
-          "The turn being built (decisions, calls, updates staged so far).")
-      .def(
-          "at",
-          [](const PyLedgerView& v, uint64_t version) {
-            Busy busy(*v.s);
-            auto st = [&] {
-              py::gil_scoped_release release;
-              return v.s->session->ledger().At(version);
-            }();
-            return PyState{std::make_shared<const LedgerState>(Unwrap(std::move(st)))};
-          },
-          "version"_a, "The state at a past version (NotFound past the head).")
-      .def(
-          "diff",
-          [](const PyLedgerView& v, uint64_t from, uint64_t to) {
-            Busy busy(*v.s);
-            auto d = [&] {
-              py::gil_scoped_release release;
-              return v.s->session->ledger().DiffVersions(from, to);
-            }();
-            return FromJson(EncodeDiff(Unwrap(std::move(d))));
-          },
-          "from_version"_a, "to_version"_a,
-          "Entries added, changed and removed between two versions (a dict).")
-      .def(
-          "turns",
-          [](const PyLedgerView& v, uint64_t first, std::optional<uint64_t> last) {
-            Busy busy(*v.s);
-            const Session& s = *v.s->session;
-            uint64_t to = last.value_or(s.ledger().version());
-            py::list out;
-            if (to < first) return out;
-            auto turns = [&] {
-              py::gil_scoped_release release;
-              return v.s->store->ReadTurns(s.id(), first, to);
-            }();
-            for (auto& t : Unwrap(std::move(turns))) out.append(PyTurn{std::move(t)});
-            return out;
-          },
-          "first"_a = 1, "last"_a = py::none(), "Committed turn records first..last.");
 
   py::class_<PySession, std::shared_ptr<PySession>>(
       m, "Session",

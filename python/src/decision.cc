@@ -1,0 +1,61 @@
+// Bindings of calls and policy decisions: taskledger.Call, RuleEvaluation
+// and Decision (with the denial message a model reads for a blocked call).
+// Plain immutable values; any thread.
+#include <pybind11/stl.h>
+
+#include "convert.h"
+#include "objects.h"
+#include "taskledger/session/session.h"
+
+namespace taskledger::py {
+
+namespace py = pybind11;
+using namespace py::literals;
+
+void RegisterDecisions(py::module_& m) {
+  py::class_<ProposedCall>(m, "Call", "A tool call the model proposed: id, tool, arguments.")
+      .def(py::init([](py::handle id, py::handle tool, py::handle arguments) {
+             return MakeCall(id, tool, arguments);
+           }),
+           "id"_a, "tool"_a, "arguments"_a = py::none())
+      .def_readonly("id", &ProposedCall::id)
+      .def_readonly("tool", &ProposedCall::tool)
+      .def_property_readonly("arguments",
+                             [](const ProposedCall& c) { return FromJson(c.arguments); })
+      .def("__repr__",
+           [](const ProposedCall& c) { return "<taskledger.Call " + c.id + " " + c.tool + ">"; });
+
+  py::class_<RuleEvaluation>(m, "RuleEvaluation", "What one rule said about a call.")
+      .def_property_readonly("rule", [](const RuleEvaluation& r) { return r.rule_id.str(); })
+      .def_property_readonly(
+          "outcome", [](const RuleEvaluation& r) { return std::string(OutcomeName(r.outcome)); })
+      .def_readonly("reason", &RuleEvaluation::reason)
+      .def_readonly("error", &RuleEvaluation::error, "True when the rule itself failed (denied).");
+
+  py::class_<PolicyDecision>(m, "Decision", "The policy gate's answer for one call.")
+      .def_property_readonly("allowed", &PolicyDecision::allowed)
+      .def_property_readonly(
+          "outcome", [](const PolicyDecision& d) { return std::string(OutcomeName(d.outcome)); },
+          "\"allow\", \"confirm\", \"require_approval\" or \"deny\".")
+      .def_readonly("rule", &PolicyDecision::rule_id, "The deciding rule's id ('' if none ran).")
+      .def_readonly("reason", &PolicyDecision::reason, "Why, written for the model to act on.")
+      .def_readonly("rules", &PolicyDecision::rules, "Every rule evaluated, in order.")
+      .def_readonly("read_only", &PolicyDecision::read_only)
+      .def_property_readonly(
+          "tool_class",
+          [](const PolicyDecision& d) { return std::string(ToolClassName(d.tool_class)); })
+      .def_property_readonly("pack_version",
+                             [](const PolicyDecision& d) { return d.pack_version.str(); })
+      .def_readonly("latency_us", &PolicyDecision::latency_us)
+      .def(
+          "denial_message",
+          [](const PolicyDecision& d, const ProposedCall& call) { return DenialMessage(call, d); },
+          "call"_a, "The tool-result text telling the model why `call` did not run.")
+      .def("__bool__", &PolicyDecision::allowed)
+      .def("__repr__", [](const PolicyDecision& d) {
+        return "<taskledger.Decision " + std::string(OutcomeName(d.outcome)) +
+               (d.rule_id.empty() ? "" : " " + d.rule_id) + ">";
+      });
+}
+
+}  // namespace taskledger::py

@@ -73,7 +73,7 @@ def main():
         parsed = anthropic.parse_calls(response)
         if not parsed:
             break
-        results = [session.handle_tool_call(c.id, c.name, c.arguments, run_tool)
+        results = [session.handle_tool_call(c.id, c.tool, c.arguments, run_tool)
                    for c in parsed.calls]
         for r in results:
             fates.append((r.tool, r.executed))

@@ -88,7 +88,7 @@ def main():
         parsed = openai_chat.parse_calls(response)
         if not parsed:
             break
-        results = [session.handle_tool_call(c.id, c.name, c.arguments, run_tool)
+        results = [session.handle_tool_call(c.id, c.tool, c.arguments, run_tool)
                    for c in parsed.calls]
         for r in results:
             fate = "executed" if r.executed else f"blocked by {r.decision.rule}"

@@ -85,24 +85,6 @@ void AddVendor(py::module_& parent, const char* name, const char* doc, ParseCall
 }  // namespace
 
 void RegisterAdapters(py::module_& m) {
-  py::class_<ToolCall>(m, "ToolCall", "A tool call parsed from a vendor message.")
-      .def(py::init([](py::handle id, py::handle name, py::handle arguments) {
-             ToolCall c;
-             c.id = Text(id, "id");
-             c.name = Text(name, "name");
-             if (!arguments.is_none())
-               c.arguments = ToJson(arguments, "arguments", kMaxArgumentDepth);
-             if (!c.arguments.is_object()) RaiseInvalid("arguments must be a dict");
-             return c;
-           }),
-           "id"_a, "name"_a, "arguments"_a = py::none())
-      .def_readonly("id", &ToolCall::id)
-      .def_readonly("name", &ToolCall::name)
-      .def_property_readonly("tool", [](const ToolCall& c) { return c.name; })
-      .def_property_readonly("arguments", [](const ToolCall& c) { return FromJson(c.arguments); })
-      .def("__repr__",
-           [](const ToolCall& c) { return "<taskledger.ToolCall " + c.id + " " + c.name + ">"; });
-
   py::class_<ToolResult>(m, "ToolResult", "A tool result to send back to the model.")
       .def(py::init([](py::handle call_id, py::handle content, bool is_error) {
              return ToolResult{Text(call_id, "call_id"), Text(content, "content"), is_error};

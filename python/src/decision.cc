@@ -13,17 +13,25 @@ namespace py = pybind11;
 using namespace py::literals;
 
 void RegisterDecisions(py::module_& m) {
-  py::class_<ProposedCall>(m, "Call", "A tool call the model proposed: id, tool, arguments.")
-      .def(py::init([](py::handle id, py::handle tool, py::handle arguments) {
-             return MakeCall(id, tool, arguments);
-           }),
-           "id"_a, "tool"_a, "arguments"_a = py::none())
-      .def_readonly("id", &ProposedCall::id)
-      .def_readonly("tool", &ProposedCall::tool)
-      .def_property_readonly("arguments",
-                             [](const ProposedCall& c) { return FromJson(c.arguments); })
-      .def("__repr__",
-           [](const ProposedCall& c) { return "<taskledger.Call " + c.id + " " + c.tool + ">"; });
+  // One class for a tool call wherever it appears (base/tool_call.h): what an
+  // adapter parses out of a vendor message and what the gate checks. `Call`
+  // is the same class under the gate's name; `name` reads the tool as the
+  // vendors call it.
+  auto tool_call =
+      py::class_<ToolCall>(m, "ToolCall", "A tool call: id, tool, arguments (a dict).")
+          .def(py::init([](py::handle id, py::handle tool, py::handle arguments) {
+                 return MakeCall(id, tool, arguments);
+               }),
+               "id"_a, "tool"_a, "arguments"_a = py::none())
+          .def_readonly("id", &ToolCall::id)
+          .def_readonly("tool", &ToolCall::tool)
+          .def_readonly("name", &ToolCall::tool, "The tool, as vendors name it (same as tool).")
+          .def_property_readonly("arguments",
+                                 [](const ToolCall& c) { return FromJson(c.arguments); })
+          .def("__repr__", [](const ToolCall& c) {
+            return "<taskledger.ToolCall " + c.id + " " + c.tool + ">";
+          });
+  m.attr("Call") = tool_call;
 
   py::class_<RuleEvaluation>(m, "RuleEvaluation", "What one rule said about a call.")
       .def_property_readonly("rule", [](const RuleEvaluation& r) { return r.rule_id.str(); })

@@ -45,7 +45,7 @@ def test_openai_chat_parse_gate_and_answer(subscription_pack):
     assert [e.call_id for e in parsed.errors] == ["call_2"]
     assert "not valid JSON" in parsed.errors[0].message
     s = taskledger.Session.open(taskledger.MemoryStore(), conversation="c", pack=subscription_pack)
-    results = [s.handle_tool_call(c.id, c.name, c.arguments, subscription_tools)
+    results = [s.handle_tool_call(c.id, c.tool, c.arguments, subscription_tools)
                for c in parsed.calls]
     results += [e.to_result() for e in parsed.errors]
     messages = openai_chat.produce_results(results)
@@ -75,6 +75,9 @@ def test_openai_responses():
 def test_anthropic_parse_gate_and_answer(subscription_pack):
     parsed = anthropic.parse_calls(ANTHROPIC_MESSAGE)
     assert [(c.id, c.name) for c in parsed.calls] == [("toolu_1", "get_subscription")]
+    # One call type: what an adapter parses is what the gate checks.
+    assert all(isinstance(c, taskledger.Call) and c.tool == c.name for c in parsed.calls)
+    assert taskledger.Call is taskledger.ToolCall
     s = taskledger.Session.open(taskledger.MemoryStore(), conversation="c", pack=subscription_pack)
     blocked = s.handle_tool_call("toolu_2", "cancel_subscription", {}, subscription_tools)
     msg = anthropic.produce_results([blocked])

@@ -212,7 +212,7 @@ ReadBlock ReadXml(std::string_view text, bool provenance) {
       if (!ok) return Fail("bad entity: " + line);
       ReadEntry e;
       e.section = kSections[section];
-      e.key = key_text.size() && key_text[0] == '"'
+      e.key = !key_text.empty() && key_text[0] == '"'
                   ? nlohmann::json::parse(key_text).get<std::string>()
                   : key_text;
       e.value = ValueFromText(value_text);

@@ -55,7 +55,8 @@ const char* kOutput = R"({
   "hold": {"reason": "review", "days_remaining": 2}
 })";
 
-json Mapping(const char* id, const char* path, const char* key, json extra = json::object()) {
+json Mapping(const char* id, const char* path, const char* key,
+             const json& extra = json::object()) {
   json m = {{"id", id}, {"path", path}, {"category", "fact"}, {"key", key}};
   m.update(extra);
   return m;

@@ -114,8 +114,8 @@ double Percentile(std::vector<double> v, double p) {
 
 // One session's loop. Call ids are "s<session>-<n>", unique in the run, so
 // the read-back can find each acknowledged turn.
-void RunSession(Store& store, std::shared_ptr<const RulePack> pack, ConversationId id, int session,
-                int think_ms, SteadyClock::time_point end, SessionStats& stats) {
+void RunSession(Store& store, const std::shared_ptr<const RulePack>& pack, const ConversationId& id,
+                int session, int think_ms, SteadyClock::time_point end, SessionStats& stats) {
   auto opened = Session::Open(store, id, pack);
   if (!opened.has_value()) {
     stats.error = "Open: " + opened.error().ToString();
@@ -249,6 +249,7 @@ int main(int argc, char** argv) {
   const auto start = SteadyClock::now();
   const auto end = start + std::chrono::duration_cast<SteadyClock::duration>(
                                std::chrono::duration<double>(o.seconds));
+  threads.reserve(o.sessions);
   for (int i = 0; i < o.sessions; ++i) {
     threads.emplace_back(RunSession, std::ref(*store.value()), pack.value(),
                          ConversationId{tenant, "c" + std::to_string(i / o.share)}, i, o.think_ms,

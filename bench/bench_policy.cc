@@ -171,7 +171,7 @@ nlohmann::json RunPeers(int iterations, std::string& why) {
   char buf[4096];
   while (fgets(buf, sizeof buf, p) != nullptr) out += buf;
   int rc = pclose(p);
-  size_t end = out.find_last_not_of("\n");
+  size_t end = out.find_last_not_of('\n');
   if (end != std::string::npos) last = out.substr(out.rfind('\n', end) + 1);
   nlohmann::json j = nlohmann::json::parse(last, nullptr, false);
   if (rc != 0 || j.is_discarded() || !j.is_object()) {

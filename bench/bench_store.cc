@@ -257,6 +257,7 @@ int main(int argc, char** argv) {
   // Pipelined: `batch` conversations per CommitTurns call, for `seconds`.
   std::vector<ConversationId> ids;
   std::vector<LedgerState> heads(static_cast<size_t>(batch));
+  ids.reserve(static_cast<size_t>(batch));
   for (int c = 0; c < batch; ++c) ids.push_back({"bench", "pipe-" + run + "-" + std::to_string(c)});
   // Only CommitTurns is timed: building and applying the turns is the
   // caller's work, not the store's.

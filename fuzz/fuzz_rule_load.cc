@@ -58,7 +58,7 @@ LedgerState SampleState() {
   return s;
 }
 
-void RunPack(std::shared_ptr<const RulePack> pack) {
+void RunPack(const std::shared_ptr<const RulePack>& pack) {
   CheckerLimits limits;
   limits.instruction_budget = 100'000;
   limits.deadline_ms = 200;

@@ -183,7 +183,7 @@ void AddCommandsVerb(CLI::App& app, int& exit_code) {
   verb->require_subcommand(1);
   AddCommonOptions(*verb, o->common);
   using Fn = std::function<int(const CommandsOptions&, CommandStore&)>;
-  auto run = [o, &exit_code](Fn fn) {
+  auto run = [o, &exit_code](const Fn& fn) {
     auto store = OpenCommands(o->common);
     if (!store) {
       exit_code = ReportError("cannot open command store " + o->common.store, store.error());

@@ -24,6 +24,8 @@ template <size_t N>
 struct Name {
   static_assert(N - 1 < 24, "member names need a one-byte head");
   char bytes[N];
+  // Implicit by design: a string literal is a member name.
+  // NOLINTNEXTLINE(google-explicit-constructor)
   consteval Name(const char (&name)[N]) : bytes{} {
     bytes[0] = static_cast<char>(0x60 + (N - 1));
     for (size_t i = 0; i + 1 < N; ++i) bytes[i + 1] = name[i];

@@ -17,7 +17,7 @@ std::string Pack() {
 }
 
 std::string TraceFile(const std::string& name, const std::string& text) {
-  const std::string path = TempDir() + "/" + name;
+  std::string path = TempDir() + "/" + name;
   WriteFile(path, text);
   return path;
 }
@@ -190,7 +190,7 @@ TEST_CASE("policy check prints one decision as JSON and exits 1 when the call is
   CHECK(d["decision"] == "deny");
   CHECK(d["rule"] == "shop.pending_only");
   CHECK(d["reason"] == "order #W1 is delivered");
-  CHECK(d["rules"].size() >= 1);
+  CHECK_FALSE(d["rules"].empty());
 
   const std::string read = TempDir() + "/read.json";
   WriteFile(read, R"({"tool": "get_order", "arguments": {"order_id": "#W1"}})");

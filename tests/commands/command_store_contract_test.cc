@@ -4,6 +4,11 @@
 // fencing tokens stop a worker whose lease was taken over; guards (evidence,
 // lease expiry, attempt budget) hold; journal positions and run status are
 // written once / by compare-and-set.
+#include <atomic>
+#include <set>
+#include <thread>
+#include <vector>
+
 #include <catch2/catch.hpp>
 
 #include "command_test_support.h"
@@ -143,7 +148,7 @@ TEST_CASE("transition guards refuse without writing", "[commands]") {
   RunId run = FreshRun("guards");
   Command leased = DriveTo(*store, run, S::kLeased, "g1");
 
-  auto expect_refused = [&](TransitionRequest r, StatusCode code) {
+  auto expect_refused = [&](const TransitionRequest& r, StatusCode code) {
     Command before = *store->Get(r.run, r.command_key);
     auto result = store->Apply(r);
     INFO(TransitionName(r.transition) << " " << result.status().ToString());
@@ -249,4 +254,43 @@ TEST_CASE("run status moves by compare-and-set; journal positions are write-once
   CHECK(store->ListCommands(run)->empty());
   CHECK_FALSE(store->GetJournalEntry(run, 1)->has_value());
   CHECK(store->GetRun(run)->status == RunStatus::kRunning);
+}
+
+TEST_CASE("reservations racing on several threads create each command once, seqs unique",
+          "[commands][threads]") {
+  auto kind = GENERATE(std::string("memory"), std::string("redis"));
+  auto store = MakeCommandStore(kind);
+  RunId run = FreshRun("race");
+  constexpr int kThreads = 4;
+  constexpr int kCommands = 12;
+  // Every thread reserves the same commands, each starting at its own offset,
+  // so most reservations collide with another thread's.
+  std::atomic<int> created{0};
+  std::atomic<int> errors{0};
+  std::vector<std::thread> threads;
+  threads.reserve(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kCommands; ++i) {
+        std::string step = "step-" + std::to_string((i + t * 3) % kCommands);
+        auto reserved = store->Reserve(*NewCommand(SpecFor(run, step), kNow));
+        if (!reserved) {
+          ++errors;
+        } else if (reserved->created) {
+          ++created;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(errors == 0);
+  CHECK(created == kCommands);
+  auto all = store->ListCommands(run);
+  REQUIRE(all.has_value());
+  REQUIRE(all->size() == kCommands);
+  std::set<uint64_t> seqs;
+  for (const Command& c : *all) seqs.insert(c.seq);
+  CHECK(seqs.size() == kCommands);
+  CHECK(*seqs.begin() == 1);
+  CHECK(*seqs.rbegin() == kCommands);
 }

@@ -38,7 +38,9 @@ struct Fixture {
     Extraction e = extractor.ExtractToolOutput(Call("get_order_details", "c0"),
                                                R"({"order_id": "#W1", "status": "pending"})");
     REQUIRE(e.updates.size() == 1);
-    REQUIRE(StageExtraction(*ledger, std::move(e)).ok());
+    // Staged outside REQUIRE: the macro names its argument twice.
+    Status staged = StageExtraction(*ledger, std::move(e));
+    REQUIRE(staged.ok());
     REQUIRE(ledger->Commit().has_value());
   }
 

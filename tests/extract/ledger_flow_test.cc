@@ -29,7 +29,9 @@ struct Conversation {
     ledger = std::move(l).value();
   }
   void Commit(Extraction e) {
-    REQUIRE(StageExtraction(*ledger, std::move(e)).ok());
+    // Staged outside REQUIRE: the macro names its argument twice.
+    Status staged = StageExtraction(*ledger, std::move(e));
+    REQUIRE(staged.ok());
     REQUIRE(ledger->Commit().has_value());
   }
   const Entry* Live(Category c, const std::string& key) const {

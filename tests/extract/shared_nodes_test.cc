@@ -15,7 +15,8 @@ using extract_test::Find;
 using extract_test::Rules;
 using nlohmann::json;
 
-json Mapping(const char* id, const char* path, const char* key, json extra = json::object()) {
+json Mapping(const char* id, const char* path, const char* key,
+             const json& extra = json::object()) {
   json m = {{"id", id}, {"path", path}, {"category", "fact"}, {"key", key}};
   m.update(extra);
   return m;

@@ -89,7 +89,7 @@ TEMPLATE_TEST_CASE("ledger: two writers in two threads, retrying on Conflict, lo
   auto id = backend.Id("acme", "race");
   constexpr int kTurnsEach = 25;
   std::atomic<int> conflicts{0};
-  auto writer = [&](std::string name, std::vector<std::string>* errors) {
+  auto writer = [&](const std::string& name, std::vector<std::string>* errors) {
     auto ledger = Ledger::Open(*store, id, backend.clock);
     if (!ledger) {
       errors->push_back(ledger.error().ToString());

@@ -240,6 +240,7 @@ TEMPLATE_TEST_CASE("store: a batch commits many conversations, each with its own
   auto store = backend.Open(StoreOpts(3));
   constexpr int kConversations = 50;
   std::vector<ConversationId> ids;
+  ids.reserve(kConversations);
   std::vector<LedgerState> heads(kConversations);
   for (int i = 0; i < kConversations; ++i)
     ids.push_back(backend.Id("batch", "c" + std::to_string(i)));

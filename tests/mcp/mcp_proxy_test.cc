@@ -53,7 +53,8 @@ rule {
 // One proxy run on its own thread, with the test as its client.
 class ProxyRun {
  public:
-  explicit ProxyRun(std::vector<std::string> server_args = {}, mcp::ProxyOptions options = {})
+  explicit ProxyRun(const std::vector<std::string>& server_args = {},
+                    mcp::ProxyOptions options = {})
       : dir_(fs::temp_directory_path() /
              ("tl-mcp-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++))) {
     fs::create_directories(dir_);

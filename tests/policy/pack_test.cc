@@ -125,6 +125,7 @@ TEST_CASE("checkers on several threads share one pack and decide independently",
   LedgerState s = StateOf({{"facts", {{"k", "id_1"}}}});
   std::atomic<int> wrong{0};
   std::vector<std::thread> threads;
+  threads.reserve(4);
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
       auto checker = PolicyChecker::Create(pack);

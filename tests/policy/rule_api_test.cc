@@ -257,7 +257,7 @@ TEST_CASE("a reused call object shows each call's own id, tool and argument type
       "rule { id = 'probe', tools = {'write_*'}, check = function(call, ledger)\n"
       "  return deny(call.id .. ' ' .. call.tool .. ' ' .. math.type(call.args.n) .. ' ' ..\n"
       "              tostring(call.args.n) .. ' ' .. tostring(call.args.m))\nend }\n"));
-  auto reason = [&](ProposedCall call) {
+  auto reason = [&](const ProposedCall& call) {
     return checker->Check(call, LedgerState{}, {}, kNow).reason;
   };
   CHECK(reason({"c1", "write_a", {{"n", 1}}}) == "c1 write_a integer 1 nil");

@@ -130,8 +130,8 @@ TEST_CASE("fault: kill -9 of redis-server during a command workload loses and re
   const std::map<std::string, int> effects = system.effects();
   int retries = 0;
   for (int w = 0; w < kWorkers; ++w) {
-    INFO("worker " << w);
-    CHECK(reports[w].error == "");
+    INFO("worker " << w << " error: " << reports[w].error);
+    CHECK(reports[w].error.empty());
     CHECK(reports[w].acknowledged.size() == static_cast<size_t>(kCommands));
     auto commands = fresh.value()->ListCommands(RunId{"fault", "run-" + std::to_string(w)});
     REQUIRE(commands.has_value());

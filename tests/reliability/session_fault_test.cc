@@ -31,7 +31,7 @@ struct WorkerReport {
 
 // One agent: opens its conversation and runs `turns` workload turns, retrying
 // whatever fails while Redis is down; gives up only at `deadline`.
-void RunWorker(Store& store, ConversationId id, uint64_t turns, Clock_::time_point deadline,
+void RunWorker(Store& store, const ConversationId& id, uint64_t turns, Clock_::time_point deadline,
                WorkerReport& report) {
   std::unique_ptr<Session> session;
   while (!session) {
@@ -89,10 +89,10 @@ TEST_CASE("fault: kill -9 of redis-server during a session workload loses no ack
   for (int w = 0; w < kWorkers; ++w) {
     INFO("worker " << w);
     const WorkerReport& r = reports[w];
-    CHECK(r.error == "");
+    CHECK(r.error.empty());
     CHECK(r.acknowledged == kTurns);
     for (size_t i = 0; i < r.versions.size(); ++i) CHECK(r.versions[i] == i + 1);
-    CHECK(VerifyWorkload(*fresh, {"fault", "w" + std::to_string(w)}, kTurns) == "");
+    CHECK(VerifyWorkload(*fresh, {"fault", "w" + std::to_string(w)}, kTurns).empty());
     retries += r.retries;
   }
   // The kills really landed in the middle of the workload.
@@ -126,7 +126,7 @@ TEST_CASE("fault: a commit that landed but whose reply was lost is not applied t
     auto retried = session.value()->EndTurn();
     REQUIRE(retried.has_value());
     CHECK(retried.value() == k);
-    CHECK(VerifyWorkload(*MustOpenStore(server->url()), id, k) == "");
+    CHECK(VerifyWorkload(*MustOpenStore(server->url()), id, k).empty());
   }
 }
 
@@ -164,7 +164,7 @@ TEST_CASE("fault: Redis unreachable fails fast and clearly, and the staged turn 
   auto v = session.value()->EndTurn();
   REQUIRE(v.has_value());
   CHECK(v.value() == 1);
-  CHECK(VerifyWorkload(*MustOpenStore(server->url()), id, 1) == "");
+  CHECK(VerifyWorkload(*MustOpenStore(server->url()), id, 1).empty());
 }
 
 TEST_CASE("fault: a stalled Redis never holds a call past its configured timeout",
@@ -206,5 +206,5 @@ TEST_CASE("fault: a stalled Redis never holds a call past its configured timeout
   auto retried = session.value()->EndTurn();
   REQUIRE(retried.has_value());
   CHECK(retried.value() == 1);
-  CHECK(VerifyWorkload(*MustOpenStore(server->url()), id, 1) == "");
+  CHECK(VerifyWorkload(*MustOpenStore(server->url()), id, 1).empty());
 }

@@ -48,7 +48,7 @@ struct Backend {
 };
 
 std::unique_ptr<Session> MustOpen(Store& store, const ConversationId& id,
-                                  SessionOptions options = {}) {
+                                  const SessionOptions& options = {}) {
   auto s = Session::Open(store, id, ShopPack(), options);
   REQUIRE(s.has_value());
   return std::move(s).value();

@@ -115,7 +115,7 @@ void CheckReadsBack(StateBlockFormat format, bool provenance) {
   REQUIRE(block.has_value());
   INFO(block->text);
   const testing::ReadBlock read = testing::ReadStateBlock(format, block->text, provenance);
-  REQUIRE(read.error == "");
+  REQUIRE(read.error.empty());
   CHECK(read.sections ==
         std::vector<std::string>{"facts", "identifiers", "constraints", "conditions"});
   CHECK(read.omitted.empty());
@@ -159,7 +159,7 @@ TEST_CASE("line counts of hostile blocks match the entries rendered", "[render][
       ++lines;
       if (line.rfind("- ", 0) == 0) ++items;
       if (line == "Facts:" || line == "Identifiers:" || line == "Constraints:" ||
-          line == "Conditions:" || line.rfind("#", 0) == 0) {
+          line == "Conditions:" || line.rfind('#', 0) == 0) {
         ++headers;
       }
       pos = end + 1;

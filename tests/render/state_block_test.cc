@@ -12,12 +12,12 @@ namespace taskledger {
 namespace {
 
 Entry Make(nlohmann::json value, uint64_t turn = 1, bool verified = true,
-           std::string source_id = "get_subscription#c1") {
+           const std::string& source_id = "get_subscription#c1") {
   Entry e;
   e.value = std::move(value);
   e.provenance.turn = turn;
   e.provenance.source = SourceKind::kToolOutput;
-  e.provenance.source_id = std::move(source_id);
+  e.provenance.source_id = source_id;
   e.provenance.verified = verified;
   return e;
 }
@@ -184,7 +184,7 @@ TEST_CASE("provenance says which turn and source produced each entry", "[render]
   for (auto format : {StateBlockFormat::kPlain, StateBlockFormat::kMarkdown, StateBlockFormat::kXml,
                       StateBlockFormat::kJson}) {
     auto read = testing::ReadStateBlock(format, Render(s, {format, true}), true);
-    CHECK(read.error == "");
+    CHECK(read.error.empty());
     CHECK(read.entries.size() == 2);
   }
 }
@@ -266,7 +266,7 @@ TEST_CASE("a tight budget drops all facts before the first identifier", "[render
     CHECK(b->omitted[0] > 0);
     CHECK(b->omitted[3] == 0);
     auto read = testing::ReadStateBlock(format, b->text, false);
-    CHECK(read.error == "");
+    CHECK(read.error.empty());
     CHECK(read.omitted["facts"] == b->omitted[0]);
     CHECK(read.entries.size() + b->total_omitted() == 25);
   }

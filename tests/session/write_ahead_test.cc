@@ -72,7 +72,7 @@ struct Backend {
   }
 };
 
-std::unique_ptr<Session> MustOpen(Store& store, SessionOptions options = {}) {
+std::unique_ptr<Session> MustOpen(Store& store, const SessionOptions& options = {}) {
   auto s = Session::Open(store, kId, ShopPack(), options);
   REQUIRE(s.has_value());
   return std::move(s).value();

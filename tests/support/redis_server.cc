@@ -232,6 +232,7 @@ void RedisServer::Spawn() {
   }
   args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
   std::vector<char*> cargv;
+  cargv.reserve(args.size() + 1);
   for (std::string& a : args) cargv.push_back(a.data());
   cargv.push_back(nullptr);
   pid_t parent = getpid();
@@ -276,6 +277,7 @@ int RunWhileKilling(RedisServer& server, int workers, int kills,
   using namespace std::chrono_literals;
   std::atomic<int> finished{0};
   std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(workers));
   for (int w = 0; w < workers; ++w) {
     threads.emplace_back([&, w] {
       work(w);

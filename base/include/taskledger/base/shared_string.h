@@ -34,9 +34,10 @@ namespace taskledger {
 class SharedString {
  public:
   SharedString() noexcept = default;
-  SharedString(std::string_view s) : rep_(Make(s)) {}    // NOLINT: implicit by design
-  SharedString(const std::string& s) : rep_(Make(s)) {}  // NOLINT
-  SharedString(const char* s) : rep_(Make(s)) {}         // NOLINT
+  // Implicit by design: a SharedString stands in for a std::string field.
+  SharedString(std::string_view s) : rep_(Make(s)) {}    // NOLINT(google-explicit-constructor)
+  SharedString(const std::string& s) : rep_(Make(s)) {}  // NOLINT(google-explicit-constructor)
+  SharedString(const char* s) : rep_(Make(s)) {}         // NOLINT(google-explicit-constructor)
   SharedString(const SharedString& o) noexcept : rep_(o.rep_) {
     if (rep_ != nullptr) rep_->refs.fetch_add(1, std::memory_order_relaxed);
   }
@@ -59,7 +60,9 @@ class SharedString {
   std::string_view view() const noexcept {
     return rep_ == nullptr ? std::string_view() : std::string_view(Text(rep_), rep_->size);
   }
-  operator std::string_view() const noexcept { return view(); }  // NOLINT
+  // Implicit by design: reads wherever a std::string_view is taken.
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  operator std::string_view() const noexcept { return view(); }
   std::string str() const { return std::string(view()); }
   // NUL-terminated.
   const char* c_str() const noexcept { return rep_ == nullptr ? "" : Text(rep_); }

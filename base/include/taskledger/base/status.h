@@ -68,8 +68,9 @@ class [[nodiscard]] Status {
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}       // NOLINT: implicit like std::expected
-  Result(Status error) : v_(std::move(error)) {}  // NOLINT
+  // Implicit like std::expected: `return value;` and `return error;` both work.
+  Result(T value) : v_(std::move(value)) {}       // NOLINT(google-explicit-constructor)
+  Result(Status error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   bool has_value() const { return v_.index() == 0; }
   explicit operator bool() const { return has_value(); }

@@ -89,8 +89,9 @@ struct RunCounters {
   bool operator==(const RunCounters&) const = default;
 };
 
-// Checks every precondition of `request` against `command` and `counters`; on
-// success applies the transition to both. On error both are left untouched.
-Status ApplyTransition(Command& command, RunCounters& counters, const TransitionRequest& request);
+// Checks every precondition of request `r` against command `c` and its run's
+// counters; on success applies the transition to both. On error both are left
+// untouched.
+Status ApplyTransition(Command& c, RunCounters& run, const TransitionRequest& r);
 
 }  // namespace taskledger

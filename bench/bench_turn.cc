@@ -38,6 +38,9 @@ namespace {
 std::atomic<int64_t> g_live_bytes{0};
 }  // namespace
 
+// These replace the global operators: malloc/free underneath is intended.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 void* operator new(size_t n) {
   void* p = std::malloc(n == 0 ? 1 : n);
   if (p == nullptr) throw std::bad_alloc();
@@ -50,6 +53,7 @@ void operator delete(void* p) noexcept {
   std::free(p);
 }
 void operator delete(void* p, size_t) noexcept { operator delete(p); }
+#pragma GCC diagnostic pop
 
 using namespace taskledger;
 using SteadyClock = std::chrono::steady_clock;

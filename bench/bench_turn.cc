@@ -10,7 +10,9 @@
 // one policy check of the write call right after a commit (a new view), and
 // the memory a committed version retains when it changes 5 entries of
 // 10,000 (live heap bytes, counted by replacing operator new/delete, averaged
-// over 64 versions, so periodic full snapshots are included).
+// over 64 versions, so periodic full snapshots are included): in the memory
+// store with its turn record ("bytes_per_version_10000") and the state alone
+// ("state_bytes_per_version_10000").
 //
 // Usage: bench_turn [--turns N] [--rules DIR]
 // The last stdout line is JSON: {"turn_p50_us_10":..,"turn_p50_us_10000":..,
@@ -191,6 +193,38 @@ Result<double> BytesPerVersion(size_t entries) {
   return static_cast<double>(after - before) / kVersions;
 }
 
+// Live heap bytes one more retained state version costs (the state alone, no
+// turn record, no store): ApplyTurn of 5 changed entries on a kept copy.
+Result<double> StateBytesPerVersion(size_t entries) {
+  LedgerState base;
+  TurnRecord fill;
+  fill.turn = 1;
+  for (size_t i = 0; i < entries; ++i)
+    fill.updates.push_back(Fill(i, "value " + std::to_string(i)));
+  if (Status s = ApplyTurn(base, fill); !s.ok()) return s;
+  constexpr int kVersions = 64;
+  std::vector<TurnRecord> turns;
+  for (int v = 0; v < kVersions; ++v) {
+    TurnRecord t;
+    t.turn = static_cast<uint64_t>(v) + 2;
+    for (size_t k = 0; k < 5; ++k) {
+      t.updates.push_back(
+          Fill((static_cast<size_t>(v) * 131 + k * 997) % entries, "changed " + std::to_string(v)));
+    }
+    turns.push_back(std::move(t));
+  }
+  std::vector<LedgerState> kept;
+  kept.reserve(kVersions + 1);
+  kept.push_back(base);
+  int64_t before = g_live_bytes.load();
+  for (int v = 0; v < kVersions; ++v) {
+    LedgerState next = kept.back();
+    if (Status s = ApplyTurn(next, turns[static_cast<size_t>(v)]); !s.ok()) return s;
+    kept.push_back(std::move(next));
+  }
+  return static_cast<double>(g_live_bytes.load() - before) / kVersions;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -218,6 +252,7 @@ int main(int argc, char** argv) {
   auto small = Run(pack, 10, turns);
   auto large = Run(pack, 10'000, turns);
   auto bytes = BytesPerVersion(10'000);
+  auto state_bytes = StateBytesPerVersion(10'000);
   for (const Status* s :
        {small.has_value() ? nullptr : &small.error(), large.has_value() ? nullptr : &large.error(),
         bytes.has_value() ? nullptr : &bytes.error()}) {
@@ -231,9 +266,9 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"turns\":%d,\"turn_p50_us_10\":%.1f,\"turn_p50_us_10000\":%.1f,\"turn_ratio\":%.2f,"
       "\"check_p50_us_10\":%.2f,\"check_p50_us_10000\":%.2f,\"bytes_per_version_10000\":%.0f,"
-      "\"write_allowed\":%d}\n",
+      "\"state_bytes_per_version_10000\":%.0f,\"write_allowed\":%d}\n",
       turns, small.value().turn_p50_us, large.value().turn_p50_us,
       large.value().turn_p50_us / small.value().turn_p50_us, small.value().check_p50_us,
-      large.value().check_p50_us, bytes.value(), large.value().allowed);
+      large.value().check_p50_us, bytes.value(), state_bytes.value(), large.value().allowed);
   return 0;
 }

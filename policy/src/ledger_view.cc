@@ -352,15 +352,17 @@ int LedgerView::Calls(lua_State* L) {
     want = ToJson(L, 3);
   }
   lua_Integer n = 0;
-  for (const CallRecord& c : v.state_->calls) {
-    if (c.outcome != "ok" || !GlobMatch(tool, c.tool)) continue;
+  // Newest first: a count needs no order, and this walk allocates nothing.
+  v.state_->calls.ForEachNewestFirst([&](const CallRecord& c) {
+    if (c.outcome != "ok" || !GlobMatch(tool, c.tool)) return true;
     if (by_arg) {
-      if (!c.arguments.is_object()) continue;
+      if (!c.arguments.is_object()) return true;
       auto it = c.arguments.find(arg);
-      if (it == c.arguments.end() || *it != want) continue;
+      if (it == c.arguments.end() || *it != want) return true;
     }
     ++n;
-  }
+    return true;
+  });
   lua_pushinteger(L, n);
   return 1;
 }

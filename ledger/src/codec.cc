@@ -234,7 +234,9 @@ Result<LedgerState> DecodeState(const json& j) {
       s.of(c).emplace(key, std::move(e.value()));
     }
   }
-  if (Status st = DecodeArray(j, "calls", s.calls, DecodeCall); !st.ok()) return st;
+  std::vector<CallRecord> calls;
+  if (Status st = DecodeArray(j, "calls", calls, DecodeCall); !st.ok()) return st;
+  s.calls = CallList(calls);
   return s;
 }
 

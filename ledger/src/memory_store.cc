@@ -1,6 +1,9 @@
 // MemoryStore: the embedded Store. Per conversation it keeps every turn
-// record, a full snapshot every `snapshot_every` turns and the head state, so
-// reading any version costs one snapshot copy plus fewer than K turns.
+// record and every version's state. States are persistent values (see
+// LedgerState): version N+1 shares all of version N but what its turn
+// changed, so keeping them all costs memory in proportion to the changes,
+// and reading any version is an O(1) copy. (`snapshot_every` is a Redis
+// concern and is ignored here.)
 // Retention is judged against the injected Clock on every access.
 #include "taskledger/ledger/memory_store.h"
 
@@ -12,9 +15,9 @@ namespace taskledger {
 namespace {
 
 struct Conversation {
-  std::vector<TurnRecord> turns;              // turns[i] produced version i+1
-  std::map<uint64_t, LedgerState> snapshots;  // version -> state, every K turns
-  LedgerState head;
+  std::vector<TurnRecord> turns;    // turns[i] produced version i+1
+  std::vector<LedgerState> states;  // states[v] is version v; states[0] is empty
+  uint64_t head() const { return states.size() - 1; }
   int64_t last_commit_ms = 0;
 };
 
@@ -31,16 +34,18 @@ class MemoryStore final : public Store {
     }
     std::lock_guard lock(mu_);
     Conversation* c = Find(id);
-    uint64_t head = c ? c->head.version : 0;
+    uint64_t head = c ? c->head() : 0;
     if (turn.turn != head + 1) {
       return Status::Conflict("conversation '" + id.conversation + "' is at version " +
                               std::to_string(head) + "; this turn was built on version " +
                               std::to_string(turn.turn - 1));
     }
-    if (!c) c = &conversations_[id];
+    if (!c) {
+      c = &conversations_[id];
+      c->states.emplace_back();
+    }
     c->turns.push_back(turn);
-    c->head = after;
-    if (turn.turn % options_.snapshot_every == 0) c->snapshots[turn.turn] = after;
+    c->states.push_back(after);
     c->last_commit_ms = clock_.NowMs();
     return Status::Ok();
   }
@@ -48,36 +53,29 @@ class MemoryStore final : public Store {
   Result<uint64_t> Head(const ConversationId& id) override {
     std::lock_guard lock(mu_);
     Conversation* c = Find(id);
-    return c ? c->head.version : uint64_t{0};
+    return c ? c->head() : uint64_t{0};
   }
 
   Result<LedgerState> ReadHead(const ConversationId& id) override {
     std::lock_guard lock(mu_);
     Conversation* c = Find(id);
-    return c ? c->head : LedgerState{};
+    return c ? c->states.back() : LedgerState{};
   }
 
   Result<LedgerState> ReadVersion(const ConversationId& id, uint64_t version) override {
     std::lock_guard lock(mu_);
     Conversation* c = Find(id);
-    uint64_t head = c ? c->head.version : 0;
+    uint64_t head = c ? c->head() : 0;
     if (version > head) return NotFound(id, version, head);
     if (version == 0) return LedgerState{};
-    if (version == head) return c->head;
-    LedgerState state;
-    auto snap = c->snapshots.upper_bound(version);
-    if (snap != c->snapshots.begin()) state = std::prev(snap)->second;
-    for (uint64_t v = state.version + 1; v <= version; ++v) {
-      if (Status s = ApplyTurn(state, c->turns[v - 1]); !s.ok()) return s;
-    }
-    return state;
+    return c->states[version];
   }
 
   Result<std::vector<TurnRecord>> ReadTurns(const ConversationId& id, uint64_t first,
                                             uint64_t last) override {
     std::lock_guard lock(mu_);
     Conversation* c = Find(id);
-    uint64_t head = c ? c->head.version : 0;
+    uint64_t head = c ? c->head() : 0;
     if (last > head) return NotFound(id, last, head);
     std::vector<TurnRecord> out;
     for (uint64_t v = std::max<uint64_t>(first, 1); v <= last; ++v) out.push_back(c->turns[v - 1]);

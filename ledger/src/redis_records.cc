@@ -240,7 +240,8 @@ void WriteCall(CborWriter& w, const CallRecord& c) {
   w.Bool(c.writes);
 }
 
-void WriteCalls(CborWriter& w, const std::vector<CallRecord>& calls) {
+template <typename Calls>  // std::vector<CallRecord> or CallList
+void WriteCalls(CborWriter& w, const Calls& calls) {
   w.Array(calls.size());
   for (const CallRecord& c : calls) WriteCall(w, c);
 }

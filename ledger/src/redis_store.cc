@@ -1,12 +1,11 @@
 // RedisStore: the Store on Redis 7 (see taskledger/ledger/redis_store.h and
 // docs/redis-keys.md). A conversation is one stream, `tl:{t:c}:turns`, whose
-// entry 0-<v> holds turn v (field `t`) and, every snapshot_every turns, the
-// full state (field `s`). A commit is one call of the Redis Function
-// tl_commit (internal/ledger_redis_function.h), which appends the turn only
-// if the head is the version it was built on: check and write are atomic, in
-// one round trip. A batch is one pipeline of such calls. Reads are XREVRANGE / XRANGE.
-// Records are the codec's JSON documents serialised as CBOR, written
-// directly from the structs (internal/redis_records.h).
+// entry 0-<v> holds turn v (field `t`) and, every snapshot_every turns (more
+// for a state of many entries: SnapshotStride), the full state (field `s`). A commit is one call of
+// the Redis Function tl_commit (internal/ledger_redis_function.h), which appends the turn only if
+// the head is the version it was built on: check and write are atomic, in one round trip. A batch
+// is one pipeline of such calls. Reads are XREVRANGE / XRANGE. Records are the codec's JSON
+// documents serialised as CBOR, written directly from the structs (internal/redis_records.h).
 //
 // Thread-safe: every call leases its own connection from a RedisPool.
 #include "taskledger/ledger/redis_store.h"
@@ -25,6 +24,27 @@
 #include "taskledger/redis/pool.h"
 
 namespace taskledger {
+namespace {
+
+// Snapshots are taken on versions that are multiples of this stride. Up to
+// kSnapshotEntries entries it is snapshot_every; a larger state doubles it
+// once per doubling of its size, so writing snapshots costs about
+// kSnapshotEntries / snapshot_every entries per turn whatever the state holds
+// (a full snapshot every K turns would make a long conversation quadratic).
+// Readers page back to the newest snapshot, so reading costs at most about
+// one state's worth of turn records more.
+constexpr size_t kSnapshotEntries = 1024;
+
+uint64_t SnapshotStride(uint64_t every, size_t entries) {
+  uint64_t stride = every;
+  for (size_t n = entries / kSnapshotEntries; n > 1 && stride < (uint64_t{1} << 40); n /= 2) {
+    stride *= 2;
+  }
+  return stride;
+}
+
+}  // namespace
+
 namespace {
 
 using internal::Reply;
@@ -200,7 +220,7 @@ class RedisStore final : public Store {
     c.turn_at = records.size();
     internal::AppendTurnRecordBytes(turn, records);
     c.turn_size = records.size() - c.turn_at;
-    if (turn.turn % options_.snapshot_every == 0) {
+    if (turn.turn % SnapshotStride(options_.snapshot_every, r.after->size()) == 0) {
       c.state_at = records.size();
       internal::AppendStateRecordBytes(*r.after, records);
       c.state_size = records.size() - c.state_at;

@@ -2,6 +2,7 @@
 // both stores, the Ledger and every audit view share.
 #include "taskledger/ledger/state.h"
 
+#include <algorithm>
 #include <string>
 
 namespace taskledger {
@@ -19,17 +20,11 @@ std::string ConflictKey(const Update& u) {
   return "conflict." + std::string(CategoryName(u.category)) + "." + u.key;
 }
 
-bool Expired(const Entry& e, uint64_t version, int64_t now_ms) {
-  return !e.LiveAt(version, now_ms);
-}
-
 }  // namespace
 
 const Entry* LedgerState::FindLive(Category c, std::string_view key, int64_t now_ms) const {
-  const auto& m = of(c);
-  auto it = m.find(key);
-  if (it == m.end() || !it->second.LiveAt(version, now_ms)) return nullptr;
-  return &it->second;
+  const Entry* e = of(c).get(key);
+  return e != nullptr && e->LiveAt(version, now_ms) ? e : nullptr;
 }
 
 size_t LedgerState::size() const {
@@ -40,35 +35,37 @@ size_t LedgerState::size() const {
 
 Status ApplyUpdate(LedgerState& state, const Update& u, uint64_t turn, int64_t now_ms) {
   if (Status s = Validate(u); !s.ok()) return s;
-  auto& map = state.of(u.category);
+  EntryMap& map = state.of(u.category);
   switch (u.op) {
     case UpdateOp::kRemove:
       map.erase(u.key);
       return Status::Ok();
     case UpdateOp::kExpire: {
-      auto it = map.find(u.key);
-      if (it != map.end()) it->second.expires_at_turn = turn;
+      if (const Entry* old = map.get(u.key)) {
+        Entry e = *old;
+        e.expires_at_turn = turn;
+        map.Set(u.key, std::move(e));
+      }
       return Status::Ok();
     }
     case UpdateOp::kSet:
       break;
   }
-  auto it = map.find(u.key);
-  bool evidence = it != map.end() && !u.provenance.verified && it->second.provenance.verified &&
-                  it->second.LiveAt(turn, now_ms);
+  const Entry* old = map.get(u.key);
+  bool evidence = old != nullptr && !u.provenance.verified && old->provenance.verified &&
+                  old->LiveAt(turn, now_ms);
   // A claim that agrees with the evidence adds nothing, and must not demote
   // the entry from verified to claimed.
-  if (evidence && it->second.value == u.value) return Status::Ok();
+  if (evidence && old->value == u.value) return Status::Ok();
   if (evidence) {
     // A claim never silently overwrites evidence: keep the evidence and record
     // the disagreement where a policy can see it.
     Entry conflict;
-    conflict.value = {{"claimed", u.value},
-                      {"verified", it->second.value},
-                      {"claimed_by", u.provenance.source_id}};
+    conflict.value = {
+        {"claimed", u.value}, {"verified", old->value}, {"claimed_by", u.provenance.source_id}};
     conflict.provenance = u.provenance;
     conflict.provenance.turn = turn;
-    state.of(Category::kCondition)[ConflictKey(u)] = std::move(conflict);
+    state.of(Category::kCondition).Set(ConflictKey(u), std::move(conflict));
     return Status::Ok();
   }
   Entry e;
@@ -77,7 +74,7 @@ Status ApplyUpdate(LedgerState& state, const Update& u, uint64_t turn, int64_t n
   e.provenance.turn = turn;
   if (u.expire_after_turns) e.expires_at_turn = turn + *u.expire_after_turns;
   e.expires_at_ms = u.expire_at_ms;
-  map[u.key] = std::move(e);
+  map.Set(u.key, std::move(e));
   return Status::Ok();
 }
 
@@ -95,35 +92,30 @@ Status ApplyTurn(LedgerState& state, const TurnRecord& turn) {
   }
   for (const CallRecord& c : turn.calls) state.calls.push_back(c);
   state.version = turn.turn;
-  for (auto& map : state.entries) {
-    std::erase_if(
-        map, [&](const auto& kv) { return Expired(kv.second, turn.turn, turn.committed_at_ms); });
-  }
+  for (EntryMap& map : state.entries) map.EraseExpired(turn.turn, turn.committed_at_ms);
   return Status::Ok();
 }
 
 StateDiff Diff(const LedgerState& from, const LedgerState& to, int64_t now_ms) {
   StateDiff d;
+  // A shared entry can only change liveness through a turn expiry between
+  // the two versions; wall-clock expiry is judged at the same now_ms.
+  const uint64_t turn_bound = std::max(from.version, to.version);
   for (Category c : kAllCategories) {
-    const auto& a = from.of(c);
-    const auto& b = to.of(c);
-    auto live_a = [&](const Entry& e) { return e.LiveAt(from.version, now_ms); };
-    auto live_b = [&](const Entry& e) { return e.LiveAt(to.version, now_ms); };
-    for (const auto& [key, eb] : b) {
-      if (!live_b(eb)) continue;
-      auto it = a.find(key);
-      if (it == a.end() || !live_a(it->second)) {
-        d.added.push_back({c, key, std::nullopt, eb});
-      } else if (it->second.value != eb.value ||
-                 it->second.provenance.verified != eb.provenance.verified) {
-        d.changed.push_back({c, key, it->second, eb});
-      }
-    }
-    for (const auto& [key, ea] : a) {
-      if (!live_a(ea)) continue;
-      auto it = b.find(key);
-      if (it == b.end() || !live_b(it->second)) d.removed.push_back({c, key, ea, std::nullopt});
-    }
+    EntryMap::ForEachDifference(from.of(c), to.of(c), turn_bound,
+                                [&](const std::string& key, const Entry* ea, const Entry* eb) {
+                                  bool live_a = ea != nullptr && ea->LiveAt(from.version, now_ms);
+                                  bool live_b = eb != nullptr && eb->LiveAt(to.version, now_ms);
+                                  if (live_b && !live_a) {
+                                    d.added.push_back({c, key, std::nullopt, *eb});
+                                  } else if (live_a && !live_b) {
+                                    d.removed.push_back({c, key, *ea, std::nullopt});
+                                  } else if (live_a && live_b &&
+                                             (ea->value != eb->value ||
+                                              ea->provenance.verified != eb->provenance.verified)) {
+                                    d.changed.push_back({c, key, *ea, *eb});
+                                  }
+                                });
   }
   return d;
 }

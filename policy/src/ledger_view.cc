@@ -100,7 +100,10 @@ void LedgerView::Bind(const LedgerState& state, const ProposedCall& call, const 
   call_ = &call;
   now_ms_ = now_ms;
   bool same = !key.conversation.empty() && key == key_;
-  if (!same || now_ms < index_from_ms_ || now_ms >= index_until_ms_) index_valid_ = false;
+  // The observed index follows a new view by diffing (equal keys mean equal
+  // states: then it is reused as is); only time forces a rebuild.
+  if (now_ms < index_from_ms_ || now_ms >= index_until_ms_) index_valid_ = false;
+  if (!same) index_behind_ = true;
   if (!same || now_ms < cache_from_ms_ || now_ms >= cache_until_ms_) {
     for (bool& stale : cache_stale_) stale = true;
     cache_from_ms_ = now_ms;
@@ -128,10 +131,32 @@ void LedgerView::Push(lua_State* L) {
 }
 
 const Entry* LedgerView::Find(Category c, std::string_view key) const {
-  const auto& m = state_->of(c);
-  auto it = m.find(key);
-  if (it == m.end() || !it->second.LiveAt(state_->version, now_ms_)) return nullptr;
-  return &it->second;
+  return state_->FindLive(c, key, now_ms_);
+}
+
+void LedgerView::CountObservedKey(std::string key, int delta) {
+  if (delta > 0) {
+    ++observed_[std::move(key)];
+    return;
+  }
+  auto it = observed_.find(key);
+  if (it != observed_.end() && --it->second == 0) observed_.erase(it);
+}
+
+void LedgerView::CountObserved(const Entry& e, uint64_t version, int delta) {
+  // Wall-clock expiry bounds how long this index stays right.
+  if (delta > 0 && e.expires_at_ms && *e.expires_at_ms > now_ms_) {
+    index_until_ms_ = std::min(index_until_ms_, *e.expires_at_ms);
+  }
+  if (e.provenance.source != SourceKind::kToolOutput) return;
+  if (!e.LiveAt(version, now_ms_)) return;
+  if (e.value.is_array()) {
+    for (const auto& x : e.value) {
+      if (auto k = JsonScalarKey(x)) CountObservedKey(std::move(*k), delta);
+    }
+  } else if (auto k = JsonScalarKey(e.value)) {
+    CountObservedKey(std::move(*k), delta);
+  }
 }
 
 void LedgerView::BuildObservedIndex() {
@@ -139,24 +164,31 @@ void LedgerView::BuildObservedIndex() {
   index_from_ms_ = now_ms_;
   index_until_ms_ = std::numeric_limits<int64_t>::max();
   for (Category c : kAllCategories) {
-    for (const auto& [key, e] : state_->of(c)) {
-      // Wall-clock expiry bounds how long this index stays right.
-      if (e.expires_at_ms && *e.expires_at_ms > now_ms_) {
-        index_until_ms_ = std::min(index_until_ms_, *e.expires_at_ms);
-      }
-      if (e.provenance.source != SourceKind::kToolOutput) continue;
-      if (!e.LiveAt(state_->version, now_ms_)) continue;
-      if (e.value.is_array()) {
-        for (const auto& x : e.value) {
-          if (auto k = JsonScalarKey(x)) observed_.insert(std::move(*k));
-        }
-      } else if (auto k = JsonScalarKey(e.value)) {
-        observed_.insert(std::move(*k));
-      }
-    }
+    for (const auto& [key, e] : state_->of(c)) CountObserved(e, state_->version, +1);
   }
+  indexed_ = *state_;
   index_valid_ = true;
+  index_behind_ = false;
   ++index_builds_;
+}
+
+void LedgerView::UpdateObservedIndex() {
+  // Within the window no entry's wall-clock liveness changes, so what an
+  // entry contributed when it was counted is what it contributes now at the
+  // version it was counted for.
+  const uint64_t from = indexed_.version;
+  const uint64_t to = state_->version;
+  for (Category c : kAllCategories) {
+    if (indexed_.of(c).Identical(state_->of(c)) && from == to) continue;
+    EntryMap::ForEachDifference(indexed_.of(c), state_->of(c), std::max(from, to),
+                                [&](const std::string&, const Entry* a, const Entry* b) {
+                                  if (a != nullptr) CountObserved(*a, from, -1);
+                                  if (b != nullptr) CountObserved(*b, to, +1);
+                                });
+  }
+  indexed_ = *state_;
+  index_behind_ = false;
+  index_from_ms_ = std::max(index_from_ms_, now_ms_);
 }
 
 void LedgerView::PushValueCache(lua_State* L, Category c) {
@@ -276,13 +308,24 @@ int LedgerView::Keys(lua_State* L) {
 
 int LedgerView::Observed(lua_State* L) {
   LedgerView& v = Self(L);
-  std::optional<std::string> key = LuaScalarKey(L, 1);
-  if (!key) {
+  // The key is built in a reused buffer: no allocation once it has grown.
+  if (lua_type(L, 1) == LUA_TSTRING) {
+    size_t n = 0;
+    const char* s = lua_tolstring(L, 1, &n);
+    v.scratch_.assign(1, 's');
+    v.scratch_.append(s, n);
+  } else if (std::optional<std::string> key = LuaScalarKey(L, 1)) {
+    v.scratch_ = std::move(*key);
+  } else {
     lua_pushboolean(L, 0);
     return 1;
   }
-  if (!v.index_valid_) v.BuildObservedIndex();
-  lua_pushboolean(L, v.observed_.count(*key) > 0);
+  if (!v.index_valid_) {
+    v.BuildObservedIndex();
+  } else if (v.index_behind_) {
+    v.UpdateObservedIndex();
+  }
+  lua_pushboolean(L, v.observed_.count(v.scratch_) > 0);
   return 1;
 }
 
@@ -309,15 +352,17 @@ int LedgerView::Calls(lua_State* L) {
     want = ToJson(L, 3);
   }
   lua_Integer n = 0;
-  for (const CallRecord& c : v.state_->calls) {
-    if (c.outcome != "ok" || !GlobMatch(tool, c.tool)) continue;
+  // Newest first: a count needs no order, and this walk allocates nothing.
+  v.state_->calls.ForEachNewestFirst([&](const CallRecord& c) {
+    if (c.outcome != "ok" || !GlobMatch(tool, c.tool)) return true;
     if (by_arg) {
-      if (!c.arguments.is_object()) continue;
+      if (!c.arguments.is_object()) return true;
       auto it = c.arguments.find(arg);
-      if (it == c.arguments.end() || *it != want) continue;
+      if (it == c.arguments.end() || *it != want) return true;
     }
     ++n;
-  }
+    return true;
+  });
   lua_pushinteger(L, n);
   return 1;
 }

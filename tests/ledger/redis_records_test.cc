@@ -167,12 +167,15 @@ TEST_CASE("redis records: states are byte-identical to the codec's CBOR", "[redi
              CallRecord{2, "c2", "refund", json::array(), true, "denied"}};
   CHECK(internal::StateRecordBytes(s) == ViaDom(EncodeState(s)));
 
-  for (auto& entries : s.entries) {
-    for (auto& [key, entry] : entries) {
+  for (EntryMap& entries : s.entries) {
+    // Walks a copy (EntryMaps are persistent values) while setting in the original.
+    for (const auto& [key, entry] : EntryMap(entries)) {
       // NaN never compares equal, and tagged binary needs a tag handler to decode.
       if ((entry.value.is_number_float() && std::isnan(entry.value.get<double>())) ||
           entry.value.is_binary()) {
-        entry.value = 0;
+        Entry fixed = entry;
+        fixed.value = 0;
+        entries[key] = std::move(fixed);
       }
     }
   }

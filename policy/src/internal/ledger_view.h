@@ -2,19 +2,23 @@
 // the LedgerState of the current check (no copy of the ledger is made).
 //
 // The object is built once per sandbox; Bind() points it at the state, the
-// call and the time of one check. What is derived from the state is reused
-// while the ViewKey stays the same and no wall-clock expiry it depends on has
-// passed: the index of observed values (built on first use from the whole
-// state), and per category a Lua table of the scalar values (and absences)
-// ledger.fact()/identifier()/... already looked up, so a repeated lookup is
-// one Lua table read instead of a search of the ledger's ordered map.
+// call and the time of one check. Lookups read the bound state's EntryMaps
+// directly (O(log n), no allocation). Derived from the state and reused:
+// - the index of observed values: built on first use from the whole state,
+//   then brought up to date for each later state by diffing the state it was
+//   built for against the new one (LedgerState versions share unchanged
+//   subtrees, so that costs O(changes * log n), not O(n)); rebuilt whole only
+//   when a wall-clock expiry it depends on has passed;
+// - per category, while the ViewKey stays the same, a Lua table of the scalar
+//   values (and absences) ledger.fact()/identifier()/... already looked up,
+//   so a repeated lookup is one Lua table read.
 // Not thread-safe: belongs to one Sandbox.
 #pragma once
 
 #include <cstdint>
 #include <limits>
 #include <string>
-#include <unordered_set>
+#include <unordered_map>
 
 #include "lua.hpp"
 #include "taskledger/base/tool_call.h"
@@ -33,13 +37,19 @@ class LedgerView {
   // Inside Protected(): pushes the ledger object for the bound state.
   void Push(lua_State* L);
 
-  // Times the observed-value index was (re)built; tests check reuse with it.
+  // Times the observed-value index was built from the whole state (not
+  // counting incremental updates); tests check reuse with it.
   uint64_t index_builds() const { return index_builds_; }
 
  private:
   static LedgerView& Self(lua_State* L);
   const Entry* Find(Category c, std::string_view key) const;
   void BuildObservedIndex();
+  // Brings the index from indexed_ to *state_ (same wall-clock window).
+  void UpdateObservedIndex();
+  // Adds (+1) or removes (-1) what entry `e` of a state at `version` contributes.
+  void CountObserved(const Entry& e, uint64_t version, int delta);
+  void CountObservedKey(std::string key, int delta);
   // Pushes the lookup cache of category `c` (an upvalue of its function),
   // emptied first if it is stale.
   void PushValueCache(lua_State* L, Category c);
@@ -61,9 +71,12 @@ class LedgerView {
   uint64_t pushed_version_ = std::numeric_limits<uint64_t>::max();
 
   bool index_valid_ = false;
+  bool index_behind_ = false;  // valid, but for an earlier view: update by diffing
   int64_t index_from_ms_ = 0;  // the index holds for now_ms in [from, until)
   int64_t index_until_ms_ = 0;
-  std::unordered_set<std::string> observed_;
+  LedgerState indexed_;  // the state the index describes (shares its nodes)
+  std::unordered_map<std::string, uint32_t> observed_;  // scalar key -> entries showing it
+  std::string scratch_;                                 // Observed()'s key, reused
   uint64_t index_builds_ = 0;
 
   // The value caches hold for now_ms in [from, until) of the bound view.

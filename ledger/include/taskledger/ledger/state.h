@@ -13,25 +13,15 @@
 
 #include <array>
 #include <cstdint>
-#include <map>
 #include <string>
 #include <vector>
 
 #include "taskledger/base/status.h"
+#include "taskledger/ledger/call_list.h"
 #include "taskledger/ledger/entry.h"
+#include "taskledger/ledger/entry_map.h"
 
 namespace taskledger {
-
-// A tool call as the ledger remembers it, for rules that count calls.
-struct CallRecord {
-  uint64_t turn = 0;
-  std::string call_id;
-  std::string tool;
-  nlohmann::json arguments = nlohmann::json::object();
-  bool writes = false;
-  std::string outcome;  // "ok", "error" (the tool refused), "denied" (the gate refused)
-  bool operator==(const CallRecord&) const = default;
-};
 
 struct TurnRecord {
   uint64_t turn = 0;            // the version this turn produces
@@ -43,15 +33,17 @@ struct TurnRecord {
   bool operator==(const TurnRecord&) const = default;
 };
 
+// A version's state is a value made of persistent parts (EntryMap, CallList):
+// copying it is O(1), and two versions share every entry and call record one
+// did not change, so keeping many versions costs memory in proportion to what
+// changed between them.
 struct LedgerState {
   uint64_t version = 0;
-  std::array<std::map<std::string, Entry, std::less<>>, kCategoryCount> entries;
-  std::vector<CallRecord> calls;  // every call ever recorded, in order
+  std::array<EntryMap, kCategoryCount> entries;
+  CallList calls;  // every call ever recorded, in order
 
-  const std::map<std::string, Entry, std::less<>>& of(Category c) const {
-    return entries[static_cast<int>(c)];
-  }
-  std::map<std::string, Entry, std::less<>>& of(Category c) { return entries[static_cast<int>(c)]; }
+  const EntryMap& of(Category c) const { return entries[static_cast<int>(c)]; }
+  EntryMap& of(Category c) { return entries[static_cast<int>(c)]; }
   // The entry if present and live at (version, now_ms), else nullptr.
   const Entry* FindLive(Category c, std::string_view key, int64_t now_ms) const;
   size_t size() const;
@@ -68,11 +60,13 @@ struct LedgerState {
 // Returns InvalidArgument for an empty key and leaves `state` unchanged.
 Status ApplyUpdate(LedgerState& state, const Update& u, uint64_t turn, int64_t now_ms);
 
+// Cost: O(log n) in the entries of the category (plus the conflict entry).
 // Applies a whole turn atomically: either every update applies and
 // state.version becomes turn.turn, or `state` is left untouched.
 // REQUIRES: turn.turn == state.version + 1 (else FailedPrecondition).
 // Entries whose expiry has passed at turn.turn / turn.committed_at_ms are
 // dropped from the state (they remain in the turn records).
+// Cost: O(k log n) for k updates and expired entries; nothing is copied.
 Status ApplyTurn(LedgerState& state, const TurnRecord& turn);
 
 struct EntryChange {
@@ -88,6 +82,9 @@ struct StateDiff {
 };
 
 // Diffs the live entries of two states, judged at now_ms. Ordered by category then key.
+// Entries the two states share (an unchanged subtree of an EntryMap) are
+// skipped without being visited, so diffing two adjacent versions costs
+// O(changes * log n).
 StateDiff Diff(const LedgerState& from, const LedgerState& to, int64_t now_ms);
 
 }  // namespace taskledger

@@ -62,8 +62,12 @@ class Store {
 };
 
 struct StoreOptions {
-  // A full snapshot is written every `snapshot_every` turns, so reading any
-  // version costs at most one snapshot plus snapshot_every-1 turn records.
+  // RedisStore writes a full snapshot every `snapshot_every` turns while the
+  // state holds under 2,048 entries, so reading a version costs one snapshot
+  // plus fewer than snapshot_every turn records; a larger state doubles the
+  // stride with each doubling of its size (snapshot cost per turn stays
+  // bounded; reading costs about one state's worth more). MemoryStore keeps
+  // every version (structurally shared) and ignores it.
   uint32_t snapshot_every = 16;
   // If set, a conversation's records all expire together this long after its
   // last commit.

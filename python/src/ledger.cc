@@ -63,7 +63,9 @@ py::list Jsons(const std::vector<nlohmann::json>& items) {
   return out;
 }
 
-py::list Calls(const std::vector<CallRecord>& calls) {
+// Call records of a turn (a vector) or of a whole state (a CallList).
+template <class Records>
+py::list Calls(const Records& calls) {
   py::list out;
   for (const auto& c : calls) {
     py::dict d;

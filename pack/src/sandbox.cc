@@ -69,10 +69,14 @@ int VerdictWithText(lua_State* L, const char* token, const char* fn, const char*
 int VerdictToString(lua_State* L) {
   std::optional<Verdict> v = ReadVerdict(L, 1);
   if (!v) return 0;
-  const char* name = v->token == &kAllowToken  ? "allow"
-                     : v->token == &kDenyToken ? "deny"
-                     : v->token == &kApprovalToken ? "require_approval"
-                                                   : "confirm";
+  const char* name = "confirm";
+  if (v->token == &kAllowToken) {
+    name = "allow";
+  } else if (v->token == &kDenyToken) {
+    name = "deny";
+  } else if (v->token == &kApprovalToken) {
+    name = "require_approval";
+  }
   if (v->text.empty()) {
     lua_pushstring(L, name);
   } else {

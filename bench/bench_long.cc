@@ -85,7 +85,7 @@ struct Run {
   size_t entries = 0;
 };
 
-Result<Run> Replay(std::shared_ptr<const RulePack> pack, const TraceConversation& trace) {
+Result<Run> Replay(const std::shared_ptr<const RulePack>& pack, const TraceConversation& trace) {
   auto store = NewMemoryStore();
   auto session = Session::Open(*store, {"bench", trace.conversation}, pack);
   if (!session.has_value()) return session.error();

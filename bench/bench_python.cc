@@ -47,7 +47,7 @@ Result<ToolOutput> Tools(const ProposedCall& call) {
   return ToolOutput{{{"verified", true}}};
 }
 
-std::unique_ptr<Session> Fresh(Store& store, std::shared_ptr<const RulePack> pack, int n) {
+std::unique_ptr<Session> Fresh(Store& store, const std::shared_ptr<const RulePack>& pack, int n) {
   auto s = Session::Open(store, {"bench", "c" + std::to_string(n)}, pack).value();
   s->HandleToolCall({"g", "get_subscription", {{"user_id", "u1"}}}, Tools);
   s->HandleToolCall({"v", "verify_identity", {{"user_id", "u1"}}}, Tools);

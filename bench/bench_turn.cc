@@ -90,7 +90,7 @@ struct Measured {
 };
 
 // Prefills conversation `conv` with `entries` facts, then runs `turns` turns.
-Result<Measured> Run(std::shared_ptr<const RulePack> pack, size_t entries, int turns) {
+Result<Measured> Run(const std::shared_ptr<const RulePack>& pack, size_t entries, int turns) {
   ManualClock clock;
   auto store = NewMemoryStore({}, clock);
   ConversationId id{"bench", "turn-" + std::to_string(entries)};

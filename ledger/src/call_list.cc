@@ -13,6 +13,7 @@ CallList::CallList(const std::vector<CallRecord>& calls) {
 }
 
 CallList& CallList::operator=(const CallList& o) noexcept {
+  if (this == &o) return *this;
   const Node* old = last_;
   last_ = Ref(o.last_);
   Unref(old);

@@ -154,6 +154,7 @@ EntryMap::const_iterator& EntryMap::const_iterator::operator++() {
 EntryMap::EntryMap(const EntryMap& o) noexcept : root_(Ref(o.root_)), size_(o.size_) {}
 
 EntryMap& EntryMap::operator=(const EntryMap& o) noexcept {
+  if (this == &o) return *this;
   const Node* old = root_;
   root_ = Ref(o.root_);
   size_ = o.size_;
@@ -225,13 +226,13 @@ void EntryMap::Set(std::string_view key, Entry e) {
 
 std::pair<EntryMap::const_iterator, bool> EntryMap::emplace(std::string key, Entry e) {
   if (contains(key)) return {find(key), false};
-  const Item* item = new Item({key, std::move(e)});
+  const Item* item = new Item({std::move(key), std::move(e)});
   bool added = false;
   const Node* next = Insert(root_, item, added);
   Unref(root_);
   root_ = next;
   ++size_;
-  return {find(key), true};
+  return {find(item->kv.first), true};
 }
 
 size_t EntryMap::erase(std::string_view key) {

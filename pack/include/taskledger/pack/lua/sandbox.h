@@ -76,6 +76,10 @@ class Sandbox {
   void DisarmBudget();
   // True once the budget or deadline ran out since ArmBudget.
   bool budget_tripped() const { return tripped_; }
+  // The one value allow() returns (its userdata block), set when the sandbox
+  // is set up: ReadVerdict knows it by its address.
+  const void* allow_verdict() const { return allow_verdict_; }
+  void SetAllowVerdict(const void* v) { allow_verdict_ = v; }
 
   // Inside Protected(): compiles a text chunk (never bytecode) whose globals
   // are the sandbox environment; leaves the function on the stack.
@@ -91,6 +95,7 @@ class Sandbox {
   void Recover();
 
  private:
+  const void* allow_verdict_ = nullptr;
   explicit Sandbox(const CheckerLimits& limits) : limits_(limits) {}
   Status RunProtected(void (*thunk)(lua_State*, void*), void* body);
   template <class Fn>

@@ -5,7 +5,9 @@
 
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "audit_history.h"
@@ -18,7 +20,11 @@ constexpr const char* kStyle = R"css(
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;padding:1.5rem;background:#f6f7f9;color:#1d2330}
 h1{margin-top:0}h2{margin:.2rem 0 .8rem}h3{margin:.2rem 0;font-size:1rem}
 .summary{color:#555}
-nav ul{columns:3;padding-left:1.2rem}
+table.index td:nth-child(n+2),table.rules td:nth-child(n+2){text-align:right}
+tr.has-block td:last-child{color:#b42318;font-weight:600}
+.filter:checked~main section.conversation:not(.has-block),.filter:checked~main tr.conversation-row:not(.has-block){display:none}
+.no-match{display:none}
+#search{margin-left:1rem;padding:.2rem .4rem}
 section.conversation{background:#fff;border:1px solid #d9dce3;border-radius:8px;padding:1rem 1.2rem;margin:1.2rem 0}
 ol.timeline{list-style:none;padding-left:0;border-left:3px solid #c9cfdb;margin-left:.4rem}
 li.turn{position:relative;margin:0 0 1rem 0;padding:.4rem 0 .4rem 1.2rem}
@@ -142,6 +148,98 @@ void WriteTurn(std::ostream& out, const AuditTurn& t, size_t conv_index) {
   out << "</li>\n";
 }
 
+// What the index shows per conversation, and the per-rule table.
+struct ConversationCounts {
+  size_t turns = 0, calls = 0, decisions = 0, held = 0;
+};
+struct RuleCounts {
+  size_t evaluated = 0, held = 0, decided = 0;
+};
+
+void Count(const AuditHistory& h, ConversationCounts& c, std::map<std::string, RuleCounts>& rules) {
+  c.turns = h.turns.size();
+  for (const AuditTurn& t : h.turns) {
+    c.calls += t.record.calls.size();
+    for (const auto& d : t.record.decisions) {
+      ++c.decisions;
+      const bool held = Str(d, "decision") != "allow";
+      if (held) {
+        ++c.held;
+        if (!Str(d, "rule").empty()) ++rules[Str(d, "rule")].decided;
+      }
+      auto evaluated = d.find("rules");
+      if (evaluated == d.end() || !evaluated->is_array()) continue;
+      for (const auto& r : *evaluated) {
+        RuleCounts& rc = rules[Str(r, "id")];
+        ++rc.evaluated;
+        if (Str(r, "outcome") != "allow") ++rc.held;
+      }
+    }
+  }
+}
+
+// A search box (hides conversations whose text does not contain the query)
+// and nothing else: the page stays one file with no external resources, and
+// everything but the search works without scripts.
+constexpr const char* kSearchScript = R"js(<script>
+(function(){var q=document.getElementById("search");if(!q)return;
+q.hidden=false;q.addEventListener("input",function(){var t=q.value.toLowerCase();
+document.querySelectorAll("section.conversation").forEach(function(s){
+s.classList.toggle("no-match",t!==""&&s.textContent.toLowerCase().indexOf(t)<0);});
+document.querySelectorAll("tr.conversation-row").forEach(function(r){
+var s=document.getElementById(r.dataset.target);
+r.classList.toggle("no-match",s!==null&&s.classList.contains("no-match"));});});})();
+</script>)js";
+
+void WriteHead(std::ostream& out, const std::vector<ConversationId>& conversations,
+               const std::vector<ConversationCounts>& counts,
+               const std::map<std::string, RuleCounts>& rules) {
+  size_t calls = 0, held = 0, with_block = 0;
+  for (const ConversationCounts& c : counts) {
+    calls += c.calls;
+    held += c.held;
+    with_block += c.held > 0 ? 1 : 0;
+  }
+  out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+         "<title>taskledger audit</title><style>"
+      << kStyle << "</style></head><body>\n<h1>taskledger audit</h1>\n";
+  out << "<p class=\"summary\">" << conversations.size() << " conversation"
+      << (conversations.size() == 1 ? "" : "s") << ", " << calls << " calls, " << held
+      << " held back (denied, or waiting for a confirmation or an approval) in " << with_block
+      << " conversation" << (with_block == 1 ? "" : "s")
+      << ". Decisions that blocked a call are red.</p>\n";
+  // The filter is a checkbox styled by CSS (works without scripts); the
+  // elements it filters must be its later siblings.
+  out << "<input type=\"checkbox\" id=\"held-only\" class=\"filter\">"
+         "<label for=\"held-only\">only conversations with a call held back</label> "
+         "<input type=\"search\" id=\"search\" placeholder=\"search conversations\" hidden>\n";
+  out << "<main>\n";
+  if (!rules.empty()) {
+    out << "<details class=\"rules\" open><summary>Rules</summary><table class=\"rules\">"
+           "<tr><th>rule</th><th>evaluated</th><th>held back</th><th>decided</th></tr>";
+    for (const auto& [rule, r] : rules) {
+      out << "<tr data-rule=\"" << HtmlEscape(rule) << "\"><td><code>" << HtmlEscape(rule)
+          << "</code></td><td>" << r.evaluated << "</td><td>" << r.held << "</td><td>" << r.decided
+          << "</td></tr>";
+    }
+    out << "</table></details>\n";
+  }
+  if (conversations.size() > 1) {
+    out << "<table class=\"index\"><tr><th>conversation</th><th>turns</th><th>calls</th>"
+           "<th>decisions</th><th>held back</th></tr>";
+    for (size_t i = 0; i < conversations.size(); ++i) {
+      const ConversationCounts& c = counts[i];
+      out << "<tr class=\"conversation-row" << (c.held > 0 ? " has-block" : "")
+          << "\" data-target=\"conversation-" << i << "\"><td><a href=\"#conversation-" << i
+          << "\">" << HtmlEscape(conversations[i].conversation) << "</a></td><td>" << c.turns
+          << "</td><td>" << c.calls << "</td><td>" << c.decisions << "</td><td>" << c.held
+          << "</td></tr>";
+    }
+    out << "</table>\n";
+  }
+}
+
 }  // namespace
 
 std::string HtmlEscape(std::string_view text) {
@@ -173,48 +271,55 @@ std::string HtmlEscape(std::string_view text) {
 
 Status WriteAuditHtml(Store& store, const std::vector<ConversationId>& conversations,
                       const std::string& path) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return Status::InvalidArgument("cannot write " + path);
-  out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-         "<title>taskledger audit</title><style>"
-      << kStyle << "</style></head><body>\n<h1>taskledger audit</h1>\n";
-  out << "<p class=\"summary\">" << conversations.size() << " conversation"
-      << (conversations.size() == 1 ? "" : "s") << ". Decisions that blocked a call are red.</p>\n";
-  if (conversations.size() > 1) {
-    out << "<nav><ul>";
-    for (size_t i = 0; i < conversations.size(); ++i) {
-      out << "<li><a href=\"#conversation-" << i << "\">"
-          << HtmlEscape(conversations[i].conversation) << "</a></li>";
-    }
-    out << "</ul></nav>\n";
-  }
+  // The index (counts per conversation, the per-rule table) comes first on
+  // the page but is known only once every conversation was read: the
+  // sections go to a temporary file next to the page, then both are joined.
+  const std::string body_path = path + ".body.tmp";
+  std::ofstream body(body_path, std::ios::binary | std::ios::trunc);
+  if (!body) return Status::InvalidArgument("cannot write " + body_path);
+  std::vector<ConversationCounts> counts(conversations.size());
+  std::map<std::string, RuleCounts> rules;
   for (size_t i = 0; i < conversations.size(); ++i) {
     auto history = LoadAuditHistory(store, conversations[i]);
-    out << "<section class=\"conversation\" id=\"conversation-" << i << "\" data-conversation=\""
-        << HtmlEscape(conversations[i].conversation) << "\"><h2>"
-        << HtmlEscape(conversations[i].conversation) << "</h2>\n";
+    ConversationCounts& c = counts[i];
+    if (history) Count(*history, c, rules);
+    body << "<section class=\"conversation" << (c.held > 0 ? " has-block" : "")
+         << "\" id=\"conversation-" << i << "\" data-conversation=\""
+         << HtmlEscape(conversations[i].conversation) << "\"><h2>"
+         << HtmlEscape(conversations[i].conversation) << "</h2>\n";
     if (!history) {
-      out << "<p class=\"errors\">" << HtmlEscape(history.error().ToString()) << "</p></section>\n";
+      body << "<p class=\"errors\">" << HtmlEscape(history.error().ToString())
+           << "</p></section>\n";
       continue;
     }
-    out << "<ol class=\"timeline\">\n";
-    for (const AuditTurn& t : history->turns) WriteTurn(out, t, i);
-    out << "</ol>\n";
+    body << "<ol class=\"timeline\">\n";
+    for (const AuditTurn& t : history->turns) WriteTurn(body, t, i);
+    body << "</ol>\n";
     const LedgerState& last = history->states.back();
     StateBlockOptions options;
     options.format = StateBlockFormat::kPlain;
     options.include_provenance = true;
     const int64_t at = history->turns.back().record.committed_at_ms;
     auto block = RenderStateBlock(last, at, options);
-    out << "<details class=\"state\"><summary>State at version " << last.version
-        << "</summary><pre>" << HtmlEscape(block ? block->text : block.error().ToString())
-        << "</pre></details></section>\n";
+    body << "<details class=\"state\"><summary>State at version " << last.version
+         << "</summary><pre>" << HtmlEscape(block ? block->text : block.error().ToString())
+         << "</pre></details></section>\n";
   }
-  out << "</body></html>\n";
-  out.flush();
-  if (!out) return Status::Unavailable("write to " + path + " failed");
-  return Status::Ok();
+  body.close();
+  Status written = [&]() -> Status {
+    if (!body) return Status::Unavailable("write to " + body_path + " failed");
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    if (!out) return Status::InvalidArgument("cannot write " + path);
+    WriteHead(out, conversations, counts, rules);
+    std::ifstream sections(body_path, std::ios::binary);
+    out << sections.rdbuf() << "</main>" << kSearchScript << "</body></html>\n";
+    out.flush();
+    if (!out) return Status::Unavailable("write to " + path + " failed");
+    return Status::Ok();
+  }();
+  std::error_code ignored;
+  std::filesystem::remove(body_path, ignored);
+  return written;
 }
 
 }  // namespace taskledger::cli

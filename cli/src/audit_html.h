@@ -1,14 +1,20 @@
-// The audit page: one self-contained HTML file (inline CSS, no scripts, no
-// external resources, opens offline) showing, per conversation, a timeline of
-// turns with each turn's decisions, calls, state diff and extraction errors,
-// blocked calls highlighted, and the final state with provenance.
+// The audit page: one self-contained HTML file (inline CSS and one small
+// inline script, no external resources, opens offline) showing an index of
+// the conversations with their counts (turns, calls, decisions, calls held
+// back), a per-rule table (evaluated, held back, decided), a "held back only"
+// filter (CSS, works without scripts) and a search box (the script), then per
+// conversation a timeline of turns with each turn's decisions, calls, state
+// diff and extraction errors, blocked calls highlighted, and the final state
+// with provenance.
 //
 // Stable hooks for tests and tools: every conversation is a
-// <section class="conversation">, its timeline an <ol class="timeline">, each
-// turn an <li class="turn" id="turn-C-V">, each decision a
-// <div class="decision OUTCOME"> (OUTCOME: allow, deny, confirm,
+// <section class="conversation"> (also "has-block" when a call was held
+// back), its index row a <tr class="conversation-row">, its timeline an
+// <ol class="timeline">, each turn an <li class="turn" id="turn-C-V">, each
+// decision a <div class="decision OUTCOME"> (OUTCOME: allow, deny, confirm,
 // require_approval) with data-rule and data-version-seen attributes; blocked
-// calls also carry class "blocked". Single-threaded.
+// calls also carry class "blocked"; the rule table's rows carry data-rule.
+// Single-threaded.
 #pragma once
 
 #include <string>

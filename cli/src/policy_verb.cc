@@ -168,7 +168,19 @@ int RunPolicyTest(const PolicyTestOptions& o) {
   }
   if (malformed > 0) return kExitUsage;
   if (passed + failed == 0) {
-    std::cerr << "taskledger: no test cases ran in " << o.dir << "\n";
+    // Nothing was tested, so nothing is known to pass: a CI job must not go
+    // green on a pack whose tests went missing. Say which of the two it is.
+    if ((*pack)->tests().empty()) {
+      std::cerr << "taskledger: " << o.dir
+                << " has no policy tests (tests/*.json; see docs/rule-api.md, \"Policy "
+                   "tests\"): nothing was checked, exit 1\n";
+    } else if (!o.filter.empty()) {
+      std::cerr << "taskledger: no test case in " << o.dir << "/tests matches --filter " << o.filter
+                << ": nothing was checked, exit 1\n";
+    } else {
+      std::cerr << "taskledger: the test files in " << o.dir
+                << "/tests hold no cases: nothing was checked, exit 1\n";
+    }
     return kExitCheckFailed;
   }
   return failed == 0 ? kExitOk : kExitCheckFailed;

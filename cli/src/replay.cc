@@ -1,13 +1,17 @@
 // `taskledger replay TRACE.jsonl --rules DIR`: drives every conversation of a
 // trace through a Session (extraction, the policy gate, the ledger), prints
 // each gated call's decision, and scores the decisions the trace labels.
-// Exit 1 on any mismatch with a label; 2 on bad usage, a store error, or any
-// conversation that could not be read or replayed (at once under --strict;
-// after the others without it; never with --allow-unreadable).
+// Exit 1 on any mismatch with a label or any policy error (a rule that failed
+// and so failed closed; --allow-policy-errors only reports them); 2 on bad
+// usage, a store error, or any conversation that could not be read or
+// replayed (at once under --strict; after the others without it; never with
+// --allow-unreadable).
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <iomanip>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -35,6 +39,7 @@ struct ReplayOptions {
   bool prefix_given = false;  // --prefix on the command line, even empty
   bool strict = false;
   bool allow_unreadable = false;
+  bool allow_policy_errors = false;
   bool quiet = false;
   uint64_t limit = 0;
 };
@@ -58,7 +63,10 @@ std::string PrefixedId(const std::string& prefix, const std::string& conversatio
 void PrintDecision(const ReplayOptions& o, const std::string& conversation, const ReplayedCall& c) {
   if (o.quiet || c.read_only) return;
   std::string verdict;
-  if (c.expect) {
+  if (c.policy_error) {
+    // Never "as expected": a broken rule fails closed whatever the label says.
+    verdict = "POLICY ERROR: the deciding rule failed";
+  } else if (c.expect) {
     bool blocked = c.outcome != Outcome::kAllow;
     bool as_expected = c.expect->decision == "allow" ? !blocked
                        : c.expect->decision == "deny"
@@ -73,6 +81,10 @@ void PrintDecision(const ReplayOptions& o, const std::string& conversation, cons
         {"decision", OutcomeName(c.outcome)}, {"rule", c.rule_id},     {"reason", c.reason},
         {"version_seen", c.version_seen},     {"executed", c.executed}};
     if (c.expect) j["expect"] = {{"decision", c.expect->decision}, {"rule", c.expect->rule}};
+    if (!c.errored_rules.empty() || c.policy_error) {
+      j["policy_error"] = c.policy_error;
+      j["errored_rules"] = c.errored_rules;
+    }
     PrintJson(j);
     return;
   }
@@ -93,6 +105,29 @@ void PrintDecision(const ReplayOptions& o, const std::string& conversation, cons
   std::cout << "\n";
 }
 
+// One line per rule: what it did across the replay (ReplayTally's "rules").
+void PrintRuleTable(const nlohmann::json& rules) {
+  if (rules.empty()) return;
+  size_t width = 4;
+  for (const auto& [rule, _] : rules.items()) width = std::max(width, rule.size());
+  const char* columns[] = {"evaluated", "passed",     "held",         "decided",
+                           "labeled",   "as_labeled", "policy_errors"};
+  std::cout << "\n" << std::left << std::setw(static_cast<int>(width)) << "rule";
+  auto column_width = [](const char* c) {
+    return static_cast<int>(std::max<size_t>(9, std::char_traits<char>::length(c)));
+  };
+  for (const char* c : columns) std::cout << "  " << std::right << std::setw(column_width(c)) << c;
+  std::cout << "\n";
+  for (const auto& [rule, row] : rules.items()) {
+    std::cout << std::left << std::setw(static_cast<int>(width)) << rule;
+    for (const char* c : columns) {
+      std::cout << "  " << std::right << std::setw(column_width(c)) << row[c].get<uint64_t>();
+    }
+    std::cout << "\n";
+  }
+  std::cout << std::left;
+}
+
 void PrintSummary(const ReplayTally& t, double seconds, const std::string& prefix) {
   if (!prefix.empty()) std::cout << "stored under: " << prefix << "\n";
   std::cout << "conversations: " << t.conversations() << "  calls: " << t.calls()
@@ -105,8 +140,19 @@ void PrintSummary(const ReplayTally& t, double seconds, const std::string& prefi
   if (t.failed_conversations() > 0) {
     std::cout << "unreadable or failed conversations: " << t.failed_conversations() << "\n";
   }
+  if (t.policy_errors() > 0) {
+    std::cout << "policy errors: " << t.policy_errors() << " in " << t.policy_error_calls()
+              << " calls (";
+    const char* sep = "";
+    for (const auto& [rule, n] : t.policy_errors_by_rule()) {
+      std::cout << sep << rule << " x" << n;
+      sep = ", ";
+    }
+    std::cout << ")\n";
+  }
   std::cout << (t.all_as_expected() ? "all labeled decisions as expected\n"
                                     : std::to_string(t.mismatches().size()) + " mismatches\n");
+  PrintRuleTable(t.ToJson()["rules"]);
 }
 
 int RunReplay(ReplayOptions& o) {
@@ -192,7 +238,8 @@ int RunReplay(ReplayOptions& o) {
         std::cout << "MISMATCH " << m.conversation << " " << m.call_id << " " << m.tool
                   << ": expected " << m.expected_decision
                   << (m.expected_rule.empty() ? "" : " by " + m.expected_rule) << ", got "
-                  << m.decision << (m.rule.empty() ? "" : " by " + m.rule) << "\n";
+                  << m.decision << (m.rule.empty() ? "" : " by " + m.rule)
+                  << (m.reason.empty() ? "" : ": " + m.reason) << "\n";
       }
     }
     PrintSummary(tally, seconds, o.prefix);
@@ -205,6 +252,12 @@ int RunReplay(ReplayOptions& o) {
               << " conversation(s) could not be replayed (see above); exit 2 "
                  "(--allow-unreadable to score only the readable ones)\n";
     return kExitUsage;
+  }
+  if (tally.policy_errors() > 0 && !o.allow_policy_errors) {
+    std::cerr << "taskledger: " << tally.policy_errors()
+              << " rule evaluation(s) failed (see \"policy errors\" above); exit 1 "
+                 "(--allow-policy-errors to only report them)\n";
+    return kExitCheckFailed;
   }
   return tally.all_as_expected() ? kExitOk : kExitCheckFailed;
 }
@@ -229,6 +282,8 @@ void AddReplayVerb(CLI::App& app, int& exit_code) {
                  "Skip conversations that cannot be read or replayed (reported on stderr) and "
                  "exit 0/1 on the readable ones alone; without it any such conversation "
                  "makes the exit code 2");
+  verb->add_flag("--allow-policy-errors", options->allow_policy_errors,
+                 "Report rules that failed (and so denied) but do not exit 1 for them alone");
   verb->add_flag("-q,--quiet", options->quiet, "Print only mismatches and the summary");
   verb->add_option("--limit", options->limit, "Replay at most this many conversations");
   verb->add_option("--audit-html", options->audit_html,

@@ -57,6 +57,14 @@ Result<ConversationReplay> ReplayEvents(Session& session, std::span<const TraceE
         rc.rule_id = r.decision.rule_id;
         rc.rules_evaluated = r.decision.rules.size();
         rc.reason = r.decision.reason;
+        rc.evaluations.reserve(r.decision.rules.size());
+        for (const RuleEvaluation& ev : r.decision.rules) {
+          rc.evaluations.emplace_back(ev.rule_id, ev.outcome);
+          if (!ev.error) continue;
+          rc.errored_rules.emplace_back(ev.rule_id.view());
+          if (ev.rule_id.view() == rc.rule_id) rc.policy_error = true;
+        }
+        if (rc.rule_id == kCheckerErrorRule) rc.policy_error = true;
         rc.read_only = r.decision.read_only;
         rc.executed = r.executed;
         rc.latency_us = r.decision.latency_us;

@@ -15,6 +15,17 @@ void ReplayTally::Add(const ConversationReplay& replay) {
       ++decisions_[outcome];
       ++deciding_rules_[c.rule_id.empty() ? "(none)" : c.rule_id][outcome];
     }
+    for (const auto& [rule, said] : c.evaluations) {
+      auto it = activity_.find(rule.view());
+      if (it == activity_.end()) it = activity_.emplace(rule.str(), RuleActivity{}).first;
+      ++it->second.evaluated;
+      ++(said == Outcome::kAllow ? it->second.passed : it->second.held);
+    }
+    for (const std::string& rule : c.errored_rules) {
+      ++policy_errors_;
+      ++policy_errors_by_rule_[rule];
+    }
+    if (!c.errored_rules.empty() || c.policy_error) ++policy_error_calls_;
     if (!c.expect) continue;
     ReplayMismatch m;
     m.conversation = replay.conversation;
@@ -32,7 +43,7 @@ void ReplayTally::Add(const ConversationReplay& replay) {
       if (allowed) {
         ++allowed_as_expected_;
       } else {
-        m.kind = "blocked_but_expected_allow";
+        m.kind = c.policy_error ? "policy_error" : "blocked_but_expected_allow";
         mismatches_.push_back(std::move(m));
       }
     } else if (c.expect->decision == "deny") {
@@ -46,7 +57,13 @@ void ReplayTally::Add(const ConversationReplay& replay) {
       }
       ++denied_as_expected_;
       ++score.denied;
-      if (c.expect->rule.empty() || c.expect->rule == c.rule_id) {
+      if (c.policy_error) {
+        // Failed closed: the call was held back, but by a broken rule, which
+        // is never the labeled rule doing its job.
+        ++score.policy_errors;
+        m.kind = "policy_error";
+        mismatches_.push_back(std::move(m));
+      } else if (c.expect->rule.empty() || c.expect->rule == c.rule_id) {
         ++right_rule_;
         ++score.right_rule;
       } else {
@@ -56,11 +73,11 @@ void ReplayTally::Add(const ConversationReplay& replay) {
     } else {
       // require_approval / confirm: the outcome must match exactly.
       ++expected_other_;
-      if (outcome == c.expect->decision &&
+      if (!c.policy_error && outcome == c.expect->decision &&
           (c.expect->rule.empty() || c.expect->rule == c.rule_id)) {
         ++other_as_expected_;
       } else {
-        m.kind = "wrong_outcome";
+        m.kind = c.policy_error ? "policy_error" : "wrong_outcome";
         mismatches_.push_back(std::move(m));
       }
     }
@@ -81,12 +98,22 @@ void ReplayTally::Merge(const ReplayTally& o) {
   other_as_expected_ += o.other_as_expected_;
   failed_conversations_ += o.failed_conversations_;
   extraction_errors_ += o.extraction_errors_;
+  policy_errors_ += o.policy_errors_;
+  policy_error_calls_ += o.policy_error_calls_;
+  for (const auto& [k, v] : o.policy_errors_by_rule_) policy_errors_by_rule_[k] += v;
   for (const auto& [k, v] : o.decisions_) decisions_[k] += v;
   for (const auto& [k, v] : o.by_rule_) {
     RuleScore& s = by_rule_[k];
     s.expected += v.expected;
     s.denied += v.denied;
     s.right_rule += v.right_rule;
+    s.policy_errors += v.policy_errors;
+  }
+  for (const auto& [rule, a] : o.activity_) {
+    RuleActivity& mine = activity_[rule];
+    mine.evaluated += a.evaluated;
+    mine.passed += a.passed;
+    mine.held += a.held;
   }
   for (const auto& [rule, outcomes] : o.deciding_rules_) {
     for (const auto& [k, v] : outcomes) deciding_rules_[rule][k] += v;
@@ -110,8 +137,40 @@ nlohmann::json EncodeMismatch(const ReplayMismatch& m) {
 nlohmann::json ReplayTally::ToJson() const {
   nlohmann::json by_rule = nlohmann::json::object();
   for (const auto& [rule, s] : by_rule_) {
-    by_rule[rule] = {{"expected", s.expected}, {"denied", s.denied}, {"right_rule", s.right_rule}};
+    by_rule[rule] = {{"expected", s.expected},
+                     {"denied", s.denied},
+                     {"right_rule", s.right_rule},
+                     {"policy_errors", s.policy_errors}};
   }
+  nlohmann::json rules = nlohmann::json::object();
+  auto row = [&rules](const std::string& rule) -> nlohmann::json& {
+    nlohmann::json& r = rules[rule];
+    if (r.is_null()) {
+      r = {{"evaluated", 0}, {"passed", 0},     {"held", 0},         {"decided", 0},
+           {"labeled", 0},   {"as_labeled", 0}, {"policy_errors", 0}};
+    }
+    return r;
+  };
+  for (const auto& [rule, a] : activity_) {
+    nlohmann::json& r = row(rule);
+    r["evaluated"] = a.evaluated;
+    r["passed"] = a.passed;
+    r["held"] = a.held;
+  }
+  for (const auto& [rule, outcomes] : deciding_rules_) {
+    if (rule == "(none)") continue;
+    uint64_t decided = 0;
+    for (const auto& [outcome, n] : outcomes) {
+      if (outcome != OutcomeName(Outcome::kAllow)) decided += n;
+    }
+    if (decided > 0) row(rule)["decided"] = decided;
+  }
+  for (const auto& [rule, s] : by_rule_) {
+    nlohmann::json& r = row(rule);
+    r["labeled"] = s.expected;
+    r["as_labeled"] = s.right_rule;
+  }
+  for (const auto& [rule, n] : policy_errors_by_rule_) row(rule)["policy_errors"] = n;
   nlohmann::json mismatches = nlohmann::json::array();
   for (const ReplayMismatch& m : mismatches_) mismatches.push_back(EncodeMismatch(m));
   return {{"conversations", conversations_},
@@ -127,9 +186,13 @@ nlohmann::json ReplayTally::ToJson() const {
           {"other_as_expected", other_as_expected_},
           {"failed_conversations", failed_conversations_},
           {"extraction_errors", extraction_errors_},
+          {"policy_errors", policy_errors_},
+          {"policy_error_calls", policy_error_calls_},
+          {"policy_errors_by_rule", policy_errors_by_rule_},
           {"decisions", decisions_},
           {"by_rule", std::move(by_rule)},
           {"deciding_rules", deciding_rules_},
+          {"rules", std::move(rules)},
           {"mismatches", std::move(mismatches)}};
 }
 

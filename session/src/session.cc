@@ -21,10 +21,9 @@ std::string OutputText(const nlohmann::json& output) {
 }  // namespace
 
 Result<std::shared_ptr<const ExtractionRules>> CompileExtractionRules(const RulePack& pack) {
-  if (const nlohmann::json* spec = pack.extract_spec()) {
-    return ExtractionRules::FromJson(*spec, pack.version());
-  }
-  return ExtractionRules::Empty();
+  // FromPack, not Empty(), for a pack without extract.json: the empty rule
+  // set must carry the pack's version, or Open refuses it as another pack's.
+  return ExtractionRules::FromPack(pack);
 }
 
 Result<std::unique_ptr<Session>> Session::Open(Store& store, ConversationId id,

@@ -158,8 +158,9 @@ TEST_CASE("the audit page holds a timeline with the blocked call marked", "[redi
   const std::string page = ReadFile(html);
   CHECK_THAT(page, Catch::Contains("<ol class=\"timeline\">"));
   CHECK_THAT(page, Catch::Contains("class=\"decision deny blocked\""));
-  CHECK_THAT(page, !Catch::Contains("<script") && !Catch::Contains("http://") &&
-                       !Catch::Contains("https://"));
+  // One file: no external resources (the one script is inline).
+  CHECK_THAT(page, !Catch::Contains("src=") && !Catch::Contains("http://") &&
+                       !Catch::Contains("https://") && !Catch::Contains("<link"));
 
   // The memory store works within one process: replay --audit-html.
   const std::string trace = TempDir() + "/html.jsonl";
@@ -181,7 +182,7 @@ TEST_CASE("the audit page renders offline in headless Chromium", "[redis][chromi
     return;
   }
   const std::string trace = TempDir() + "/chromium.jsonl";
-  WriteFile(trace, ShopTraceLine("browser-check") + "\n");
+  WriteFile(trace, ShopTraceLine("browser-check") + "\n" + ShopTraceLine("second") + "\n");
   const std::string html = TempDir() + "/chromium-audit.html";
   REQUIRE(RunCli({"replay", trace, "--rules", Pack(), "--audit-html", html, "-q"}).exit_code == 0);
   const std::string dom = RenderedDom(chromium, html);
@@ -191,6 +192,42 @@ TEST_CASE("the audit page renders offline in headless Chromium", "[redis][chromi
   CHECK_THAT(dom, Catch::Contains("class=\"decision deny blocked\""));
   CHECK_THAT(dom, Catch::Contains("data-rule=\"shop.confirmed\""));
   CHECK_THAT(dom, Catch::Contains("browser-check"));
+  // The inline search script ran: it unhides the search box.
+  CHECK_THAT(dom, Catch::Contains("id=\"search\"") && !Catch::Contains("hidden=\"\""));
+  CHECK_THAT(dom, Catch::Contains("class=\"conversation-row has-block\""));
+}
+
+TEST_CASE("the audit page of a replay opens with counts per conversation, the rules and a filter") {
+  // "held" has its second cancel denied; "clean" stops after the allowed one.
+  std::string clean = ShopTraceLine("clean");
+  clean.erase(clean.find(R"(,{"type":"call","id":"c2")"));
+  clean += "]}";
+  const std::string trace = TempDir() + "/index.jsonl";
+  WriteFile(trace, ShopTraceLine("held") + "\n" + clean + "\n");
+  const std::string html = TempDir() + "/index-audit.html";
+  CliRun r = RunCli({"replay", trace, "--rules", Pack(), "--audit-html", html, "-q"});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::string page = ReadFile(html);
+  CHECK_THAT(page, Catch::Contains("2 conversations, 5 calls, 1 held back"));
+  // Index rows: turns, calls, decisions, held back.
+  CHECK_THAT(page, Catch::Contains("<tr class=\"conversation-row has-block\" "
+                                   "data-target=\"conversation-0\"><td><a "
+                                   "href=\"#conversation-0\">held</a></td>"));
+  CHECK_THAT(page, Catch::Contains("<td>3</td><td>3</td><td>1</td></tr>"));
+  CHECK_THAT(page, Catch::Contains("<tr class=\"conversation-row\" data-target=\"conversation-1\">"
+                                   "<td><a href=\"#conversation-1\">clean</a></td>"));
+  CHECK_THAT(page, Catch::Contains("<td>2</td><td>2</td><td>0</td></tr>"));
+  // The rule table: shop.confirmed ran on all three cancels, held one back and decided it.
+  CHECK_THAT(page, Catch::Contains("<tr data-rule=\"shop.confirmed\"><td><code>shop.confirmed"
+                                   "</code></td><td>3</td><td>1</td><td>1</td></tr>"));
+  // The filter works without scripts: a checkbox whose later siblings CSS hides.
+  CHECK_THAT(page, Catch::Contains("<input type=\"checkbox\" id=\"held-only\" class=\"filter\">"));
+  CHECK_THAT(page, Catch::Contains(".filter:checked~main section.conversation:not(.has-block)"));
+  CHECK_THAT(page,
+             Catch::Contains("<section class=\"conversation has-block\" id=\"conversation-0\""));
+  CHECK_THAT(page, Catch::Contains("<section class=\"conversation\" id=\"conversation-1\""));
+  CHECK_FALSE(std::filesystem::exists(html + ".body.tmp"));
 }
 
 TEST_CASE("commands: list by state, approve with a reason, dry runs change nothing", "[redis]") {

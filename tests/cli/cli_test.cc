@@ -3,6 +3,7 @@
 // the exit-code contract (0 ok, 1 a check failed, 2 usage or input error).
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <string>
 
 #include "cli/cli_runner.h"
@@ -204,4 +205,101 @@ TEST_CASE("policy check prints one decision as JSON and exits 1 when the call is
   CHECK(
       RunCli({"policy", "check", "--rules", Pack(), "--state", state, "--call", call}).exit_code ==
       2);
+}
+
+namespace {
+
+// The shop pack with shop.confirmed broken: its check calls a function the
+// ledger does not have, so every evaluation of it raises.
+std::string BrokenPack() {
+  static const std::string dir = [] {
+    std::string d = WriteShopPack(TempDir() + "/broken");
+    std::string lua = ReadFile(d + "/shop.lua");
+    const std::string good = "if ledger.confirmed(call) then return allow() end";
+    lua.replace(lua.find(good), good.size(), "if ledger.nope(call) then return allow() end");
+    WriteFile(d + "/shop.lua", lua);
+    return d;
+  }();
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("a rule that raises is counted as a policy error, never as the labeled rule, exit 1") {
+  std::string trace = TraceFile("errors.jsonl", ShopTraceLine("e") + "\n");
+  CliRun r = RunCli({"replay", trace, "--rules", BrokenPack(), "--json", "-q"});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 1);
+  nlohmann::json s = r.LastJson();
+  REQUIRE(s.is_object());
+  // The labeled deny by shop.confirmed was held back, but by the error.
+  CHECK(s["denied_as_expected"] == 1);
+  CHECK(s["right_rule"] == 0);
+  CHECK(s["by_rule"]["shop.confirmed"]["policy_errors"] == 1);
+  CHECK(s["policy_errors"] == 2);  // both cancels ran the broken rule
+  CHECK(s["policy_errors_by_rule"]["shop.confirmed"] == 2);
+  REQUIRE(s["mismatches"].size() == 2);
+  CHECK(s["mismatches"][0]["kind"] == "policy_error");
+  CHECK(s["mismatches"][1]["kind"] == "policy_error");
+
+  CliRun text = RunCli({"replay", trace, "--rules", BrokenPack()});
+  INFO(text.out << text.err);
+  CHECK(text.exit_code == 1);
+  CHECK_THAT(text.out, Catch::Contains("POLICY ERROR") && !Catch::Contains("(as expected)"));
+  CHECK_THAT(text.out, Catch::Contains("policy errors: 2 in 2 calls (shop.confirmed x2)"));
+  CHECK_THAT(text.err, Catch::Contains("--allow-policy-errors"));
+
+  // -q mismatch lines carry the reason, here the rule's error.
+  CliRun quiet = RunCli({"replay", trace, "--rules", BrokenPack(), "-q"});
+  CHECK_THAT(quiet.out, Catch::Contains("MISMATCH e c2 cancel_order") &&
+                            Catch::Contains("policy error in rule shop.confirmed"));
+
+  // Per-call JSON flags the call; the opt-out still reports but exits on the labels alone.
+  CliRun lenient =
+      RunCli({"replay", trace, "--rules", BrokenPack(), "--json", "--allow-policy-errors"});
+  CHECK(lenient.exit_code == 1);  // the mismatches remain
+  CHECK_THAT(lenient.out, Catch::Contains(R"("errored_rules":["shop.confirmed"])"));
+  CHECK_THAT(lenient.err, !Catch::Contains("--allow-policy-errors"));
+}
+
+TEST_CASE("an unlabeled call decided by a failing rule still fails the replay") {
+  std::string line = ShopTraceLine("u");
+  for (std::string label : {R"(,"expect":{"decision":"allow"})",
+                            R"(,"expect":{"decision":"deny","rule":"shop.confirmed"})"}) {
+    auto at = line.find(label);
+    REQUIRE(at != std::string::npos);
+    line.erase(at, label.size());
+  }
+  std::string trace = TraceFile("unlabeled.jsonl", line + "\n");
+  CliRun r = RunCli({"replay", trace, "--rules", BrokenPack(), "--json", "-q"});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(r.LastJson()["mismatches"].empty());
+  CHECK(r.LastJson()["policy_errors"] == 2);
+  CHECK(
+      RunCli({"replay", trace, "--rules", BrokenPack(), "-q", "--allow-policy-errors"}).exit_code ==
+      0);
+  CHECK(RunCli({"replay", trace, "--rules", Pack(), "-q"}).exit_code == 0);
+}
+
+TEST_CASE("a pack without extract.json replays, and policy test says when it has no tests") {
+  std::string dir = WriteShopPack(TempDir() + "/bare");
+  std::filesystem::remove(dir + "/extract.json");
+  std::string trace = TraceFile("bare.jsonl", ShopTraceLine("n") + "\n");
+  CliRun r = RunCli({"replay", trace, "--rules", dir, "--json", "-q"});
+  INFO(r.out << r.err);
+  CHECK_THAT(r.err, !Catch::Contains("cannot open session"));
+  CHECK(r.LastJson()["conversations"] == 1);
+  CHECK(r.LastJson()["failed_conversations"] == 0);
+  // Nothing extracts the order's status, so the labeled-allow cancel is denied.
+  CHECK(r.exit_code == 1);
+
+  std::filesystem::remove_all(dir + "/tests");
+  CliRun t = RunCli({"policy", "test", dir});
+  INFO(t.out << t.err);
+  CHECK(t.exit_code == 1);
+  CHECK_THAT(t.err, Catch::Contains("has no policy tests"));
+  CliRun f = RunCli({"policy", "test", Pack(), "--filter", "no such case"});
+  CHECK(f.exit_code == 1);
+  CHECK_THAT(f.err, Catch::Contains("matches --filter no such case"));
 }

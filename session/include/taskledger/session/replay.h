@@ -21,6 +21,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -40,6 +41,15 @@ struct ReplayedCall {
   std::string rule_id;  // the deciding rule (for an allow: the first of those that passed)
   std::string reason;
   size_t rules_evaluated = 0;  // rules that ran on the call (for an allow: all passed)
+  // Rules whose evaluation failed (raised, ran out of budget, returned a bad
+  // value): each failed closed as a deny. `policy_error` is true when the
+  // deciding rule is one of them (or the checker itself failed), so the
+  // denial is the pack's bug, not the policy speaking.
+  std::vector<std::string> errored_rules;
+  bool policy_error = false;
+  // What each rule that ran said, in evaluation order (ids shared with the
+  // checker: no copy of the text).
+  std::vector<std::pair<SharedString, Outcome>> evaluations;
   bool read_only = false;
   bool executed = false;
   bool has_result = false;               // the trace held a result for it

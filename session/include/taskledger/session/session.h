@@ -239,7 +239,9 @@ class Session {
   // the store ping. A call that may not run is staged with outcome "denied"
   // (a store denial also stages its own decision record after the policy's).
   // For loops that execute calls themselves: run the call only if
-  // result.decision.allowed(), then RecordToolOutput.
+  // result.decision.allowed(), then RecordToolOutput. Authorize never goes
+  // through the command ledger (no command, key or approval queue): a loop
+  // that wants those passes its executor to HandleToolCall.
   CallResult Authorize(const ProposedCall& call);
 
   // Authorize, then (only if allowed) execute, record the output and the call.

@@ -18,6 +18,7 @@
 #include "objects.h"
 #include "py_session.h"
 #include "taskledger/adapters/tool_call.h"
+#include "taskledger/commands/command.h"
 #include "taskledger/ledger/codec.h"
 #include "taskledger/session/session.h"
 
@@ -68,25 +69,39 @@ Status StatusOfToolError(const py::error_already_set& e, const std::string& tool
 }
 
 // The C++ executor around a Python callable; see handle_tool_call's docstring.
-ToolExecutor PythonExecutor(const py::object& execute, const py::object& call_obj,
-                            std::optional<double> timeout,
-                            std::optional<py::error_already_set>& raised) {
-  return [&execute, &call_obj, timeout, &raised](const ProposedCall& call) -> Result<ToolOutput> {
+// A write under the command ledger hands its idempotency key to a callable
+// that takes an `idempotency_key` keyword.
+ContextToolExecutor PythonExecutor(const py::object& execute, const py::object& call_obj,
+                                   std::optional<double> timeout,
+                                   std::optional<py::error_already_set>& raised) {
+  return [&execute, &call_obj, timeout, &raised](const ProposedCall& call,
+                                                 const ToolContext& ctx) -> Result<ToolOutput> {
     py::gil_scoped_acquire gil;
     try {
+      py::object fn = execute;
+      if (!ctx.idempotency_key.empty()) {
+        py::module_ calls = py::module_::import("taskledger._calls");
+        if (calls.attr("accepts_idempotency_key")(execute).cast<bool>()) {
+          fn = py::module_::import("functools")
+                   .attr("partial")(execute, "idempotency_key"_a = ctx.idempotency_key);
+        }
+      }
       py::object out;
       if (timeout) {
         py::object runner = py::module_::import("taskledger._calls").attr("run_with_timeout");
-        out = runner(execute, call_obj, *timeout);
+        out = runner(fn, call_obj, *timeout);
       } else {
-        out = execute(call_obj);
+        out = fn(call_obj);
       }
       if (PyUnicode_Check(out.ptr())) return ToolOutput{Text(out, "the tool's return value")};
       return ToolOutput{ToJson(out, "the return value of tool " + call.tool)};
     } catch (py::error_already_set& e) {
       Status why = StatusOfToolError(e, call.tool);
       raised = std::move(e);
-      return why;
+      if (why.code() == StatusCode::kTimeout) return why;  // uncertain for a write already
+      // The tool raised: maybe after its side effect. The session records a
+      // write as uncertain, a read as an error, with this status.
+      throw ToolRaised(std::move(why));
     }
   };
 }
@@ -135,6 +150,20 @@ void RegisterSession(py::module_& m) {
       .def_property_readonly(
           "record", [](const PyCallResult& r) { return FromJson(r.result.decision_record); },
           "The decision-log record staged into the turn.")
+      .def_property_readonly(
+          "idempotency_key",
+          [](const PyCallResult& r) -> py::object {
+            if (!r.result.command) return py::none();
+            return py::str(r.result.command->idempotency_key);
+          },
+          "The key of the write's command (None without a command store).")
+      .def_property_readonly(
+          "command_state",
+          [](const PyCallResult& r) -> py::object {
+            if (!r.result.command) return py::none();
+            return py::str(std::string(CommandStateName(r.result.command->state)));
+          },
+          "\"succeeded\", \"failed\", \"uncertain\", \"blocked\", ... (None without one).")
       .def_readonly("error", &PyCallResult::error,
                     "The tool's exception when on_error=\"return\", else None.")
       .def("__repr__", [](const PyCallResult& r) {
@@ -167,22 +196,50 @@ void RegisterSession(py::module_& m) {
       .def_static(
           "open",
           [](PyStore& store, const std::string& tenant, const std::string& conversation,
-             const PyPack& pack, std::optional<SessionOptions> options) {
+             const PyPack& pack, const std::optional<SessionOptions>& options,
+             const py::object& command_store, const py::object& lookup) {
             auto s = std::make_shared<PySession>();
             s->store = store.store;
             s->pack = pack.pack;
+            SessionOptions o = options.value_or(SessionOptions{});
+            if (!command_store.is_none()) {
+              s->command_store = command_store.cast<PyCommandStore&>().store;
+              o.commands.store = s->command_store.get();
+            }
+            if (!lookup.is_none()) {
+              if (!PyCallable_Check(lookup.ptr())) RaiseInvalid("lookup must be callable");
+              if (command_store.is_none()) RaiseInvalid("lookup needs a command_store");
+              auto held = std::shared_ptr<py::object>(new py::object(lookup), [](py::object* f) {
+                py::gil_scoped_acquire gil;
+                delete f;
+              });
+              o.commands.lookup = [held](const Command& c) -> LookupResult {
+                py::gil_scoped_acquire gil;
+                try {
+                  return (*held)(c).cast<LookupResult>();
+                } catch (py::error_already_set& e) {
+                  return LookupResult::Unknown("the lookup raised " +
+                                               py::str(e.value()).cast<std::string>());
+                } catch (const py::cast_error&) {
+                  return LookupResult::Unknown("the lookup did not return a LookupResult");
+                }
+              };
+            }
             auto session = [&] {
               py::gil_scoped_release release;
               return Session::Open(*s->store, ConversationId{tenant, conversation}, s->pack,
-                                   options.value_or(SessionOptions{}));
+                                   std::move(o));
             }();
             s->session = Unwrap(std::move(session));
             return s;
           },
           "store"_a, py::kw_only(), "tenant"_a = "default", "conversation"_a, "pack"_a,
-          "options"_a = py::none(),
-          "Opens (or resumes at its head) a conversation. Raises Unavailable, Timeout, "
-          "Corruption, InvalidArgument.")
+          "options"_a = py::none(), "command_store"_a = py::none(), "lookup"_a = py::none(),
+          "Opens (or resumes at its head) a conversation. With command_store, every write is a "
+          "command of the run (tenant, conversation): reserved, leased, given its idempotency key "
+          "(passed to an execute callable that takes an idempotency_key keyword) and settled; "
+          "lookup(command) -> LookupResult reconciles uncertain ones, also at open. Raises "
+          "Unavailable, Timeout, Corruption, InvalidArgument.")
       .def(
           "record_user_message",
           [](PySession& s, py::handle text) {
@@ -258,7 +315,7 @@ void RegisterSession(py::module_& m) {
             std::optional<py::error_already_set> raised;
             Busy busy(s);
             {
-              ToolExecutor exec = PythonExecutor(execute, call_obj, timeout, raised);
+              ContextToolExecutor exec = PythonExecutor(execute, call_obj, timeout, raised);
               py::gil_scoped_release release;
               r.result = s.session->HandleToolCall(r.call, exec);
             }
@@ -310,7 +367,8 @@ A tool that overruns its timeout keeps running in a daemon thread.)")
           py::kw_only(), "format"_a = "plain", "max_chars"_a = 0, "include_provenance"_a = false,
           "state"_a = "working",
           "The task-state block for the prompt (plain, markdown, xml or json).")
-      .def_property_readonly("ledger", [](std::shared_ptr<PySession> s) { return PyLedgerView{s}; })
+      .def_property_readonly(
+          "ledger", [](std::shared_ptr<PySession> s) { return PyLedgerView{std::move(s)}; })
       .def_property_readonly("tenant", [](const PySession& s) { return s.session->id().tenant; })
       .def_property_readonly("conversation",
                              [](const PySession& s) { return s.session->id().conversation; })

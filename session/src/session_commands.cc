@@ -20,6 +20,9 @@ ExecutorRun RunExecutor(const ContextToolExecutor& execute, const ProposedCall& 
     } else {
       ran.error = out.error();
     }
+  } catch (const ToolRaised& e) {
+    ran.threw = true;
+    ran.error = e.status();
   } catch (const std::exception& e) {
     ran.threw = true;
     ran.error = Status::Internal("the tool " + call.tool + " threw: " + e.what());

@@ -76,6 +76,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -180,6 +181,20 @@ struct ToolOutput {
 // leaves the session: for an environment-changing call it is an uncertain
 // outcome (the side effect may have happened), for a read-only one an error.
 using ToolExecutor = std::function<Result<ToolOutput>(const ProposedCall&)>;
+
+// What an executor may throw to report that the tool raised, with the status
+// to record (a language binding's exception, say): like any exception, it is
+// an uncertain outcome for an environment-changing call and an error for a
+// read-only one, recorded with this status instead of a generic one.
+class ToolRaised : public std::exception {
+ public:
+  explicit ToolRaised(Status status) : status_(std::move(status)) {}
+  const char* what() const noexcept override { return status_.message().c_str(); }
+  const Status& status() const { return status_; }
+
+ private:
+  Status status_;
+};
 
 // What the session tells an executor about the call beyond the call itself.
 struct ToolContext {

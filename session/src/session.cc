@@ -66,6 +66,7 @@ Result<std::unique_ptr<Session>> Session::Open(Store& store, ConversationId id,
         c.worker_id.empty() ? "session:" + run.tenant + "/" + run.run : c.worker_id;
     ledger_options.lease_ms = c.lease_ms;
     ledger_options.max_attempts = c.max_attempts;
+    ledger_options.observer = c.observer;
     session->commands_ = std::make_unique<Commands>(*c.store, std::move(run), clock,
                                                     std::move(ledger_options), std::move(c));
     if (Status recovered = session->RecoverCommands(); !recovered.ok()) return recovered;

@@ -64,6 +64,14 @@ ProposedCall CallOf(const Command& c) {
   return ProposedCall{std::move(id), c.tool, c.arguments};
 }
 
+// Approved by an operator and not run to an end yet: approved, or released
+// for another attempt after an uncertain outcome (a release keeps no state
+// "approved", but the approval stands).
+bool OperatorApproved(const Command& c) {
+  return c.state == CommandState::kApproved ||
+         (c.state == CommandState::kPending && !c.approver.empty());
+}
+
 std::string Where(const Command& c) {
   return "command " + c.command_key + " of run " + c.run.run + ", idempotency key " +
          c.idempotency_key;
@@ -119,13 +127,13 @@ void Session::HandleCommand(const ProposedCall& call, const ContextToolExecutor&
     // A retry of a call whose outcome is unknown: ask the system first.
     if (auto reconciled = cmd.ledger.Reconcile(c.run, c.command_key)) c = *reconciled;
   }
-  const bool ready = c.state == CommandState::kApproved ||
-                     (c.state == CommandState::kPending && result.decision.allowed());
+  const bool ready =
+      OperatorApproved(c) || (c.state == CommandState::kPending && result.decision.allowed());
   if (!ready) {
     ReportCommand(call, c, result);
     return;
   }
-  if (c.state == CommandState::kApproved) StageApproval(call, c, result);
+  if (OperatorApproved(c)) StageApproval(call, c, result);
   if (commit_before_write_ && !CommitBeforeWrite(call, result)) {
     StageCallRecord(call, true, "denied");  // the command stays ready for a retry
     result.command = c;
@@ -280,7 +288,7 @@ Result<std::vector<CallResult>> Session::ResumeApproved(const ContextToolExecuto
   for (const Command& c : *listed) {
     if (!c.compensates.empty()) continue;
     ProposedCall call = CallOf(c);
-    if (c.state == CommandState::kApproved) {
+    if (OperatorApproved(c)) {
       cmd.BindLookup(c.tool);
       CallResult r;
       StageApproval(call, c, r);

@@ -174,3 +174,30 @@ TEST_CASE("approval: a crash during the approved call is reconciled on restart, 
   CHECK(nothing->empty());
   CHECK(backend.keys.size() == 1);
 }
+
+TEST_CASE("approval: an approved call found not to have happened after a crash runs again, once") {
+  Fixture f(GENERATE(as<std::string>{}, "memory", "redis"));
+  Backend backend;
+  auto first = f.Open();
+  Command blocked = AskForLargeRefund(*first, backend, f);
+  REQUIRE(Operator(*f.commands).Approve(f.run(), blocked.command_key, "alice", "ok").has_value());
+  // The process dies inside the approved call, before the request left it.
+  std::unique_ptr<Session> restarted;
+  auto dies = [&](const ProposedCall&, const ToolContext&) -> Result<ToolOutput> {
+    restarted = f.Open([](const Command&) { return LookupResult::NotFound(); });
+    return Status::Timeout("the process died");
+  };
+  REQUIRE(first->ResumeApproved(dies).has_value());
+  REQUIRE(restarted);
+  CHECK(restarted->recovery()->released == 1);
+  // Released for another attempt, it keeps its approval: the next resume runs it.
+  auto resumed = restarted->ResumeApproved(backend.executor());
+  REQUIRE(resumed.has_value());
+  REQUIRE(resumed->size() == 1);
+  CHECK(resumed->front().executed);
+  CHECK(resumed->front().decision.rule_id == "taskledger.operator_approval");
+  REQUIRE(backend.keys.size() == 1);
+  CHECK(backend.keys[0] == blocked.idempotency_key);
+  CHECK(f.Only().state == CommandState::kSucceeded);
+  CHECK(f.Only().attempts == 2);
+}

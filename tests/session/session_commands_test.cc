@@ -131,6 +131,24 @@ TEST_CASE("session: a throwing executor never escapes, and a write it ran is unc
   REQUIRE((*session)->EndTurn().has_value());
 }
 
+TEST_CASE("session: ToolRaised carries a binding's status; a write that raised is uncertain") {
+  auto store = NewMemoryStore();
+  auto session = Session::Open(*store, {"t", "tool-raised"}, RefundPack());
+  REQUIRE(session.has_value());
+  auto raiser = [](const ProposedCall&) -> Result<ToolOutput> {
+    throw ToolRaised(Status::Unavailable("the tool raised ConnectionError: crm is down"));
+  };
+  // The write first: its write-ahead commit would take the read's record along.
+  CallResult write = (*session)->HandleToolCall(Ship("c1"), raiser);
+  CHECK_THAT(write.message, Catch::Contains("unknown") && Catch::Contains("crm is down"));
+  CallResult read = (*session)->HandleToolCall({"c2", "get_order", {}}, raiser);
+  CHECK_THAT(read.message, Catch::Contains("unavailable: the tool raised ConnectionError"));
+  const auto& calls = (*session)->pending().calls;
+  REQUIRE(calls.size() == 2);
+  CHECK(calls[0].outcome == "uncertain");
+  CHECK(calls[1].outcome == "error");
+}
+
 TEST_CASE("session commands: a restart reconciles what the last process left in flight") {
   Fixture f(GENERATE(as<std::string>{}, "memory", "redis"));
   Backend backend;

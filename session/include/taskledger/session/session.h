@@ -142,6 +142,9 @@ struct SessionCommandOptions {
   // returns the recorded outcome. Return something that varies (a turn, a
   // call id) for tools a run may legitimately repeat.
   std::function<std::string(const ProposedCall&)> step_of;
+  // Called after each durable step of a command (CommandLedgerOptions::observer):
+  // "reserved", "leased", "outcome", "reconciled". For tracing and crash tests.
+  std::function<void(std::string_view point, const Command&)> observer;
 };
 
 struct SessionOptions {
@@ -268,7 +271,8 @@ class Session {
   CallResult HandleToolCall(const ProposedCall& call, const ContextToolExecutor& execute);
 
   // Runs every command of the session's run an operator approved and that has
-  // not run yet (exactly once: each is leased first), and reports every
+  // not run yet (exactly once: each is leased first; one released for a retry
+  // after an uncertain outcome keeps its approval), and reports every
   // command an operator denied since the session last reported it. Each
   // becomes a call record in the current turn; the results are the tool
   // messages to hand the model. Call it at the start of a turn, or whenever a

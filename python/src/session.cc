@@ -7,8 +7,10 @@
 // instead of corrupting the turn. The GIL is released while the session checks
 // policy (Lua), extracts and talks to the store; it is taken back only to run
 // the Python tool callable and to convert its result.
+#include <map>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include <pybind11/functional.h>
@@ -71,13 +73,15 @@ Status StatusOfToolError(const py::error_already_set& e, const std::string& tool
 // The C++ executor around a Python callable; see handle_tool_call's docstring.
 // A write under the command ledger hands its idempotency key to a callable
 // that takes an `idempotency_key` keyword.
-ContextToolExecutor PythonExecutor(const py::object& execute, const py::object& call_obj,
+// `call_obj` null: the callable gets a taskledger.Call made from the call.
+ContextToolExecutor PythonExecutor(const py::object& execute, const py::object* call_obj,
                                    std::optional<double> timeout,
                                    std::optional<py::error_already_set>& raised) {
-  return [&execute, &call_obj, timeout, &raised](const ProposedCall& call,
-                                                 const ToolContext& ctx) -> Result<ToolOutput> {
+  return [&execute, call_obj, timeout, &raised](const ProposedCall& call,
+                                                const ToolContext& ctx) -> Result<ToolOutput> {
     py::gil_scoped_acquire gil;
     try {
+      py::object arg = call_obj != nullptr ? *call_obj : py::cast(call);
       py::object fn = execute;
       if (!ctx.idempotency_key.empty()) {
         py::module_ calls = py::module_::import("taskledger._calls");
@@ -89,9 +93,9 @@ ContextToolExecutor PythonExecutor(const py::object& execute, const py::object& 
       py::object out;
       if (timeout) {
         py::object runner = py::module_::import("taskledger._calls").attr("run_with_timeout");
-        out = runner(fn, call_obj, *timeout);
+        out = runner(fn, arg, *timeout);
       } else {
-        out = fn(call_obj);
+        out = fn(arg);
       }
       if (PyUnicode_Check(out.ptr())) return ToolOutput{Text(out, "the tool's return value")};
       return ToolOutput{ToJson(out, "the return value of tool " + call.tool)};
@@ -315,7 +319,7 @@ void RegisterSession(py::module_& m) {
             std::optional<py::error_already_set> raised;
             Busy busy(s);
             {
-              ContextToolExecutor exec = PythonExecutor(execute, call_obj, timeout, raised);
+              ContextToolExecutor exec = PythonExecutor(execute, &call_obj, timeout, raised);
               py::gil_scoped_release release;
               r.result = s.session->HandleToolCall(r.call, exec);
             }
@@ -331,6 +335,54 @@ outcome "error" and then, with on_error="raise" (default), the exception is
 re-raised carrying the CallResult as its `call_result` attribute; with
 on_error="return" the CallResult is returned with the exception in `.error`.
 A tool that overruns its timeout keeps running in a daemon thread.)")
+      .def(
+          "resume_approved",
+          [](PySession& s, const py::object& execute, std::optional<double> timeout) {
+            if (!PyCallable_Check(execute.ptr())) RaiseInvalid("execute must be callable");
+            if (timeout && !(*timeout > 0)) RaiseInvalid("timeout must be positive");
+            Busy busy(s);
+            std::optional<py::error_already_set> raised;
+            std::map<std::string, py::object> errors;  // by call id
+            ContextToolExecutor inner = PythonExecutor(execute, nullptr, timeout, raised);
+            auto keep = [&](const ProposedCall& call) {
+              py::gil_scoped_acquire gil;
+              if (raised) errors[call.id] = raised->value();
+              raised.reset();
+            };
+            ContextToolExecutor exec = [&](const ProposedCall& call,
+                                           const ToolContext& ctx) -> Result<ToolOutput> {
+              try {
+                Result<ToolOutput> out = inner(call, ctx);
+                keep(call);
+                return out;
+              } catch (const ToolRaised&) {
+                keep(call);
+                throw;
+              }
+            };
+            auto resumed = [&] {
+              py::gil_scoped_release release;
+              return s.session->ResumeApproved(exec);
+            }();
+            py::list out;
+            for (CallResult& r : Unwrap(std::move(resumed))) {
+              ProposedCall call;
+              call.id = r.decision_record.value("call_id", "");
+              if (r.command) {
+                call.tool = r.command->tool;
+                call.arguments = r.command->arguments;
+              }
+              PyCallResult p{std::move(call), std::move(r)};
+              if (auto it = errors.find(p.call.id); it != errors.end()) p.error = it->second;
+              out.append(py::cast(std::move(p)));
+            }
+            return out;
+          },
+          "execute"_a, py::kw_only(), "timeout"_a = py::none(),
+          R"(Runs the commands an operator approved (taskledger commands approve), each once,
+and reports the ones an operator denied; returns their CallResults, the tool messages
+to hand the model. A tool that raises is recorded (uncertain: it may have taken effect)
+and its exception is in that CallResult's .error. Empty without a command store.)")
       .def(
           "end_turn",
           [](PySession& s) {

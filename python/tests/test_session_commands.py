@@ -98,3 +98,39 @@ def test_lookup_needs_a_command_store(subscription_pack):
     with pytest.raises(taskledger.InvalidArgument, match="command_store"):
         taskledger.Session.open(taskledger.MemoryStore(), conversation="x",
                                 pack=subscription_pack, lookup=lambda c: None)
+
+
+def test_an_approved_refund_runs_once_through_resume_approved(command_store, subscription_pack):
+    store = taskledger.MemoryStore()
+    conversation = "c-" + uuid.uuid4().hex[:12]
+    s = verified_session(store, command_store, subscription_pack, conversation)
+    refunds = []
+
+    def refund(call, idempotency_key):
+        refunds.append(idempotency_key)
+        if len(refunds) > 1:
+            raise RuntimeError("the second refund raised")
+        return {"refund_id": "re_1"}
+
+    waiting = s.handle_tool_call("c1", "refund_subscription", {"amount": 9.99}, refund)
+    assert not waiting.executed and waiting.command_state == "blocked"
+    assert "waiting for approval" in waiting.message
+    assert s.resume_approved(refund) == []
+    other = s.handle_tool_call("c2", "refund_subscription", {"amount": 5}, refund)
+    s.end_turn()
+    operator = taskledger.CommandLedger(command_store, worker_id="cli")
+    for c in command_store.list_commands(conversation, tenant="py-cmd"):
+        if c.state == "blocked":
+            operator.approve(conversation, c.command_key, actor="bob", reason="duplicate charge",
+                             tenant="py-cmd")
+    results = s.resume_approved(refund)
+    assert [r.call_id for r in results] == ["c1", "c2"]
+    assert results[0].executed and results[0].command_state == "succeeded"
+    assert results[0].decision.rule == "taskledger.operator_approval"
+    assert results[0].idempotency_key == waiting.idempotency_key
+    # The second tool raised: recorded as uncertain, the exception handed back.
+    assert isinstance(results[1].error, RuntimeError)
+    assert results[1].command_state in ("uncertain", "blocked")
+    assert results[1].idempotency_key == other.idempotency_key
+    assert s.resume_approved(refund) == []
+    assert refunds == [waiting.idempotency_key, other.idempotency_key]

@@ -147,7 +147,8 @@ void Session::StageCallRecord(const ProposedCall& call, bool writes, std::string
       CallRecord{ledger_->turn(), call.id, call.tool, call.arguments, writes, std::move(outcome)});
 }
 
-bool Session::CommitBeforeWrite(const ProposedCall& call, CallResult& result) {
+bool Session::CommitBeforeWrite(const ProposedCall& call, CallResult& result,
+                                std::optional<Entry>* consumed) {
   std::optional<Entry> confirmation;
   const auto& conditions = ledger_->working().of(Category::kCondition);
   if (auto it = conditions.find(kConfirmationKey); it != conditions.end())
@@ -156,6 +157,7 @@ bool Session::CommitBeforeWrite(const ProposedCall& call, CallResult& result) {
   auto committed = ledger_->Commit();
   if (committed.has_value()) {
     wrote_ahead_ = true;
+    if (consumed != nullptr) *consumed = std::move(confirmation);
     return true;
   }
   // The call will not run, so the user's yes still stands: a retry once the

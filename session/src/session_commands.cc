@@ -134,12 +134,13 @@ void Session::HandleCommand(const ProposedCall& call, const ContextToolExecutor&
     return;
   }
   if (OperatorApproved(c)) StageApproval(call, c, result);
-  if (commit_before_write_ && !CommitBeforeWrite(call, result)) {
+  std::optional<Entry> consumed;
+  if (commit_before_write_ && !CommitBeforeWrite(call, result, &consumed)) {
     StageCallRecord(call, true, "denied");  // the command stays ready for a retry
     result.command = c;
     return;
   }
-  RunCommand(call, c, execute, result);
+  RunCommand(call, c, execute, result, consumed);
 }
 
 void Session::StageApproval(const ProposedCall& call, const Command& command, CallResult& result) {
@@ -155,7 +156,8 @@ void Session::StageApproval(const ProposedCall& call, const Command& command, Ca
 }
 
 void Session::RunCommand(const ProposedCall& call, const Command& command,
-                         const ContextToolExecutor& execute, CallResult& result) {
+                         const ContextToolExecutor& execute, CallResult& result,
+                         const std::optional<Entry>& consumed) {
   Commands& cmd = *commands_;
   auto leased = cmd.ledger.Lease(command.run, command.command_key);
   if (!leased) {
@@ -164,6 +166,8 @@ void Session::RunCommand(const ProposedCall& call, const Command& command,
     if (leased.error().code() == StatusCode::kFailedPrecondition && now.has_value()) {
       ReportCommand(call, *now, result);
     } else {
+      // The call did not run, so the user's yes still stands for the retry.
+      if (consumed) RestoreConfirmation(*consumed);
       DenyForStore(call, leased.error(), result);
       StageCallRecord(call, true, "denied");
       result.command = command;

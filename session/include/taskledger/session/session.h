@@ -329,7 +329,9 @@ class Session {
   void RestoreConfirmation(const Entry& confirmation);
   // Commits the turn before a write runs; on failure restores the
   // confirmation, turns `result` into a store denial and returns false.
-  bool CommitBeforeWrite(const ProposedCall& call, CallResult& result);
+  // `consumed` receives the confirmation the commit consumed, if any.
+  bool CommitBeforeWrite(const ProposedCall& call, CallResult& result,
+                         std::optional<Entry>* consumed = nullptr);
   void DenyForStore(const ProposedCall& call, const Status& why, CallResult& result);
   // Authorize after Check: the write-ahead commit or the store ping, and the
   // "denied" call record of a call that may not run.
@@ -342,8 +344,12 @@ class Session {
   void HandleCommand(const ProposedCall& call, const ContextToolExecutor& execute,
                      CallResult& result);
   // Leases `command`, runs it, settles it and records the call.
+  // Leases `command`, runs it, settles it and records the call; if the lease
+  // cannot be taken because the store failed, `consumed` (the confirmation the
+  // write-ahead commit used up) is restored: the call did not run.
   void RunCommand(const ProposedCall& call, const Command& command,
-                  const ContextToolExecutor& execute, CallResult& result);
+                  const ContextToolExecutor& execute, CallResult& result,
+                  const std::optional<Entry>& consumed = std::nullopt);
   // Stages a call record for a command that did not run now, and tells the model why.
   void ReportCommand(const ProposedCall& call, const Command& command, CallResult& result);
   // Stages the operator's approval of `command` as the decision that lets it run.

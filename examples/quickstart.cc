@@ -3,6 +3,7 @@
 // and the same call is allowed once the state allows it.
 #include <iostream>
 
+#include "taskledger/commands/memory_command_store.h"
 #include "taskledger/ledger/memory_store.h"
 #include "taskledger/pack/rule_pack.h"
 #include "taskledger/render/state_block.h"
@@ -15,7 +16,12 @@ int main(int argc, char** argv) {
   auto pack = RulePack::Load(rules);
   if (!pack) return std::cerr << pack.error().ToString() << "\n", 2;
   auto store = NewMemoryStore();  // or OpenStore("redis://127.0.0.1:6379")
-  auto session = Session::Open(*store, {"acme", "conv-1"}, pack.value()).value();
+  // Where writes are recorded as commands before they run (idempotency key,
+  // lease, outcome, approvals); or OpenRedisCommandStore.
+  auto commands = NewMemoryCommandStore();
+  SessionOptions options;
+  options.commands.store = commands.get();
+  auto session = Session::Open(*store, {"acme", "conv-1"}, pack.value(), options).value();
 
   // Your tools. taskledger runs one only if the policy allows the call.
   auto tools = [](const ProposedCall& call) -> Result<ToolOutput> {

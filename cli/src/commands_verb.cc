@@ -4,6 +4,10 @@
 //   commands show RUN KEY                 one command record
 //   commands approve|deny|cancel RUN KEY --reason TEXT [--actor A] [--dry-run]
 //   commands retry RUN KEY --reason TEXT [--actor A] [--dry-run]   replay a failed command
+//   commands reconcile RUN KEY --found EXTERNAL_ID --evidence TEXT | --not-found [--reason TEXT]
+//                                         settle an uncertain command by what the operator
+//                                         found: succeeded, or released for a retry
+//                                         (escalated once its attempts are spent)
 // --store memory (an empty in-process store) or a redis:// URL. Exit 0 ok,
 // 1 the transition was refused (wrong state, budget spent), 2 usage, unknown
 // command or store error.
@@ -29,6 +33,8 @@ struct CommandsOptions {
   CommonOptions common;
   std::string run, key, state, reason, actor = "cli";
   bool dry_run = false;
+  std::string found, evidence;  // reconcile
+  bool not_found = false;
 };
 
 Result<std::unique_ptr<CommandStore>> OpenCommands(const CommonOptions& o) {
@@ -175,6 +181,24 @@ int RunRetry(const CommandsOptions& o, CommandStore& store) {
   return Report(o, plan->command, o.dry_run, "retry");
 }
 
+int RunReconcile(const CommandsOptions& o, CommandStore& store) {
+  if (o.found.empty() == !o.not_found) {
+    std::cerr << "taskledger: commands reconcile needs exactly one of --found EXTERNAL_ID "
+                 "(with --evidence) and --not-found\n";
+    return kExitUsage;
+  }
+  if (!o.found.empty() && o.evidence.empty()) {
+    std::cerr << "taskledger: commands reconcile --found needs --evidence TEXT (what shows the "
+                 "call took effect)\n";
+    return kExitUsage;
+  }
+  CommandLedger ledger(store, SystemClock());
+  OperatorFinding finding{!o.found.empty(), o.found, o.evidence, o.actor, o.reason};
+  auto r = ledger.ReconcileByOperator({o.common.tenant, o.run}, o.key, finding);
+  if (!r) return Refused("reconcile " + o.key, r.error());
+  return Report(o, *r, false, "reconcile");
+}
+
 }  // namespace
 
 void AddCommandsVerb(CLI::App& app, int& exit_code) {
@@ -241,6 +265,18 @@ void AddCommandsVerb(CLI::App& app, int& exit_code) {
       verb->add_subcommand("retry", "Replay a failed command (budgets and policy re-check apply)");
   decide(retry);
   retry->callback([run] { run(RunRetry); });
+
+  CLI::App* reconcile = verb->add_subcommand(
+      "reconcile",
+      "Settle an uncertain command: --found EXTERNAL_ID --evidence TEXT, or --not-found");
+  target(reconcile);
+  reconcile->add_option("--found", o->found, "The call took effect; the id the system gave it");
+  reconcile->add_option("--evidence", o->evidence, "What shows it took effect (with --found)");
+  reconcile->add_flag("--not-found", o->not_found,
+                      "The call did not take effect: release it for a retry (or escalate)");
+  reconcile->add_option("--reason", o->reason, "A note (kept when the command is escalated)");
+  reconcile->add_option("--actor", o->actor, "Who checked (recorded; default cli)");
+  reconcile->callback([run] { run(RunReconcile); });
 }
 
 }  // namespace taskledger::cli

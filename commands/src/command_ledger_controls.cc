@@ -41,6 +41,41 @@ Result<Command> CommandLedger::Cancel(const RunId& run, std::string_view command
   return Transit(*c, HumanRequest(Transition::kCancel, actor, reason));
 }
 
+Result<Command> CommandLedger::ReconcileByOperator(const RunId& run, std::string_view command_key,
+                                                   const OperatorFinding& finding) {
+  if (finding.actor.empty()) return Status::InvalidArgument("reconcile needs an actor");
+  if (finding.found && (finding.external_id.empty() || finding.evidence.empty())) {
+    return Status::InvalidArgument(
+        "a call found to have taken effect needs its external id and "
+        "the evidence that shows it");
+  }
+  auto c = store_.Get(run, command_key);
+  if (!c) return c;
+  if (c->state != CommandState::kUncertain) {
+    return Status::FailedPrecondition("reconcile needs state uncertain, command " + c->command_key +
+                                      " is " + std::string(CommandStateName(c->state)));
+  }
+  TransitionRequest r;
+  if (finding.found) {
+    r.transition = Transition::kReconcileFound;
+    r.external_id = finding.external_id;
+    r.evidence = {{"reconciled", true},
+                  {"by", "operator"},
+                  {"actor", finding.actor},
+                  {"evidence", finding.evidence}};
+  } else if (c->attempts < options_.max_attempts) {
+    r.transition = Transition::kRelease;
+    r.max_attempts = options_.max_attempts;
+  } else {
+    r.transition = Transition::kEscalate;
+    r.reason = finding.actor + " found no effect after " + std::to_string(c->attempts) +
+               " attempts" + (finding.reason.empty() ? "" : ": " + finding.reason);
+  }
+  auto next = Transit(*c, r);
+  if (next) Observe("reconciled", *next);
+  return next;
+}
+
 Result<ReplayPlan> CommandLedger::Replay(const RunId& run, std::string_view command_key,
                                          const ReplayRequest& request) {
   if (request.reason.empty()) return Status::InvalidArgument("replay needs a reason");

@@ -5,6 +5,15 @@
 // pumps the proxy's loop until the server answers: messages keep flowing both
 // ways meanwhile, and further tools/call requests wait in the queue, so gating
 // is strictly sequential and each decision sees the outcome of the one before.
+//
+// A write is a command in one of two ways. If the session writes through the
+// command ledger itself (opened with SessionOptions::commands; session.run()
+// is set), the session reserves, leases and settles it, and the executor only
+// forwards the call with the idempotency key the session hands it; an
+// unanswered call is a Timeout, which the session records as uncertain (call
+// record and command alike), and the session's lookup reconciles it.
+// Otherwise the executor drives the proxy's own CommandLedger as below, with
+// ProxyOptions::lookup.
 #include <chrono>
 
 #include "internal/impl.h"
@@ -82,6 +91,60 @@ void GatingProxy::Impl::HandleToolsCall(const QueuedCall& queued) {
 
   std::optional<std::string> raw_response;  // the server's answer, relayed as it came
   bool client_cancelled = false;
+  // Forwards `line` and pumps the loop until the server answers; without an
+  // answer, says why (the call may or may not have taken effect).
+  auto forward = [&](const std::string& line) {
+    in_flight = InFlight{key, std::nullopt, {}, false};
+    SendToServer(line);
+    ++report.calls_forwarded;
+    const auto start = Clock::now();
+    std::string ambiguous;
+    std::optional<Clock::time_point> client_gone_at;
+    while (!in_flight->response) {
+      auto waited =
+          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+      if (in_flight->cancelled) {
+        ambiguous = "the client cancelled the call before the server answered";
+        client_cancelled = true;
+        break;
+      }
+      if (server_gone) {
+        server->Stop(options.shutdown_grace_ms);  // reaped, so its exit status can be told
+        ambiguous = "the MCP server " + server->Describe() + " before answering";
+        break;
+      }
+      if (stop_requested) {
+        ambiguous = "the proxy was stopped before the server answered";
+        break;
+      }
+      if (options.call_timeout_ms > 0 && waited >= options.call_timeout_ms) {
+        ambiguous = "no answer from the MCP server within " +
+                    std::to_string(options.call_timeout_ms) + " ms";
+        SendToServer(nlohmann::json{{"jsonrpc", "2.0"},
+                                    {"method", "notifications/cancelled"},
+                                    {"params", {{"requestId", request_id}, {"reason", ambiguous}}}}
+                         .dump());
+        break;
+      }
+      // A client that left cannot read the answer, but the outcome is still
+      // worth recording: wait for it, within the shutdown grace.
+      if ((!client_reading || !client_writable) && !client_gone_at) client_gone_at = Clock::now();
+      if (client_gone_at &&
+          Clock::now() - *client_gone_at >= std::chrono::milliseconds(options.shutdown_grace_ms)) {
+        ambiguous = "the client left and the server did not answer within the grace period";
+        break;
+      }
+      Pump(50);
+    }
+    InFlight done = std::move(*in_flight);
+    in_flight.reset();
+    if (!done.response) {
+      abandoned[key] = true;
+      ++report.calls_uncertain;
+    }
+    return std::pair{std::move(done), std::move(ambiguous)};
+  };
+
   auto execute = [&](const ProposedCall& c) -> Result<ToolOutput> {
     nlohmann::json forwarded = request;
     std::optional<Command> leased;
@@ -127,61 +190,15 @@ void GatingProxy::Impl::HandleToolsCall(const QueuedCall& queued) {
       return Status::Unavailable("the MCP server is not running");
     }
 
-    in_flight = InFlight{key, std::nullopt, {}, false};
-    SendToServer(writes ? forwarded.dump() : queued.line);
-    ++report.calls_forwarded;
-    const auto start = Clock::now();
-    std::string ambiguous;
-    std::optional<Clock::time_point> client_gone_at;
-    while (!in_flight->response) {
-      auto waited =
-          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
-      if (in_flight->cancelled) {
-        ambiguous = "the client cancelled the call before the server answered";
-        client_cancelled = true;
-        break;
-      }
-      if (server_gone) {
-        server->Stop(options.shutdown_grace_ms);  // reaped, so its exit status can be told
-        ambiguous = "the MCP server " + server->Describe() + " before answering";
-        break;
-      }
-      if (stop_requested) {
-        ambiguous = "the proxy was stopped before the server answered";
-        break;
-      }
-      if (options.call_timeout_ms > 0 && waited >= options.call_timeout_ms) {
-        ambiguous = "no answer from the MCP server within " +
-                    std::to_string(options.call_timeout_ms) + " ms";
-        SendToServer(nlohmann::json{{"jsonrpc", "2.0"},
-                                    {"method", "notifications/cancelled"},
-                                    {"params", {{"requestId", request_id}, {"reason", ambiguous}}}}
-                         .dump());
-        break;
-      }
-      // A client that left cannot read the answer, but the outcome is still
-      // worth recording: wait for it, within the shutdown grace.
-      if ((!client_reading || !client_writable) && !client_gone_at) client_gone_at = Clock::now();
-      if (client_gone_at &&
-          Clock::now() - *client_gone_at >= std::chrono::milliseconds(options.shutdown_grace_ms)) {
-        ambiguous = "the client left and the server did not answer within the grace period";
-        break;
-      }
-      Pump(50);
-    }
-    InFlight done = std::move(*in_flight);
-    in_flight.reset();
-
+    auto [done, ambiguous] = forward(writes ? forwarded.dump() : queued.line);
     if (!done.response) {
-      abandoned[key] = true;
-      ++report.calls_uncertain;
       if (leased) {
         auto recorded = commands.RecordOutcome(*leased, ToolOutcome::Ambiguous(ambiguous));
         if (!recorded)
           Log("cannot record the uncertain outcome of " + c.tool + ": " +
               recorded.error().ToString());
       }
-      return Status::Unavailable(ambiguous);
+      return Status::Timeout(ambiguous);  // the session records it as uncertain
     }
     raw_response = std::move(done.response_line);
     ToolOutput out = OutputOf(*done.response);
@@ -196,7 +213,27 @@ void GatingProxy::Impl::HandleToolsCall(const QueuedCall& queued) {
     return out;
   };
 
-  CallResult result = session.HandleToolCall(call, execute);
+  // The session's own command-ledger path: it hands over the idempotency key.
+  auto execute_with_key = [&](const ProposedCall&, const ToolContext& ctx) -> Result<ToolOutput> {
+    if (server_gone) return Status::Unavailable("the MCP server is not running");
+    std::string line = queued.line;
+    if (!ctx.idempotency_key.empty()) {
+      nlohmann::json forwarded = request;
+      nlohmann::json& params = forwarded["params"];
+      if (!params.contains("_meta") || !params["_meta"].is_object())
+        params["_meta"] = nlohmann::json::object();
+      params["_meta"]["taskledger/idempotencyKey"] = ctx.idempotency_key;
+      line = forwarded.dump();
+    }
+    auto [done, ambiguous] = forward(line);
+    if (!done.response) return Status::Timeout(ambiguous);
+    raw_response = std::move(done.response_line);
+    return OutputOf(*done.response);
+  };
+
+  CallResult result = session.run() != nullptr
+                          ? session.HandleToolCall(call, ContextToolExecutor(execute_with_key))
+                          : session.HandleToolCall(call, ToolExecutor(execute));
   // Committed before the client hears back: a client that has its answer can
   // find the call in `taskledger audit`.
   auto committed = session.EndTurn();
@@ -204,7 +241,8 @@ void GatingProxy::Impl::HandleToolsCall(const QueuedCall& queued) {
     Log("cannot commit the turn of call " + call.tool + ": " + committed.error().ToString());
   if (!result.executed) {
     ++report.calls_blocked;
-    SendToClient(ProduceToolsCallResult(request_id, ToolResult{call.id, result.message, true}));
+    SendToClient(ProduceToolsCallResult(
+        request_id, ToolResult{call.id, result.message, result.message_is_error}));
   } else if (raw_response) {
     SendRawToClient(*raw_response);
   } else if (!client_cancelled) {

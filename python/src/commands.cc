@@ -31,10 +31,6 @@ namespace {
 namespace py = pybind11;
 using namespace py::literals;
 
-struct PyCommandStore {
-  std::shared_ptr<CommandStore> store;
-};
-
 struct PyCommandLedger {
   std::shared_ptr<CommandStore> store;
   std::unique_ptr<CommandLedger> ledger;

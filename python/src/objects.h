@@ -14,6 +14,7 @@
 #include <pybind11/pybind11.h>
 
 #include "taskledger/base/tool_call.h"
+#include "taskledger/commands/command_store.h"
 #include "taskledger/ledger/state.h"
 #include "taskledger/ledger/store.h"
 #include "taskledger/pack/rule_pack.h"
@@ -23,6 +24,11 @@ namespace taskledger::py {
 
 struct PyStore {
   std::shared_ptr<Store> store;
+};
+
+// Shared by the command ledger (commands.cc) and sessions that write through it.
+struct PyCommandStore {
+  std::shared_ptr<CommandStore> store;
 };
 
 struct PyPack {

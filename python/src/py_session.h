@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "convert.h"
+#include "taskledger/commands/command_store.h"
 #include "taskledger/ledger/store.h"
 #include "taskledger/pack/rule_pack.h"
 #include "taskledger/session/session.h"
@@ -19,7 +20,8 @@
 namespace taskledger::py {
 
 struct PySession {
-  std::shared_ptr<Store> store;  // declared first: destroyed after the session
+  std::shared_ptr<Store> store;                 // declared first: destroyed after the session
+  std::shared_ptr<CommandStore> command_store;  // null unless writes go through commands
   std::shared_ptr<const RulePack> pack;
   std::unique_ptr<Session> session;
   std::mutex busy;

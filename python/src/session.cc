@@ -7,8 +7,10 @@
 // instead of corrupting the turn. The GIL is released while the session checks
 // policy (Lua), extracts and talks to the store; it is taken back only to run
 // the Python tool callable and to convert its result.
+#include <map>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include <pybind11/functional.h>
@@ -18,6 +20,7 @@
 #include "objects.h"
 #include "py_session.h"
 #include "taskledger/adapters/tool_call.h"
+#include "taskledger/commands/command.h"
 #include "taskledger/ledger/codec.h"
 #include "taskledger/session/session.h"
 
@@ -68,25 +71,41 @@ Status StatusOfToolError(const py::error_already_set& e, const std::string& tool
 }
 
 // The C++ executor around a Python callable; see handle_tool_call's docstring.
-ToolExecutor PythonExecutor(const py::object& execute, const py::object& call_obj,
-                            std::optional<double> timeout,
-                            std::optional<py::error_already_set>& raised) {
-  return [&execute, &call_obj, timeout, &raised](const ProposedCall& call) -> Result<ToolOutput> {
+// A write under the command ledger hands its idempotency key to a callable
+// that takes an `idempotency_key` keyword.
+// `call_obj` null: the callable gets a taskledger.Call made from the call.
+ContextToolExecutor PythonExecutor(const py::object& execute, const py::object* call_obj,
+                                   std::optional<double> timeout,
+                                   std::optional<py::error_already_set>& raised) {
+  return [&execute, call_obj, timeout, &raised](const ProposedCall& call,
+                                                const ToolContext& ctx) -> Result<ToolOutput> {
     py::gil_scoped_acquire gil;
     try {
+      py::object arg = call_obj != nullptr ? *call_obj : py::cast(call);
+      py::object fn = execute;
+      if (!ctx.idempotency_key.empty()) {
+        py::module_ calls = py::module_::import("taskledger._calls");
+        if (calls.attr("accepts_idempotency_key")(execute).cast<bool>()) {
+          fn = py::module_::import("functools")
+                   .attr("partial")(execute, "idempotency_key"_a = ctx.idempotency_key);
+        }
+      }
       py::object out;
       if (timeout) {
         py::object runner = py::module_::import("taskledger._calls").attr("run_with_timeout");
-        out = runner(execute, call_obj, *timeout);
+        out = runner(fn, arg, *timeout);
       } else {
-        out = execute(call_obj);
+        out = fn(arg);
       }
       if (PyUnicode_Check(out.ptr())) return ToolOutput{Text(out, "the tool's return value")};
       return ToolOutput{ToJson(out, "the return value of tool " + call.tool)};
     } catch (py::error_already_set& e) {
       Status why = StatusOfToolError(e, call.tool);
       raised = std::move(e);
-      return why;
+      if (why.code() == StatusCode::kTimeout) return why;  // uncertain for a write already
+      // The tool raised: maybe after its side effect. The session records a
+      // write as uncertain, a read as an error, with this status.
+      throw ToolRaised(std::move(why));
     }
   };
 }
@@ -135,6 +154,20 @@ void RegisterSession(py::module_& m) {
       .def_property_readonly(
           "record", [](const PyCallResult& r) { return FromJson(r.result.decision_record); },
           "The decision-log record staged into the turn.")
+      .def_property_readonly(
+          "idempotency_key",
+          [](const PyCallResult& r) -> py::object {
+            if (!r.result.command) return py::none();
+            return py::str(r.result.command->idempotency_key);
+          },
+          "The key of the write's command (None without a command store).")
+      .def_property_readonly(
+          "command_state",
+          [](const PyCallResult& r) -> py::object {
+            if (!r.result.command) return py::none();
+            return py::str(std::string(CommandStateName(r.result.command->state)));
+          },
+          "\"succeeded\", \"failed\", \"uncertain\", \"blocked\", ... (None without one).")
       .def_readonly("error", &PyCallResult::error,
                     "The tool's exception when on_error=\"return\", else None.")
       .def("__repr__", [](const PyCallResult& r) {
@@ -167,22 +200,50 @@ void RegisterSession(py::module_& m) {
       .def_static(
           "open",
           [](PyStore& store, const std::string& tenant, const std::string& conversation,
-             const PyPack& pack, std::optional<SessionOptions> options) {
+             const PyPack& pack, const std::optional<SessionOptions>& options,
+             const py::object& command_store, const py::object& lookup) {
             auto s = std::make_shared<PySession>();
             s->store = store.store;
             s->pack = pack.pack;
+            SessionOptions o = options.value_or(SessionOptions{});
+            if (!command_store.is_none()) {
+              s->command_store = command_store.cast<PyCommandStore&>().store;
+              o.commands.store = s->command_store.get();
+            }
+            if (!lookup.is_none()) {
+              if (!PyCallable_Check(lookup.ptr())) RaiseInvalid("lookup must be callable");
+              if (command_store.is_none()) RaiseInvalid("lookup needs a command_store");
+              auto held = std::shared_ptr<py::object>(new py::object(lookup), [](py::object* f) {
+                py::gil_scoped_acquire gil;
+                delete f;
+              });
+              o.commands.lookup = [held](const Command& c) -> LookupResult {
+                py::gil_scoped_acquire gil;
+                try {
+                  return (*held)(c).cast<LookupResult>();
+                } catch (py::error_already_set& e) {
+                  return LookupResult::Unknown("the lookup raised " +
+                                               py::str(e.value()).cast<std::string>());
+                } catch (const py::cast_error&) {
+                  return LookupResult::Unknown("the lookup did not return a LookupResult");
+                }
+              };
+            }
             auto session = [&] {
               py::gil_scoped_release release;
               return Session::Open(*s->store, ConversationId{tenant, conversation}, s->pack,
-                                   options.value_or(SessionOptions{}));
+                                   std::move(o));
             }();
             s->session = Unwrap(std::move(session));
             return s;
           },
           "store"_a, py::kw_only(), "tenant"_a = "default", "conversation"_a, "pack"_a,
-          "options"_a = py::none(),
-          "Opens (or resumes at its head) a conversation. Raises Unavailable, Timeout, "
-          "Corruption, InvalidArgument.")
+          "options"_a = py::none(), "command_store"_a = py::none(), "lookup"_a = py::none(),
+          "Opens (or resumes at its head) a conversation. With command_store, every write is a "
+          "command of the run (tenant, conversation): reserved, leased, given its idempotency key "
+          "(passed to an execute callable that takes an idempotency_key keyword) and settled; "
+          "lookup(command) -> LookupResult reconciles uncertain ones, also at open. Raises "
+          "Unavailable, Timeout, Corruption, InvalidArgument.")
       .def(
           "record_user_message",
           [](PySession& s, py::handle text) {
@@ -258,7 +319,7 @@ void RegisterSession(py::module_& m) {
             std::optional<py::error_already_set> raised;
             Busy busy(s);
             {
-              ToolExecutor exec = PythonExecutor(execute, call_obj, timeout, raised);
+              ContextToolExecutor exec = PythonExecutor(execute, &call_obj, timeout, raised);
               py::gil_scoped_release release;
               r.result = s.session->HandleToolCall(r.call, exec);
             }
@@ -274,6 +335,54 @@ outcome "error" and then, with on_error="raise" (default), the exception is
 re-raised carrying the CallResult as its `call_result` attribute; with
 on_error="return" the CallResult is returned with the exception in `.error`.
 A tool that overruns its timeout keeps running in a daemon thread.)")
+      .def(
+          "resume_approved",
+          [](PySession& s, const py::object& execute, std::optional<double> timeout) {
+            if (!PyCallable_Check(execute.ptr())) RaiseInvalid("execute must be callable");
+            if (timeout && !(*timeout > 0)) RaiseInvalid("timeout must be positive");
+            Busy busy(s);
+            std::optional<py::error_already_set> raised;
+            std::map<std::string, py::object> errors;  // by call id
+            ContextToolExecutor inner = PythonExecutor(execute, nullptr, timeout, raised);
+            auto keep = [&](const ProposedCall& call) {
+              py::gil_scoped_acquire gil;
+              if (raised) errors[call.id] = raised->value();
+              raised.reset();
+            };
+            ContextToolExecutor exec = [&](const ProposedCall& call,
+                                           const ToolContext& ctx) -> Result<ToolOutput> {
+              try {
+                Result<ToolOutput> out = inner(call, ctx);
+                keep(call);
+                return out;
+              } catch (const ToolRaised&) {
+                keep(call);
+                throw;
+              }
+            };
+            auto resumed = [&] {
+              py::gil_scoped_release release;
+              return s.session->ResumeApproved(exec);
+            }();
+            py::list out;
+            for (CallResult& r : Unwrap(std::move(resumed))) {
+              ProposedCall call;
+              call.id = r.decision_record.value("call_id", "");
+              if (r.command) {
+                call.tool = r.command->tool;
+                call.arguments = r.command->arguments;
+              }
+              PyCallResult p{std::move(call), std::move(r)};
+              if (auto it = errors.find(p.call.id); it != errors.end()) p.error = it->second;
+              out.append(py::cast(std::move(p)));
+            }
+            return out;
+          },
+          "execute"_a, py::kw_only(), "timeout"_a = py::none(),
+          R"(Runs the commands an operator approved (taskledger commands approve), each once,
+and reports the ones an operator denied; returns their CallResults, the tool messages
+to hand the model. A tool that raises is recorded (uncertain: it may have taken effect)
+and its exception is in that CallResult's .error. Empty without a command store.)")
       .def(
           "end_turn",
           [](PySession& s) {
@@ -310,7 +419,8 @@ A tool that overruns its timeout keeps running in a daemon thread.)")
           py::kw_only(), "format"_a = "plain", "max_chars"_a = 0, "include_provenance"_a = false,
           "state"_a = "working",
           "The task-state block for the prompt (plain, markdown, xml or json).")
-      .def_property_readonly("ledger", [](std::shared_ptr<PySession> s) { return PyLedgerView{s}; })
+      .def_property_readonly(
+          "ledger", [](std::shared_ptr<PySession> s) { return PyLedgerView{std::move(s)}; })
       .def_property_readonly("tenant", [](const PySession& s) { return s.session->id().tenant; })
       .def_property_readonly("conversation",
                              [](const PySession& s) { return s.session->id().conversation; })

@@ -5,6 +5,7 @@ and raises taskledger.Timeout; its late result is discarded. Thread-safe:
 each call has its own thread and result slot.
 """
 
+import inspect
 import threading
 
 from taskledger._core import Timeout
@@ -29,3 +30,14 @@ def run_with_timeout(execute, call, timeout):
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]
+
+
+def accepts_idempotency_key(execute):
+    """True if execute(call, idempotency_key=...) is a valid call: a session
+    writing through the command ledger then hands a write its key."""
+    try:
+        params = inspect.signature(execute).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature
+        return False
+    return any(p.name == "idempotency_key" and p.kind != p.POSITIONAL_ONLY
+               or p.kind == p.VAR_KEYWORD for p in params)

@@ -1,6 +1,7 @@
 -- Subscription changes: the caller's identity must be verified by a tool
--- before any change, and a subscription in its grace period cannot be
--- cancelled (a downgrade is offered instead).
+-- before any change, a subscription in its grace period cannot be
+-- cancelled (a downgrade is offered instead), and a refund waits for a
+-- billing operator's approval.
 --
 -- Ledger keys (written by extract.json):
 --   conditions.identity_verified   true once verify_identity succeeded
@@ -9,7 +10,7 @@
 
 rule {
   id = "subscription.identity_verified",
-  tools = {"cancel_subscription", "downgrade_subscription"},
+  tools = {"cancel_subscription", "downgrade_subscription", "refund_subscription"},
   priority = 100,
   description = "Every change to a subscription needs the customer's identity verified by verify_identity.",
   check = function(call, ledger)
@@ -35,5 +36,16 @@ rule {
     return deny("the subscription is in its grace period (" .. tostring(days) ..
                 " days left) and cannot be cancelled now; offer the customer " ..
                 "downgrade_subscription instead, or cancel after the grace period ends")
+  end,
+}
+
+rule {
+  id = "subscription.refund_needs_approval",
+  tools = {"refund_subscription"},
+  priority = 40,
+  description = "Money goes back only with a billing operator's approval.",
+  check = function(call, ledger)
+    return require_approval("a refund of " .. tostring(call.args.amount) ..
+                            " needs a billing operator's approval")
   end,
 }

@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "internal/session_commands.h"
 #include "taskledger/extract/extraction_rules.h"
 #include "taskledger/extract/extractor.h"
 
@@ -12,11 +13,8 @@ namespace {
 
 constexpr std::string_view kConfirmationKey = "confirmation";
 
-// The tool output as the model reads it: a string verbatim, JSON as text.
-std::string OutputText(const nlohmann::json& output) {
-  if (output.is_string()) return output.get<std::string>();
-  return output.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
+using session_internal::OutputText;
+using session_internal::RunExecutor;
 
 }  // namespace
 
@@ -56,9 +54,23 @@ Result<std::unique_ptr<Session>> Session::Open(Store& store, ConversationId id,
   extractor_options.clock = &clock;
   extractor_options.checker = checker;
   auto extractor = std::make_unique<Extractor>(std::move(rules), extractor_options);
-  return std::unique_ptr<Session>(new Session(store, std::move(ledger).value(), std::move(pack),
-                                              std::move(owned), checker, std::move(extractor),
-                                              clock, options));
+  std::unique_ptr<Session> session(new Session(store, std::move(ledger).value(), std::move(pack),
+                                               std::move(owned), checker, std::move(extractor),
+                                               clock, options));
+  if (SessionCommandOptions& c = options.commands; c.store != nullptr) {
+    const ConversationId& conv = session->id();
+    RunId run = c.run ? *c.run : RunId{conv.tenant, conv.conversation};
+    CommandLedgerOptions ledger_options;
+    ledger_options.worker_id =
+        c.worker_id.empty() ? "session:" + run.tenant + "/" + run.run : c.worker_id;
+    ledger_options.lease_ms = c.lease_ms;
+    ledger_options.max_attempts = c.max_attempts;
+    ledger_options.observer = c.observer;
+    session->commands_ = std::make_unique<Commands>(*c.store, std::move(run), clock,
+                                                    std::move(ledger_options), std::move(c));
+    if (Status recovered = session->RecoverCommands(); !recovered.ok()) return recovered;
+  }
+  return session;
 }
 
 Session::Session(Store& store, std::unique_ptr<Ledger> ledger, std::shared_ptr<const RulePack> pack,
@@ -109,6 +121,11 @@ CallResult Session::Check(const ProposedCall& call) {
 
 CallResult Session::Authorize(const ProposedCall& call) {
   CallResult result = Check(call);
+  FinishAuthorize(call, result);
+  return result;
+}
+
+void Session::FinishAuthorize(const ProposedCall& call, CallResult& result) {
   const bool writes = !result.decision.read_only;
   if (result.decision.allowed()) {
     if (writes && commit_before_write_) {
@@ -121,14 +138,16 @@ CallResult Session::Authorize(const ProposedCall& call) {
       }
     }
   }
-  if (!result.decision.allowed()) {
-    ledger_->StageCall(
-        CallRecord{ledger_->turn(), call.id, call.tool, call.arguments, writes, "denied"});
-  }
-  return result;
+  if (!result.decision.allowed()) StageCallRecord(call, writes, "denied");
 }
 
-void Session::CommitBeforeWrite(const ProposedCall& call, CallResult& result) {
+void Session::StageCallRecord(const ProposedCall& call, bool writes, std::string outcome) {
+  ledger_->StageCall(
+      CallRecord{ledger_->turn(), call.id, call.tool, call.arguments, writes, std::move(outcome)});
+}
+
+bool Session::CommitBeforeWrite(const ProposedCall& call, CallResult& result,
+                                std::optional<Entry>* consumed) {
   std::optional<Entry> confirmation;
   const auto& conditions = ledger_->working().of(Category::kCondition);
   if (auto it = conditions.find(kConfirmationKey); it != conditions.end())
@@ -137,12 +156,14 @@ void Session::CommitBeforeWrite(const ProposedCall& call, CallResult& result) {
   auto committed = ledger_->Commit();
   if (committed.has_value()) {
     wrote_ahead_ = true;
-    return;
+    if (consumed != nullptr) *consumed = std::move(confirmation);
+    return true;
   }
   // The call will not run, so the user's yes still stands: a retry once the
   // store is back must not need a second confirmation.
   if (confirmation) RestoreConfirmation(*confirmation);
   DenyForStore(call, committed.error(), result);
+  return false;
 }
 
 void Session::DenyForStore(const ProposedCall& call, const Status& why, CallResult& result) {
@@ -157,6 +178,13 @@ void Session::DenyForStore(const ProposedCall& call, const Status& why, CallResu
     d.reason = "the task-state store is unreachable (" + why.ToString() + "); no change was made";
   }
   d.rules.push_back(RuleEvaluation{d.rule_id, Outcome::kDeny, d.reason, false});
+  StageDecisionRecord(call, d, result);
+  result.message = DenialMessage(call, d);
+  result.message_is_error = true;
+}
+
+void Session::StageDecisionRecord(const ProposedCall& call, const PolicyDecision& d,
+                                  CallResult& result) {
   DecisionContext ctx;
   ctx.conversation = ledger_->id().conversation;
   ctx.turn = ledger_->turn();
@@ -165,33 +193,52 @@ void Session::DenyForStore(const ProposedCall& call, const Status& why, CallResu
   result.decision_record = DecisionLogRecord(d, call, ctx);
   ledger_->StageDecision(result.decision_record);
   last_decision_ = result.decision_record;
-  result.message = DenialMessage(call, d);
-  result.message_is_error = true;
 }
 
 CallResult Session::HandleToolCall(const ProposedCall& call, const ToolExecutor& execute) {
-  CallResult result = Authorize(call);
+  return HandleToolCall(
+      call, [&execute](const ProposedCall& c, const ToolContext&) { return execute(c); });
+}
+
+CallResult Session::HandleToolCall(const ProposedCall& call, const ContextToolExecutor& execute) {
+  CallResult result = Check(call);
   const bool writes = !result.decision.read_only;
-  if (!result.decision.allowed()) return result;
+  if (writes && commands_ &&
+      (result.decision.allowed() || result.decision.outcome == Outcome::kRequireApproval)) {
+    HandleCommand(call, execute, result);
+    return result;
+  }
+  FinishAuthorize(call, result);
+  if (result.decision.allowed()) ExecutePlain(call, writes, execute, ToolContext{}, result);
+  return result;
+}
+
+bool Session::ExecutePlain(const ProposedCall& call, bool writes,
+                           const ContextToolExecutor& execute, const ToolContext& context,
+                           CallResult& result) {
   result.executed = true;
-  Result<ToolOutput> output = execute(call);
-  if (!output.has_value()) {
-    ledger_->StageCall(
-        CallRecord{ledger_->turn(), call.id, call.tool, call.arguments, writes, "error"});
+  session_internal::ExecutorRun ran = RunExecutor(execute, call, context);
+  if (!ran.output) {
+    // A call that may have been made is uncertain; one that could not be made is an error.
+    const bool uncertain = writes && (ran.threw || ran.error.code() == StatusCode::kTimeout);
+    StageCallRecord(call, writes, uncertain ? "uncertain" : "error");
     ledger_->StageError({{"source", "tool"},
                          {"tool", call.tool},
                          {"call_id", call.id},
-                         {"code", "execution_failed"},
-                         {"message", output.error().ToString()}});
-    result.message = "Error: the call could not be made: " + output.error().ToString();
+                         {"code", uncertain ? "outcome_uncertain" : "execution_failed"},
+                         {"message", ran.error.ToString()}});
+    result.message = uncertain ? "Error: the outcome of " + call.tool +
+                                     " is unknown, it may or may not have taken effect: " +
+                                     ran.error.ToString() + ". Check before trying it again."
+                               : "Error: the call could not be made: " + ran.error.ToString();
     result.message_is_error = true;
     if (writes) ConsumeConfirmation(call);
-    return result;
+    return uncertain;
   }
-  result.message = OutputText(output->output);
-  result.message_is_error = output->error;
-  Status recorded = RecordOutput(call, *output, writes);
-  result.output = std::move(output).value();
+  result.message = OutputText(ran.output->output);
+  result.message_is_error = ran.output->error;
+  Status recorded = RecordOutput(call, *ran.output, writes);
+  result.output = std::move(ran.output);
   if (!recorded.ok()) {
     // The ledger refused an extracted update (it never should for extractor
     // output); the call itself happened, so keep the evidence of that.
@@ -201,7 +248,7 @@ CallResult Session::HandleToolCall(const ProposedCall& call, const ToolExecutor&
                          {"code", "stage_failed"},
                          {"message", recorded.ToString()}});
   }
-  return result;
+  return false;
 }
 
 Status Session::RecordToolOutput(const ProposedCall& call, const ToolOutput& output) {

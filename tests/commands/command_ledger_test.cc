@@ -106,6 +106,39 @@ TEST_CASE("a lookup that cannot decide leaves the command uncertain", "[commands
   CHECK(resolved->state == S::kSucceeded);
 }
 
+TEST_CASE("an operator settles an uncertain command with the state machine's own moves",
+          "[commands]") {
+  Fixture f(GENERATE(std::string("memory"), std::string("redis")));
+  f.service.Script({Fault::kTimeoutBeforeEffect, Fault::kTimeoutAfterEffect});
+  f.service.set_lookup_unreachable(true);
+  auto stuck = f.ledger->Run(SpecFor(f.run, "r1"));
+  REQUIRE(stuck.has_value());
+  REQUIRE(stuck->state == S::kUncertain);
+  const std::string key = stuck->command_key;
+  OperatorFinding bad{true, "ext-9", "", "alice", ""};
+  CHECK(f.ledger->ReconcileByOperator(f.run, key, bad).error().code() ==
+        StatusCode::kInvalidArgument);
+  CHECK(f.ledger->ReconcileByOperator(f.run, key, {false, "", "", "", ""}).error().code() ==
+        StatusCode::kInvalidArgument);
+  // Not found: released for a retry, which runs under the same key.
+  auto released = f.ledger->ReconcileByOperator(f.run, key, {false, "", "", "alice", "none"});
+  REQUIRE(released.has_value());
+  CHECK(released->state == S::kPending);
+  auto retried = f.ledger->Execute(f.run, key);
+  REQUIRE(retried.has_value());
+  REQUIRE(retried->state == S::kUncertain);  // the second fault: ambiguous again
+  // Found: succeeded, with the operator's evidence.
+  auto found = f.ledger->ReconcileByOperator(
+      f.run, key, {true, "ext-9", "seen in the ledger of the bank", "alice", ""});
+  REQUIRE(found.has_value());
+  CHECK(found->state == S::kSucceeded);
+  CHECK(found->external_id == "ext-9");
+  CHECK(found->evidence["actor"] == "alice");
+  CHECK(found->evidence["by"] == "operator");
+  auto again = f.ledger->ReconcileByOperator(f.run, key, {false, "", "", "alice", ""});
+  CHECK(again.error().code() == StatusCode::kFailedPrecondition);
+}
+
 TEST_CASE("the startup guard resolves what a crashed worker left behind", "[commands]") {
   auto kind = GENERATE(std::string("memory"), std::string("redis"));
   CommandLedgerOptions options;

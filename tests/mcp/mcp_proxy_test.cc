@@ -53,15 +53,26 @@ rule {
 // One proxy run on its own thread, with the test as its client.
 class ProxyRun {
  public:
+  // `session_commands`: the session writes through the command ledger itself
+  // (SessionOptions::commands, on the same command store and run).
   explicit ProxyRun(const std::vector<std::string>& server_args = {},
-                    mcp::ProxyOptions options = {})
+                    mcp::ProxyOptions options = {}, bool session_commands = false)
       : dir_(fs::temp_directory_path() /
              ("tl-mcp-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++))) {
     fs::create_directories(dir_);
     ::setenv("FAKE_MCP_LOG", server_log().c_str(), 1);
     store_ = NewMemoryStore();
     commands_store_ = NewMemoryCommandStore();
-    auto session = Session::Open(*store_, ConversationId{"t", "c1"}, FakePack());
+    SessionOptions session_options;
+    if (session_commands) {
+      session_options.commands.store = commands_store_.get();
+      session_options.commands.lookup = [](const Command&) {
+        return LookupResult::Unknown("an MCP server offers no lookup of past calls");
+      };
+      // One command per request, as the proxy's own path makes them.
+      session_options.commands.step_of = [](const ProposedCall& c) { return "call-" + c.id; };
+    }
+    auto session = Session::Open(*store_, ConversationId{"t", "c1"}, FakePack(), session_options);
     REQUIRE(session.has_value());
     session_ = std::move(session).value();
     commands_ = std::make_unique<CommandLedger>(*commands_store_, SystemClock());
@@ -279,6 +290,40 @@ TEST_CASE("an allowed write is reserved and leased before it runs and succeeds w
   CHECK((*commands)[0].decision["rule"] == "fake.no_forbidden");
   CHECK((*commands)[0].decision["call_id"] == "1");
   CHECK((*commands)[1].state == CommandState::kFailed);
+}
+
+TEST_CASE("through the session's command ledger: key, deciding rule, and uncertain as uncertain",
+          "[mcp]") {
+  mcp::ProxyOptions options;
+  options.call_timeout_ms = 200;
+  ProxyRun run({}, options, /*session_commands=*/true);
+  run.Initialize();
+  std::string target = (run.dir() / "made.txt").string();
+  json r = run.Call(1, "touch", {{"path", target}});
+  CHECK(r["result"]["isError"] == false);
+  CHECK(fs::exists(target));
+  json hung = run.Call(2, "hang", json::object());
+  CHECK(hung["error"]["code"] == -32603);
+  CHECK_THAT(hung["error"]["message"].get<std::string>(),
+             Catch::Contains("200 ms") && Catch::Contains("unknown"));
+  run.CloseClient();
+  REQUIRE(run.Join().has_value());
+  auto commands = run.commands().ListCommands(RunId{"t", "c1"});
+  REQUIRE(commands.has_value());
+  REQUIRE(commands->size() == 2);
+  const Command& touch = (*commands)[0];
+  CHECK(touch.state == CommandState::kSucceeded);
+  CHECK(touch.target == target);
+  CHECK(touch.decision["rule"] == "fake.no_forbidden");
+  CHECK(touch.decision["call_id"] == "1");
+  // The server saw the key the session's command holds.
+  CHECK(run.ServerSaw().find(touch.idempotency_key) != std::string::npos);
+  CHECK((*commands)[1].state == CommandState::kUncertain);
+  // The conversation ledger says uncertain too, not error.
+  auto head = run.store().ReadHead(ConversationId{"t", "c1"});
+  REQUIRE(head.has_value());
+  REQUIRE(head->calls.size() == 2);
+  CHECK(head->calls[1].outcome == "uncertain");
 }
 
 TEST_CASE("malformed, batched and oversize client messages get JSON-RPC errors", "[mcp]") {

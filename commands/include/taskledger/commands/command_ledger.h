@@ -70,6 +70,15 @@ struct ReplayRequest {
   bool dry_run = false;  // re-check policy and budgets; change nothing
 };
 
+// What an operator found out, outside taskledger, about an uncertain command.
+struct OperatorFinding {
+  bool found = false;       // the call took effect in the external system
+  std::string external_id;  // found: the id the system gave it
+  std::string evidence;     // found: what shows it (a ticket, a log line); required
+  std::string actor;        // who checked; required
+  std::string reason;       // not found: optional note, kept in the escalation reason
+};
+
 struct ReplayPlan {
   Command command;  // after the replay (or unchanged for a dry run)
   bool replayed = false;
@@ -102,6 +111,14 @@ class CommandLedger {
   Result<Command> Run(const CommandSpec& spec);
   // Resolves one uncertain command through its tool's lookup.
   Result<Command> Reconcile(const RunId& run, std::string_view command_key);
+  // Settles an uncertain command by an operator's finding, with the state
+  // machine's own moves: found -> succeeded (external id and the operator's
+  // evidence); not found -> released for another attempt (pending), or
+  // escalated to a human (blocked) once max_attempts leases are spent.
+  // InvalidArgument for a finding without actor, or found without id or
+  // evidence; FailedPrecondition unless the command is uncertain.
+  Result<Command> ReconcileByOperator(const RunId& run, std::string_view command_key,
+                                      const OperatorFinding& finding);
   // The startup guard; see the header comment.
   Result<RecoveryReport> Recover(const RunId& run);
 

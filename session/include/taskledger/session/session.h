@@ -7,13 +7,19 @@
 //                                    `execute` and extract from its output; a
 //                                    call that did not run yields a tool-result
 //                                    message explaining why
+//   ResumeApproved(execute)          run what an operator approved (command ledger)
 //   EndTurn()                        commit the rest of the turn
 //
 // Everything the turn did is staged into the turn record: the decision-log
 // record of every check (Ledger::StageDecision), every call with its outcome
-// "ok", "error" or "denied" (StageCall), and every extraction error
-// (StageError). When an environment-changing call is let through, the user's
-// pending confirmation is consumed (the condition "confirmation" is removed).
+// (StageCall): "ok", "error" (the tool refused, or the call could not be
+// made), "uncertain" (a write that threw or timed out: it may have taken
+// effect), "denied"; under the command ledger also "deduplicated",
+// "awaiting_approval", "cancelled", "escalated" and "in_progress" for a write
+// that did not run now (see below); and every extraction error (StageError).
+// An executor's exception never leaves HandleToolCall. When an
+// environment-changing call is let through, the user's pending confirmation
+// is consumed (the condition "confirmation" is removed).
 // A session opened on a conversation that already has turns continues from
 // its last committed version (the proposed action is not persisted).
 //
@@ -32,6 +38,34 @@
 // but no call record for its call id is a call that started and whose outcome
 // was never recorded (the process died): check the external system.
 //
+// Command ledger (SessionOptions::commands.store set): every
+// environment-changing call the policy allows is also a command of the run
+// (default: the conversation), reserved with its decision record and the pack
+// version, leased, run with its idempotency key (ToolContext; a plain
+// ToolExecutor simply ignores it) and settled: succeeded (evidence: the
+// output), failed (the tool refused, or the call could not be made),
+// uncertain (it threw or timed out; reconciled at once through the lookup:
+// found -> succeeded, not found -> released for a retry under the same key,
+// no lookup -> escalated to an operator). The reservation comes before the
+// write-ahead commit, so a call whose decision cannot be committed stays a
+// ready command. The same logical call (step, tool, target, arguments; see
+// SessionCommandOptions::step_of) proposed again returns the recorded outcome
+// ("deduplicated") instead of running twice.
+// Approvals: a require_approval decision reserves the command blocked and the
+// model is told it waits. An operator approves or denies it (`taskledger
+// commands approve|deny RUN KEY --reason ...`, CommandLedger::Approve/Deny);
+// ResumeApproved() (or the model proposing the call again) then runs an
+// approved command exactly once (the lease decides who runs it), staging the
+// approval as its decision (rule taskledger.operator_approval) and the
+// outcome under the original call id; a denied one is reported to the model
+// once ("cancelled").
+// Restart: Session::Open runs the startup guard (CommandLedger::Recover) for
+// the run before it returns: leases of this worker id (a process that died
+// mid-call) and expired leases become uncertain and are reconciled through
+// the lookup; recovery() says what it found. A pending command left by a
+// crash before its lease is not run by itself: it runs when the model
+// proposes the call again. Open fails if the guard cannot run (store down).
+//
 // Read-only calls never wait for the store unless
 // SessionOptions::store_down_reads is kDeny; then each one first checks that
 // the store answers (one Head round trip) and is denied with
@@ -42,6 +76,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -54,6 +89,10 @@
 #include "taskledger/base/clock.h"
 #include "taskledger/base/status.h"
 #include "taskledger/base/tool_call.h"
+#include "taskledger/commands/command.h"
+#include "taskledger/commands/command_ledger.h"
+#include "taskledger/commands/command_store.h"
+#include "taskledger/commands/tool_binding.h"
 #include "taskledger/ledger/ledger.h"
 #include "taskledger/ledger/store.h"
 #include "taskledger/pack/rule_pack.h"
@@ -76,6 +115,38 @@ enum class StoreDownReads {
   kDeny,   // ping the store (Head) first; deny with kStoreUnavailableRule if it fails
 };
 
+// Writing through the command ledger (see the file comment). Without a
+// store, writes run as before: gated and written ahead, but with no command
+// record, no idempotency key and no approval queue.
+struct SessionCommandOptions {
+  CommandStore* store = nullptr;  // borrowed; must outlive the session
+  // The run the session's commands belong to; default {tenant, conversation}.
+  std::optional<RunId> run;
+  // Names the lease holder. A restarted process that reuses it takes back its
+  // predecessor's leases at once (they become uncertain and are reconciled);
+  // another id waits for them to expire. Default: "session:" + the run.
+  std::string worker_id;
+  int64_t lease_ms = 30'000;
+  uint32_t max_attempts = 3;  // leases per command before a not-found is escalated
+  // Asks the external system whether an uncertain call took effect (by
+  // command.idempotency_key or command.target). Unset: an uncertain command is
+  // escalated to an operator at once.
+  std::function<LookupResult(const Command&)> lookup;
+  // The natural key of what a call changes (command.target, for lookups).
+  // Unset: the first string among the arguments path, destination, uri, url,
+  // name, id, order_id; else empty.
+  std::function<std::string(const ProposedCall&)> target_of;
+  // The workflow step of a call. The command is identified by step, tool,
+  // target and arguments, so the default (the constant "call") makes the same
+  // tool with the same arguments one command per run: proposed again, it
+  // returns the recorded outcome. Return something that varies (a turn, a
+  // call id) for tools a run may legitimately repeat.
+  std::function<std::string(const ProposedCall&)> step_of;
+  // Called after each durable step of a command (CommandLedgerOptions::observer):
+  // "reserved", "leased", "outcome", "reconciled". For tracing and crash tests.
+  std::function<void(std::string_view point, const Command&)> observer;
+};
+
 struct SessionOptions {
   CheckerLimits checker_limits;
   // Commit the turn so far before running an allowed environment-changing
@@ -93,6 +164,7 @@ struct SessionOptions {
   // Sessions sharing it stay isolated: rules cannot keep state between checks.
   PolicyChecker* checker = nullptr;
   std::shared_ptr<const ExtractionRules> extraction_rules;
+  SessionCommandOptions commands;
 };
 
 // Compiles the pack's extract.json (the empty rule set if it has none).
@@ -106,8 +178,39 @@ struct ToolOutput {
 };
 
 // Runs a call the gate allowed. A non-ok Status means the call could not be
-// made at all (transport failure): it is recorded with outcome "error".
+// made at all (transport failure): it is recorded with outcome "error";
+// except Timeout, which means it may have been made: outcome "uncertain" for
+// an environment-changing call. An exception thrown by an executor never
+// leaves the session: for an environment-changing call it is an uncertain
+// outcome (the side effect may have happened), for a read-only one an error.
 using ToolExecutor = std::function<Result<ToolOutput>(const ProposedCall&)>;
+
+// What an executor may throw to report that the tool raised, with the status
+// to record (a language binding's exception, say): like any exception, it is
+// an uncertain outcome for an environment-changing call and an error for a
+// read-only one, recorded with this status instead of a generic one.
+class ToolRaised : public std::exception {
+ public:
+  explicit ToolRaised(Status status) : status_(std::move(status)) {}
+  const char* what() const noexcept override { return status_.message().c_str(); }
+  const Status& status() const { return status_; }
+
+ private:
+  Status status_;
+};
+
+// What the session tells an executor about the call beyond the call itself.
+struct ToolContext {
+  // Set for an environment-changing call under the command ledger: the key
+  // the external system should deduplicate on (stable across retries of the
+  // same command, across processes). Empty otherwise.
+  std::string idempotency_key;
+  std::string command_key;
+  RunId run;
+  uint32_t attempt = 0;  // the command's lease count (1 for a first try)
+};
+using ContextToolExecutor =
+    std::function<Result<ToolOutput>(const ProposedCall&, const ToolContext&)>;
 
 struct CallResult {
   PolicyDecision decision;
@@ -118,6 +221,9 @@ struct CallResult {
   // or the raw string), or, for a call that did not run, why.
   std::string message;
   bool message_is_error = false;
+  // Under the command ledger, for an environment-changing call: its record
+  // as the session left it (succeeded, failed, uncertain, blocked, ...).
+  std::optional<Command> command;
 };
 
 class Session {
@@ -151,11 +257,30 @@ class Session {
   // the store ping. A call that may not run is staged with outcome "denied"
   // (a store denial also stages its own decision record after the policy's).
   // For loops that execute calls themselves: run the call only if
-  // result.decision.allowed(), then RecordToolOutput.
+  // result.decision.allowed(), then RecordToolOutput. Authorize never goes
+  // through the command ledger (no command, key or approval queue): a loop
+  // that wants those passes its executor to HandleToolCall.
   CallResult Authorize(const ProposedCall& call);
 
   // Authorize, then (only if allowed) execute, record the output and the call.
+  // Under the command ledger an environment-changing call goes through its
+  // command instead (see the file comment): reserved, leased, executed with
+  // its idempotency key and settled; a require_approval decision reserves it
+  // blocked; a command already settled returns its recorded outcome.
   CallResult HandleToolCall(const ProposedCall& call, const ToolExecutor& execute);
+  CallResult HandleToolCall(const ProposedCall& call, const ContextToolExecutor& execute);
+
+  // Runs every command of the session's run an operator approved and that has
+  // not run yet (exactly once: each is leased first; one released for a retry
+  // after an uncertain outcome keeps its approval), and reports every
+  // command an operator denied since the session last reported it. Each
+  // becomes a call record in the current turn; the results are the tool
+  // messages to hand the model. Call it at the start of a turn, or whenever a
+  // loop that waits for approvals wakes up. Empty without a command store.
+  // Errors: the command store's (Unavailable, Timeout); nothing is lost, a
+  // later call picks up where this one stopped.
+  Result<std::vector<CallResult>> ResumeApproved(const ToolExecutor& execute);
+  Result<std::vector<CallResult>> ResumeApproved(const ContextToolExecutor& execute);
 
   // Records the output of a call that was allowed (extraction, StageCall with
   // "ok"/"error", confirmation consumed for an environment-changing call if
@@ -188,6 +313,10 @@ class Session {
   // HandleToolCall was allowed by. pending() may no longer hold it, because a
   // write's decision is committed before the write runs. Null before any.
   const nlohmann::json& last_decision() const { return last_decision_; }
+  // The command ledger's run and what its startup guard found when the
+  // session opened; null / nullopt without a command store.
+  const RunId* run() const;
+  const std::optional<RecoveryReport>& recovery() const { return recovery_; }
 
  private:
   Session(Store& store, std::unique_ptr<Ledger> ledger, std::shared_ptr<const RulePack> pack,
@@ -199,9 +328,35 @@ class Session {
   Status RecordOutput(const ProposedCall& call, const ToolOutput& output, bool writes);
   void RestoreConfirmation(const Entry& confirmation);
   // Commits the turn before a write runs; on failure restores the
-  // confirmation and turns `result` into a store denial.
-  void CommitBeforeWrite(const ProposedCall& call, CallResult& result);
+  // confirmation, turns `result` into a store denial and returns false.
+  // `consumed` receives the confirmation the commit consumed, if any.
+  bool CommitBeforeWrite(const ProposedCall& call, CallResult& result,
+                         std::optional<Entry>* consumed = nullptr);
   void DenyForStore(const ProposedCall& call, const Status& why, CallResult& result);
+  // Authorize after Check: the write-ahead commit or the store ping, and the
+  // "denied" call record of a call that may not run.
+  void FinishAuthorize(const ProposedCall& call, CallResult& result);
+  // Runs an authorized call and records it in the turn; true if its outcome
+  // is uncertain (it threw or timed out: it may have taken effect).
+  bool ExecutePlain(const ProposedCall& call, bool writes, const ContextToolExecutor& execute,
+                    const ToolContext& context, CallResult& result);
+  // The command-ledger path of an environment-changing call (session_commands.cc).
+  void HandleCommand(const ProposedCall& call, const ContextToolExecutor& execute,
+                     CallResult& result);
+  // Leases `command`, runs it, settles it and records the call.
+  // Leases `command`, runs it, settles it and records the call; if the lease
+  // cannot be taken because the store failed, `consumed` (the confirmation the
+  // write-ahead commit used up) is restored: the call did not run.
+  void RunCommand(const ProposedCall& call, const Command& command,
+                  const ContextToolExecutor& execute, CallResult& result,
+                  const std::optional<Entry>& consumed = std::nullopt);
+  // Stages a call record for a command that did not run now, and tells the model why.
+  void ReportCommand(const ProposedCall& call, const Command& command, CallResult& result);
+  // Stages the operator's approval of `command` as the decision that lets it run.
+  void StageApproval(const ProposedCall& call, const Command& command, CallResult& result);
+  Status RecoverCommands();
+  void StageDecisionRecord(const ProposedCall& call, const PolicyDecision& d, CallResult& result);
+  void StageCallRecord(const ProposedCall& call, bool writes, std::string outcome);
 
   Store& store_;
   std::unique_ptr<Ledger> ledger_;
@@ -215,6 +370,9 @@ class Session {
   StoreDownReads store_down_reads_;
   bool wrote_ahead_ = false;      // a write-ahead commit happened since the last EndTurn
   nlohmann::json last_decision_;  // see last_decision()
+  struct Commands;
+  std::unique_ptr<Commands> commands_;  // null without a command store
+  std::optional<RecoveryReport> recovery_;
 };
 
 // The text a model reads for a call the gate did not let through: the tool,

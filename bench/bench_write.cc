@@ -1,0 +1,166 @@
+// bench_write: what one gated write costs through Session on Redis, with the
+// command ledger on the same Redis: the policy decision, the command's
+// reservation, the write-ahead commit of the turn, the lease and the settled
+// outcome (Session::HandleToolCall with a tool that does nothing), against
+// the floor of one bare PING, measured interleaved. Round trips are counted
+// on the server with MONITOR (redis-cli), top-level commands only: what a
+// Redis function runs inside itself is not a round trip.
+//
+// Usage: bench_write --url redis://HOST:PORT [--samples N] [--counted N]
+// The last line of output is one JSON object:
+// {"write_round_trips":..,"write_p50_us":..,"write_p99_us":..,"ping_p50_us":..,
+//  "write_to_ping_p50":..,"end_turn_round_trips":..}
+// Single-threaded.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "taskledger/commands/redis_command_store.h"
+#include "taskledger/ledger/redis_store.h"
+#include "taskledger/redis/client.h"
+#include "taskledger/session/session.h"
+
+using namespace taskledger;
+using Steady = std::chrono::steady_clock;
+
+namespace {
+
+int Fail(const char* what, const Status& s) {
+  std::fprintf(stderr, "bench_write: %s: %s\n", what, s.ToString().c_str());
+  return 1;
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t idx = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())));
+  return v[idx];
+}
+
+std::shared_ptr<const RulePack> Pack() {
+  auto pack = RulePack::FromFiles(
+      {{"pack.json",
+        R"({"name": "bench", "tools": {"writes": ["ship"]}, "unknown_tools": "deny"})"},
+       {"bench.lua", R"(
+rule { id = "bench.ship", tools = {"ship"}, check = function(call, ledger) return allow() end })"}});
+  if (!pack) return nullptr;
+  return std::move(pack).value();
+}
+
+// Top-level commands MONITOR saw in `path` (lines of a Redis function's own
+// calls say "lua]"), without the marker that ends the counted phase.
+int CountCommands(const std::string& path, const std::string& marker) {
+  std::ifstream in(path);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find(marker) != std::string::npos) break;
+    if (line.find('"') != std::string::npos && line.find("lua]") == std::string::npos) ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string url;
+  int samples = 2000, counted = 50;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string flag = argv[i];
+    if (flag == "--url") url = argv[i + 1];
+    if (flag == "--samples") samples = std::atoi(argv[i + 1]);
+    if (flag == "--counted") counted = std::atoi(argv[i + 1]);
+  }
+  if (url.empty()) {
+    std::fprintf(stderr,
+                 "usage: bench_write --url redis://HOST:PORT [--samples N] [--counted N]\n");
+    return 2;
+  }
+  RedisOptions options;
+  options.url = url;
+  auto store = OpenRedisStore(options);
+  if (!store) return Fail("open store", store.error());
+  auto commands = OpenRedisCommandStore(options);
+  if (!commands) return Fail("open command store", commands.error());
+  auto endpoint = internal::ParseRedisUrl(url);
+  if (!endpoint) return Fail("url", endpoint.error());
+  internal::RedisClient ping(*endpoint, {});
+  std::shared_ptr<const RulePack> pack = Pack();
+  if (!pack) return Fail("pack", Status::Internal("the bench pack does not load"));
+
+  const std::string stamp =
+      std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
+  SessionOptions session_options;
+  session_options.commands.store = commands->get();
+  auto opened = Session::Open(**store, {"bench", "write-" + stamp}, pack, session_options);
+  if (!opened) return Fail("open session", opened.error());
+  Session& session = **opened;
+  int item = 0;
+  auto tool = [](const ProposedCall& c) -> Result<ToolOutput> {
+    return ToolOutput{{{"id", c.arguments["item"]}}, false};
+  };
+  auto write = [&] {
+    ++item;
+    CallResult r =
+        session.HandleToolCall({"c" + std::to_string(item), "ship", {{"item", item}}}, tool);
+    return r.executed && r.command && r.command->state == CommandState::kSucceeded;
+  };
+
+  // Round trips: MONITOR while `counted` writes run, then one EndTurn.
+  const std::string log = "/tmp/taskledger-bench-write-" + stamp + ".log";
+  pid_t monitor = ::fork();
+  if (monitor == 0) {
+    if (!std::freopen(log.c_str(), "w", stdout)) ::_exit(127);
+    ::execlp("redis-cli", "redis-cli", "-u", url.c_str(), "monitor", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const std::string marker = "bench-write-marker-" + stamp;
+  for (int i = 0; i < counted; ++i) {
+    if (!write()) return Fail("write", Status::Internal("a write did not succeed"));
+  }
+  (void)ping.Command({"ECHO", marker + "-writes"});
+  if (auto v = session.EndTurn(); !v) return Fail("end turn", v.error());
+  (void)ping.Command({"ECHO", marker + "-end"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ::kill(monitor, SIGTERM);
+  ::waitpid(monitor, nullptr, 0);
+  const int write_commands = CountCommands(log, marker + "-writes");
+  const int all_commands = CountCommands(log, marker + "-end");
+  std::remove(log.c_str());
+  if (write_commands == 0) return Fail("monitor", Status::Unavailable("MONITOR saw nothing"));
+
+  // Latency, interleaved with PING.
+  std::vector<double> pings, writes;
+  for (int i = 0; i < samples; ++i) {
+    auto t0 = Steady::now();
+    (void)ping.Command({"PING"});
+    pings.push_back(std::chrono::duration<double, std::micro>(Steady::now() - t0).count());
+    t0 = Steady::now();
+    if (!write()) return Fail("write", Status::Internal("a write did not succeed"));
+    writes.push_back(std::chrono::duration<double, std::micro>(Steady::now() - t0).count());
+    if (i % 64 == 63) {
+      if (auto v = session.EndTurn(); !v) return Fail("end turn", v.error());
+    }
+  }
+  (void)session.EndTurn();
+  (void)(*commands)->DropRun(*session.run());
+  (void)(*store)->DropConversation(session.id());
+
+  const double ping_p50 = Percentile(pings, 0.5), write_p50 = Percentile(writes, 0.5);
+  std::printf("%d writes counted, %d latency samples\n", counted, samples);
+  std::printf(
+      "{\"write_round_trips\":%.2f,\"end_turn_round_trips\":%d,\"write_p50_us\":%.1f,"
+      "\"write_p99_us\":%.1f,\"ping_p50_us\":%.1f,\"write_to_ping_p50\":%.2f}\n",
+      static_cast<double>(write_commands) / counted, all_commands - write_commands - 1, write_p50,
+      Percentile(writes, 0.99), ping_p50, ping_p50 > 0 ? write_p50 / ping_p50 : 0.0);
+  return 0;
+}

@@ -1,0 +1,325 @@
+// Session, the command-ledger half: an environment-changing call becomes a
+// command (reserved with its decision record, leased, run with its
+// idempotency key, settled), approvals come back through ResumeApproved, and
+// opening a session runs the startup guard for its run (see session.h).
+#include <exception>
+#include <utility>
+
+#include "internal/session_commands.h"
+
+namespace taskledger {
+namespace session_internal {
+
+ExecutorRun RunExecutor(const ContextToolExecutor& execute, const ProposedCall& call,
+                        const ToolContext& context) {
+  ExecutorRun ran;
+  try {
+    Result<ToolOutput> out = execute(call, context);
+    if (out.has_value()) {
+      ran.output = std::move(out).value();
+    } else {
+      ran.error = out.error();
+    }
+  } catch (const ToolRaised& e) {
+    ran.threw = true;
+    ran.error = e.status();
+  } catch (const std::exception& e) {
+    ran.threw = true;
+    ran.error = Status::Internal("the tool " + call.tool + " threw: " + e.what());
+  } catch (...) {
+    ran.threw = true;
+    ran.error = Status::Internal("the tool " + call.tool + " threw a non-standard exception");
+  }
+  return ran;
+}
+
+std::string OutputText(const nlohmann::json& output) {
+  if (output.is_string()) return output.get<std::string>();
+  return output.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace session_internal
+
+namespace {
+
+using session_internal::OutputText;
+
+constexpr std::string_view kApprovalRule = "taskledger.operator_approval";
+
+std::string TargetOf(const SessionCommandOptions& options, const ProposedCall& call) {
+  if (options.target_of) return options.target_of(call);
+  for (const char* name : {"path", "destination", "uri", "url", "name", "id", "order_id"}) {
+    auto it = call.arguments.find(name);
+    if (it != call.arguments.end() && it->is_string()) return it->get<std::string>();
+  }
+  return {};
+}
+
+// The call a command was reserved for: its decision record names the call id.
+ProposedCall CallOf(const Command& c) {
+  std::string id = "command:" + c.command_key;
+  if (auto it = c.decision.find("call_id"); it != c.decision.end() && it->is_string()) {
+    id = it->get<std::string>();
+  }
+  return ProposedCall{std::move(id), c.tool, c.arguments};
+}
+
+// Approved by an operator and not run to an end yet: approved, or released
+// for another attempt after an uncertain outcome (a release keeps no state
+// "approved", but the approval stands).
+bool OperatorApproved(const Command& c) {
+  return c.state == CommandState::kApproved ||
+         (c.state == CommandState::kPending && !c.approver.empty());
+}
+
+std::string Where(const Command& c) {
+  return "command " + c.command_key + " of run " + c.run.run + ", idempotency key " +
+         c.idempotency_key;
+}
+
+}  // namespace
+
+void Session::Commands::BindLookup(const std::string& tool) {
+  ToolBinding binding;
+  binding.lookup = options.lookup;
+  ledger.Bind(tool, std::move(binding));
+}
+
+const RunId* Session::run() const { return commands_ ? &commands_->run : nullptr; }
+
+Status Session::RecoverCommands() {
+  Commands& cmd = *commands_;
+  auto listed = cmd.store.ListCommands(cmd.run);
+  if (!listed) return listed.error();
+  for (const Command& c : *listed) cmd.BindLookup(c.tool);
+  auto report = cmd.ledger.Recover(cmd.run);
+  if (!report) {
+    return Status(report.error().code(), "the startup guard of run " + cmd.run.run +
+                                             " failed: " + report.error().message());
+  }
+  recovery_ = *report;
+  return Status::Ok();
+}
+
+void Session::HandleCommand(const ProposedCall& call, const ContextToolExecutor& execute,
+                            CallResult& result) {
+  Commands& cmd = *commands_;
+  cmd.BindLookup(call.tool);
+  const bool approval = result.decision.outcome == Outcome::kRequireApproval;
+  CommandSpec spec;
+  spec.run = cmd.run;
+  spec.step = cmd.options.step_of ? cmd.options.step_of(call) : std::string("call");
+  spec.tool = call.tool;
+  spec.target = TargetOf(cmd.options, call);
+  spec.arguments = call.arguments;
+  spec.decision = result.decision_record;
+  spec.pack_version = pack_->version();
+  spec.requires_approval = approval;
+  auto reserved = cmd.ledger.Reserve(spec);
+  if (!reserved) {
+    // Without its command the call does not run: nothing changed.
+    DenyForStore(call, reserved.error(), result);
+    StageCallRecord(call, true, "denied");
+    return;
+  }
+  Command c = std::move(reserved).value();
+  if (c.state == CommandState::kUncertain) {
+    // A retry of a call whose outcome is unknown: ask the system first.
+    if (auto reconciled = cmd.ledger.Reconcile(c.run, c.command_key)) c = *reconciled;
+  }
+  const bool ready =
+      OperatorApproved(c) || (c.state == CommandState::kPending && result.decision.allowed());
+  if (!ready) {
+    ReportCommand(call, c, result);
+    return;
+  }
+  if (OperatorApproved(c)) StageApproval(call, c, result);
+  std::optional<Entry> consumed;
+  if (commit_before_write_ && !CommitBeforeWrite(call, result, &consumed)) {
+    StageCallRecord(call, true, "denied");  // the command stays ready for a retry
+    result.command = c;
+    return;
+  }
+  RunCommand(call, c, execute, result, consumed);
+}
+
+void Session::StageApproval(const ProposedCall& call, const Command& command, CallResult& result) {
+  PolicyDecision d;
+  d.outcome = Outcome::kAllow;
+  d.rule_id = std::string(kApprovalRule);
+  d.reason = "approved by " + command.approver + ": " + command.approval_reason;
+  d.rules.push_back(RuleEvaluation{d.rule_id, Outcome::kAllow, d.reason, false});
+  d.pack_version = result.decision.pack_version;
+  d.tool_class = ToolClass::kWrites;
+  StageDecisionRecord(call, d, result);
+  result.decision = std::move(d);
+}
+
+void Session::RunCommand(const ProposedCall& call, const Command& command,
+                         const ContextToolExecutor& execute, CallResult& result,
+                         const std::optional<Entry>& consumed) {
+  Commands& cmd = *commands_;
+  auto leased = cmd.ledger.Lease(command.run, command.command_key);
+  if (!leased) {
+    // Another worker took it first (then report what it is now), or the store is down.
+    auto now = cmd.store.Get(command.run, command.command_key);
+    if (leased.error().code() == StatusCode::kFailedPrecondition && now.has_value()) {
+      ReportCommand(call, *now, result);
+    } else {
+      // The call did not run, so the user's yes still stands for the retry.
+      if (consumed) RestoreConfirmation(*consumed);
+      DenyForStore(call, leased.error(), result);
+      StageCallRecord(call, true, "denied");
+      result.command = command;
+    }
+    return;
+  }
+  ToolContext context{leased->idempotency_key, leased->command_key, leased->run, leased->attempts};
+  const bool uncertain = ExecutePlain(call, true, execute, context, result);
+  ToolOutcome outcome;
+  if (result.output && !result.output->error) {
+    outcome = ToolOutcome::Succeeded(leased->idempotency_key,
+                                     {{"output", result.output->output}, {"call_id", call.id}});
+  } else if (result.output) {
+    outcome = ToolOutcome::Failed(OutputText(result.output->output));
+  } else if (uncertain) {
+    outcome = ToolOutcome::Ambiguous(result.message);
+  } else {
+    outcome = ToolOutcome::Failed(result.message);
+  }
+  auto settled = cmd.ledger.RecordOutcome(*leased, outcome);
+  if (!settled) {
+    // The lease stays; the startup guard of the next session finds it.
+    result.command = *leased;
+    ledger_->StageError({{"source", "commands"},
+                         {"tool", call.tool},
+                         {"call_id", call.id},
+                         {"code", "command_unsettled"},
+                         {"command_key", leased->command_key},
+                         {"message", settled.error().ToString()}});
+    return;
+  }
+  result.command = *settled;
+  if (uncertain) {
+    result.message +=
+        " (" + Where(*settled) + ", now " + std::string(CommandStateName(settled->state)) + ")";
+  }
+}
+
+void Session::ReportCommand(const ProposedCall& call, const Command& c, CallResult& result) {
+  result.command = c;
+  result.executed = false;
+  result.message_is_error = true;
+  const std::string tool = call.tool;
+  std::string outcome;
+  switch (c.state) {
+    case CommandState::kSucceeded: {
+      outcome = "deduplicated";
+      const nlohmann::json* out = c.evidence.is_object() && c.evidence.contains("output")
+                                      ? &c.evidence["output"]
+                                      : &c.evidence;
+      result.output = ToolOutput{*out, false};
+      result.message_is_error = false;
+      result.message = "Already done: " + tool +
+                       " with these arguments already succeeded in this run and was not run "
+                       "again (" +
+                       Where(c) + "). Its result: " + OutputText(*out);
+      break;
+    }
+    case CommandState::kFailed:
+      outcome = "deduplicated";
+      result.message = "Error: " + tool +
+                       " with these arguments already failed in this run and was not run again (" +
+                       Where(c) + "): " + c.last_error +
+                       ". Only an operator can replay it (taskledger commands replay).";
+      break;
+    case CommandState::kBlocked:
+      if (c.escalated) {
+        outcome = "escalated";
+        result.message = "Not executed: an earlier attempt of " + tool +
+                         " has an outcome nobody could confirm and waits for an operator (" +
+                         c.escalation_reason + "; " + Where(c) +
+                         "). Do not try it again; tell the user a person will check it.";
+      } else {
+        outcome = "awaiting_approval";
+        result.message = (result.decision.outcome == Outcome::kRequireApproval
+                              ? DenialMessage(call, result.decision)
+                              : "Not executed: " + tool + " needs approval by a human operator.") +
+                         " The request is recorded (" + Where(c) +
+                         ") and runs once an operator approves it.";
+      }
+      break;
+    case CommandState::kCancelled:
+      outcome = "cancelled";
+      result.message =
+          "Not executed: " + tool + " was " +
+          (c.approver.empty() ? "cancelled: " + c.cancel_reason
+                              : "denied by the operator " + c.approver + ": " + c.approval_reason) +
+          ". Nothing was changed; tell the user.";
+      break;
+    case CommandState::kLeased:
+      outcome = "in_progress";
+      result.message = "Not executed again: " + tool + " is already running (" + Where(c) +
+                       ", lease of " + c.lease_owner + "). Wait for its result.";
+      break;
+    case CommandState::kUncertain:
+      outcome = "uncertain";
+      result.message = "Not executed again: the outcome of an earlier attempt of " + tool +
+                       " is unknown (" + c.last_error + "; " + Where(c) +
+                       ") and could not be checked yet. Do not retry it; tell the user it is "
+                       "being checked.";
+      break;
+    case CommandState::kPending:
+    case CommandState::kApproved:
+      outcome = "awaiting_approval";
+      result.message = DenialMessage(call, result.decision);
+      break;
+  }
+  StageCallRecord(call, true, std::move(outcome));
+}
+
+Result<std::vector<CallResult>> Session::ResumeApproved(const ToolExecutor& execute) {
+  return ResumeApproved(
+      [&execute](const ProposedCall& c, const ToolContext&) { return execute(c); });
+}
+
+Result<std::vector<CallResult>> Session::ResumeApproved(const ContextToolExecutor& execute) {
+  std::vector<CallResult> out;
+  if (!commands_) return out;
+  Commands& cmd = *commands_;
+  auto listed = cmd.store.ListCommands(cmd.run);
+  if (!listed) return listed.error();
+  for (const Command& c : *listed) {
+    if (!c.compensates.empty()) continue;
+    ProposedCall call = CallOf(c);
+    if (OperatorApproved(c)) {
+      cmd.BindLookup(c.tool);
+      CallResult r;
+      StageApproval(call, c, r);
+      if (commit_before_write_ && !CommitBeforeWrite(call, r)) {
+        StageCallRecord(call, true, "denied");  // still approved: the next call runs it
+        r.command = c;
+      } else {
+        RunCommand(call, c, execute, r);
+      }
+      out.push_back(std::move(r));
+    } else if (c.state == CommandState::kCancelled && !c.approver.empty()) {
+      // Denied by an operator: tell the model once (a "cancelled" call record says it was).
+      bool told = false;
+      for (const CallRecord& rec : ledger_->working().calls) {
+        told = told || (rec.call_id == call.id && rec.outcome == "cancelled");
+      }
+      if (told) continue;
+      CallResult r;
+      r.decision_record = c.decision;
+      r.decision.outcome = Outcome::kDeny;
+      r.decision.rule_id = std::string(kApprovalRule);
+      r.decision.reason = "denied by " + c.approver + ": " + c.approval_reason;
+      ReportCommand(call, c, r);
+      out.push_back(std::move(r));
+    }
+  }
+  return out;
+}
+
+}  // namespace taskledger

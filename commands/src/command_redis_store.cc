@@ -2,7 +2,10 @@
 // immutable part (spec: the JSON record at reservation) plus one field per
 // mutable attribute, which the transition functions read and write. Every
 // change is one FCALL into "taskledger_commands" (command_redis_functions.cc).
-// Thread-safe: every call takes its own connection from a RedisPool.
+// On a Redis Cluster each call goes to the primary of its key's slot (the
+// RedisRouter follows redirects): a run's keys share one hash tag, and the
+// tenant's run index is a key of its own.
+// Thread-safe: every call takes its own connection from the router's pools.
 #include "taskledger/commands/redis_command_store.h"
 
 #include <algorithm>
@@ -12,7 +15,7 @@
 #include "internal/command_encoding.h"
 #include "internal/command_redis_functions.h"
 #include "taskledger/redis/client.h"
-#include "taskledger/redis/pool.h"
+#include "taskledger/redis/router.h"
 
 namespace taskledger {
 namespace {
@@ -132,10 +135,10 @@ Result<JournalEntry> DecodeJournal(const std::string& text) {
 
 class RedisCommandStore final : public CommandStore {
  public:
-  RedisCommandStore(internal::RedisEndpoint endpoint, const RedisOptions& options)
-      : pool_(std::move(endpoint), {options.connect_timeout, options.command_timeout}) {}
+  explicit RedisCommandStore(std::unique_ptr<internal::RedisRouter> router)
+      : router_(std::move(router)) {}
 
-  Status Open() { return pool_.Take()->EnsureLoaded(internal::CommandFunctionLibrary()); }
+  Status Open() { return router_->EnsureLoaded(internal::CommandFunctionLibrary()); }
 
   Result<ReserveResult> Reserve(const Command& initial) override {
     auto keys = internal::KeysOfRun(initial.run);
@@ -200,8 +203,7 @@ class RedisCommandStore final : public CommandStore {
     for (const Reply& key : order->elements()) gets.push_back({"HGETALL", keys.Command(key.str())});
     std::vector<Command> out;
     if (gets.empty()) return out;
-    auto client = pool_.Take();
-    auto replies = client->Pipeline(gets);
+    auto replies = router_->Pipeline(keys.order, gets);
     if (!replies) return replies.error();
     for (const Reply& r : *replies) {
       if (r.is_error()) return internal::CommandErrorToStatus(r, "list");
@@ -280,9 +282,9 @@ class RedisCommandStore final : public CommandStore {
   }
 
  private:
+  // REQUIRES: argv[1] is the (first) key.
   Result<Reply> Call(const Argv& argv, const std::string& context) {
-    auto client = pool_.Take();
-    auto reply = client->Command(argv);
+    auto reply = router_->Command(argv.at(1), argv);
     if (!reply) return reply.error();
     if (reply->is_error()) return internal::CommandErrorToStatus(*reply, context);
     return reply;
@@ -290,22 +292,22 @@ class RedisCommandStore final : public CommandStore {
 
   Result<Reply> FCall(const std::string& function, const std::vector<std::string>& keys,
                       const std::vector<std::string>& args, const std::string& context) {
-    auto client = pool_.Take();
-    auto reply = client->FCall(internal::CommandFunctionLibrary(), function, keys, args);
+    auto reply = router_->FCall(internal::CommandFunctionLibrary(), function, keys, args);
     if (!reply) return reply.error();
     if (reply->is_error()) return internal::CommandErrorToStatus(*reply, context);
     return reply;
   }
 
-  internal::RedisPool pool_;
+  std::unique_ptr<internal::RedisRouter> router_;
 };
 
 }  // namespace
 
 Result<std::unique_ptr<CommandStore>> OpenRedisCommandStore(const RedisOptions& options) {
-  auto endpoint = internal::ParseRedisUrl(options.url);
-  if (!endpoint) return endpoint.error();
-  auto store = std::make_unique<RedisCommandStore>(std::move(endpoint).value(), options);
+  auto router = internal::RedisRouter::Open(
+      options.url, {{options.connect_timeout, options.command_timeout}, options.cluster_timeout});
+  if (!router) return router.error();
+  auto store = std::make_unique<RedisCommandStore>(std::move(router).value());
   if (Status s = store->Open(); !s.ok()) return s;
   return std::unique_ptr<CommandStore>(std::move(store));
 }

@@ -52,6 +52,12 @@ struct RedisEndpoint {
 // InvalidArgument, with what is wrong, for anything else.
 Result<RedisEndpoint> ParseRedisUrl(std::string_view url);
 
+// Accepts redis+cluster://[[user]:password@]host:port[,host:port...]: the
+// seed nodes of a Redis Cluster, sharing the credentials (a cluster has only
+// database 0, so no /db). InvalidArgument for anything else.
+Result<std::vector<RedisEndpoint>> ParseClusterUrl(std::string_view url);
+inline constexpr std::string_view kClusterScheme = "redis+cluster://";
+
 // A server reply, converted from hiredis. Strings are binary-safe.
 class Reply {
  public:
@@ -153,6 +159,10 @@ class RedisClient {
     Queue(std::span<const std::string_view>(argv.begin(), argv.size()));
   }
   size_t queued() const { return queued_count_; }
+  // Sends what is queued now, without waiting: Flush() then reads the
+  // replies. Lets a caller put pipelines to several servers in flight at
+  // once before reading any of them. A failure is reported by Flush.
+  void Push() { SendQueued(); }
   Result<std::vector<Reply>> Flush();
 
   // Flush() for a pipeline of FCALLs into `library`: the commands the server

@@ -1,0 +1,192 @@
+// RedisRouter: opening (which kind of URL, is the server a cluster node),
+// the slot map and its refresh, per-node pools, and the calls that go to one
+// key or to every primary. The multi-key batch with its redirect handling
+// is in router_batch.cc. See taskledger/redis/router.h. Thread-safe.
+#include "taskledger/redis/router.h"
+
+#include <utility>
+
+namespace taskledger::internal {
+namespace {
+
+std::vector<std::string_view> Views(const Argv& argv) {
+  return std::vector<std::string_view>(argv.begin(), argv.end());
+}
+
+}  // namespace
+
+RedisRouter::RedisRouter(RedisEndpoint credentials, std::vector<RedisEndpoint> seeds,
+                         const RouterOptions& options)
+    : cluster_(!seeds.empty()),
+      options_(options),
+      credentials_(std::move(credentials)),
+      seeds_(std::move(seeds)) {
+  if (!cluster_) single_ = std::make_unique<RedisPool>(credentials_, options_.client);
+}
+
+RedisRouter::~RedisRouter() = default;
+
+Result<std::unique_ptr<RedisRouter>> RedisRouter::Open(std::string_view url,
+                                                       const RouterOptions& options) {
+  std::vector<RedisEndpoint> seeds;
+  RedisEndpoint credentials;
+  if (url.starts_with(kClusterScheme)) {
+    auto parsed = ParseClusterUrl(url);
+    if (!parsed) return parsed.error();
+    seeds = std::move(parsed.value());
+    credentials = seeds.front();
+  } else {
+    auto parsed = ParseRedisUrl(url);
+    if (!parsed) return parsed.error();
+    credentials = std::move(parsed.value());
+  }
+  std::unique_ptr<RedisRouter> router(new RedisRouter(credentials, std::move(seeds), options));
+  if (!router->cluster_ && !credentials.unix_socket && credentials.db == 0) {
+    // A plain URL may point at a cluster node: one CLUSTER SLOTS at open
+    // tells (on the connection the store goes on to use). A server without
+    // cluster support, or a user not allowed to ask, answers an error and
+    // stays a single server.
+    auto slots = router->single_->Take()->Command({"CLUSTER", "SLOTS"});
+    if (!slots) return slots.error();
+    if (slots->is_array()) {
+      router->cluster_ = true;
+      router->seeds_.push_back(credentials);
+      router->single_.reset();
+    }
+  }
+  if (router->cluster_) {
+    if (Status s = router->Refresh(); !s.ok()) return s;
+  }
+  return router;
+}
+
+RedisPool& RedisRouter::PoolOf(const ClusterNode& node) {
+  std::lock_guard lock(mu_);
+  auto& pool = pools_[node.Address()];
+  if (!pool) {
+    RedisEndpoint ep = credentials_;
+    ep.host = node.host;
+    ep.port = node.port;
+    pool = std::make_unique<RedisPool>(std::move(ep), options_.client);
+  }
+  return *pool;
+}
+
+std::shared_ptr<const SlotMap> RedisRouter::Map() {
+  bool refresh = false;
+  {
+    std::lock_guard lock(mu_);
+    refresh = stale_ || !map_;
+  }
+  // A failed refresh keeps the old map: its owners are retried (and
+  // refused, or redirected) until the call's time is up.
+  if (refresh) (void)Refresh();
+  std::lock_guard lock(mu_);
+  return map_;
+}
+
+Status RedisRouter::Refresh() {
+  std::vector<ClusterNode> candidates;
+  {
+    std::lock_guard lock(mu_);
+    if (map_) candidates = map_->primaries;
+  }
+  for (const RedisEndpoint& seed : seeds_) candidates.push_back({seed.host, seed.port});
+  Status last = Status::Unavailable("redis cluster: no node to ask for the slot map");
+  for (const ClusterNode& node : candidates) {
+    auto reply = PoolOf(node).Take()->Command({"CLUSTER", "SLOTS"});
+    if (!reply) {
+      last = reply.error();
+      continue;
+    }
+    if (reply->is_error()) {
+      last = ServerErrorToStatus(*reply, "redis " + node.Address() + ": CLUSTER SLOTS");
+      continue;
+    }
+    auto map = ParseClusterSlots(*reply, node.host);
+    if (!map) return map.error();
+    std::lock_guard lock(mu_);
+    map_ = std::make_shared<const SlotMap>(std::move(map.value()));
+    stale_ = false;
+    return Status::Ok();
+  }
+  return last;
+}
+
+void RedisRouter::NodeFailed(const ClusterNode& node) {
+  PoolOf(node).Clear();
+  std::lock_guard lock(mu_);
+  stale_ = true;
+}
+
+size_t RedisRouter::primaries() {
+  if (!cluster_) return 1;
+  auto map = Map();
+  return map ? map->primaries.size() : 0;
+}
+
+Status RedisRouter::EnsureLoaded(const FunctionLibrary& library) {
+  if (!cluster_) return single_->Take()->EnsureLoaded(library);
+  // A primary that cannot be reached now (failing over) is skipped when
+  // another one took the library: it gets it on its first "function not
+  // found" (router_batch.cc). Refusals (NOPERM) are reported.
+  bool loaded = false;
+  Status unreachable;
+  Status s = ForEachPrimary([&](RedisClient& client) {
+    Status one = client.EnsureLoaded(library);
+    if (one.code() == StatusCode::kUnavailable || one.code() == StatusCode::kTimeout) {
+      unreachable = one;
+      return Status::Ok();
+    }
+    loaded = loaded || one.ok();
+    return one;
+  });
+  if (!s.ok()) return s;
+  return loaded ? Status::Ok() : unreachable;
+}
+
+Status RedisRouter::ForEachPrimary(const std::function<Status(RedisClient&)>& fn) {
+  if (!cluster_) return fn(*single_->Take());
+  auto map = Map();
+  if (!map) return Status::Unavailable("redis cluster: no slot map");
+  for (const ClusterNode& node : map->primaries) {
+    auto client = PoolOf(node).Take();
+    Status s = fn(*client);
+    if (s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kTimeout) NodeFailed(node);
+    if (!s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+Result<Reply> RedisRouter::Command(std::string_view key, const Argv& argv) {
+  if (!cluster_) return single_->Take()->Command(argv);
+  const auto views = Views(argv);
+  auto replies = Batch(
+      1, nullptr, [&](size_t) { return key; },
+      [&](RedisClient& client, size_t) { client.Queue(views); });
+  if (!replies) return replies.error();
+  return std::move(replies->front());
+}
+
+Result<std::vector<Reply>> RedisRouter::Pipeline(std::string_view key,
+                                                 const std::vector<Argv>& commands) {
+  if (!cluster_) return single_->Take()->Pipeline(commands);
+  return Batch(
+      commands.size(), nullptr, [&](size_t) { return key; },
+      [&](RedisClient& client, size_t k) { client.Queue(Views(commands[k])); });
+}
+
+Result<Reply> RedisRouter::FCall(const FunctionLibrary& library, std::string_view function,
+                                 const std::vector<std::string>& keys,
+                                 const std::vector<std::string>& args) {
+  if (!cluster_) return single_->Take()->FCall(library, function, keys, args);
+  const Argv argv = MakeFCall(function, keys, args);
+  const auto views = Views(argv);
+  auto replies = Batch(
+      1, &library, [&](size_t) { return std::string_view(keys.front()); },
+      [&](RedisClient& client, size_t) { client.Queue(views); });
+  if (!replies) return replies.error();
+  return std::move(replies->front());
+}
+
+}  // namespace taskledger::internal

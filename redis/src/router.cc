@@ -151,6 +151,7 @@ Status RedisRouter::ForEachPrimary(const std::function<Status(RedisClient&)>& fn
   if (!map) return Status::Unavailable("redis cluster: no slot map");
   for (const ClusterNode& node : map->primaries) {
     auto client = PoolOf(node).Take();
+    client->DropIfClosed();
     Status s = fn(*client);
     if (s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kTimeout) NodeFailed(node);
     if (!s.ok()) return s;

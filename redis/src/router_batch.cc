@@ -117,6 +117,9 @@ class ClusterBatch {
     }
     for (Group& g : groups) {
       g.client.emplace(router_.PoolOf(g.node).Take());
+      // A pooled connection to a primary that died (failover) is found
+      // here, before anything is sent on it.
+      if ((*g.client)->DropIfClosed()) router_.NodeFailed(g.node);
       if (Status c = (*g.client)->Connect(); !c.ok()) {
         // Nothing was sent: safe to send again once the map is read anew.
         router_.NodeFailed(g.node);

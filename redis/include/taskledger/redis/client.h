@@ -134,6 +134,11 @@ class RedisClient {
   // mapped AUTH/SELECT error. Every other call invokes it implicitly.
   Status Connect();
   bool connected() const { return context_ != nullptr; }
+  // For an idle connection (nothing in flight): true if the server closed it
+  // or sent something unasked (it is then dropped; the next call
+  // reconnects). One poll(2) with no wait. Lets a caller that must not send
+  // twice find a dead server before sending, not after.
+  bool DropIfClosed();
   // Closes the connection; the next call reconnects.
   void Disconnect();
 

@@ -1,14 +1,15 @@
-// RedisStore on a Redis Cluster under change and faults (labels `cluster`,
+// The Redis stores on a Redis Cluster under change and faults (labels `cluster`,
 // `fault`), each test on a 3+3 cluster of its own (support/redis_cluster.h):
 //   - slots move (CLUSTER SETSLOT IMPORTING/MIGRATING, MIGRATE, SETSLOT
 //     NODE) while sessions commit: every acknowledged turn is there after,
 //     in order, and the writers never saw an error;
 //   - kill -9 of a primary in the middle of a workload: the replica is
-//     promoted and the writers recover on their own within the store's
-//     cluster_timeout. Replication is asynchronous, so turns the primary had
-//     acknowledged but not yet replicated can be lost: the test counts and
-//     reports them (a writer finds out through a Conflict on its next turn),
-//     and checks that what is stored is contiguous and readable.
+//     promoted and the writers (turns and command reservations) recover on
+//     their own within the stores' cluster_timeout. Replication is
+//     asynchronous, so what the primary had acknowledged but not yet
+//     replicated can be lost: the test counts and reports it (a turn writer
+//     finds out through a Conflict on its next turn), and checks that what
+//     is stored is contiguous and readable.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -17,6 +18,7 @@
 
 #include "ledger/store_backends.h"
 #include "support/redis_cluster.h"
+#include "taskledger/commands/redis_command_store.h"
 #include "taskledger/redis/keys.h"
 #include "taskledger/redis/slots.h"
 
@@ -84,6 +86,34 @@ Tally Drive(Store& store, const ConversationId& id, uint64_t turns,
     std::this_thread::sleep_for(20ms);
   }
   t.head = head.version;
+  return t;
+}
+
+// Reserves commands 0..count-1 in `run`, each retried after Unavailable /
+// Timeout (a reservation of the same command key is idempotent). Returns
+// how many were acknowledged. No Catch macro here (worker thread).
+Tally Reserve(CommandStore& store, const RunId& run, uint64_t count,
+              std::chrono::steady_clock::time_point deadline) {
+  Tally t;
+  while (t.head < count && std::chrono::steady_clock::now() < deadline) {
+    CommandSpec spec;
+    spec.run = run;
+    spec.step = "step-" + std::to_string(t.head);
+    spec.tool = "issue_refund";
+    spec.target = "order:" + spec.step;
+    spec.arguments = {{"order_id", spec.step}};
+    auto command = NewCommand(spec, kT0);
+    if (!command) break;
+    auto reserved = store.Reserve(*command);
+    if (reserved) {
+      ++t.head;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      continue;
+    }
+    t.last_error = reserved.error().ToString();
+    ++t.errors;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   return t;
 }
 
@@ -195,6 +225,18 @@ TEST_CASE("kill -9 of a primary mid-workload: writers recover on their own", "[c
   for (size_t i = 0; i < all.size(); ++i) {
     writers.emplace_back([&, i] { tallies[i] = Drive(*store, all[i], kTurns, deadline, 5ms); });
   }
+  // And a run of commands on the victim (a run's keys share the slot of the
+  // conversation of the same ids).
+  RedisOptions ro;
+  ro.url = cluster->url();
+  ro.cluster_timeout = 15s;
+  auto commands = OpenRedisCommandStore(ro);
+  REQUIRE(commands.has_value());
+  const ConversationId run_id = ConversationsOn(*cluster, victim, "failover-cmd", 1)[0];
+  const RunId run{run_id.tenant, run_id.conversation};
+  constexpr uint64_t kCommands = 300;
+  Tally reserved;
+  writers.emplace_back([&] { reserved = Reserve(**commands, run, kCommands, deadline); });
   std::this_thread::sleep_for(300ms);
   cluster->Kill9(victim);
   for (std::thread& w : writers) w.join();
@@ -218,11 +260,18 @@ TEST_CASE("kill -9 of a primary mid-workload: writers recover on their own", "[c
     lost += tallies[i].lost;
     errors += tallies[i].errors;
   }
+  INFO(reserved.last_error);
+  CHECK(reserved.head == kCommands);
+  auto listed = (*commands)->ListCommands(run);
+  REQUIRE(listed.has_value());
+  const uint64_t commands_lost = kCommands - listed->size();
   // The writers on other primaries never noticed.
   for (size_t i = on_victim.size(); i < all.size(); ++i) CHECK(tallies[i].errors == 0);
   CHECK(took < 60s);
-  WARN("failover: " << errors << " failed commits retried, " << lost
-                    << " acknowledged turns lost (asynchronous replication), workload took "
+  WARN("failover: " << errors << " failed commits and " << reserved.errors
+                    << " failed reservations retried; lost to asynchronous replication: " << lost
+                    << " acknowledged turns, " << commands_lost
+                    << " acknowledged commands; workload took "
                     << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
                     << " ms");
 }

@@ -2,7 +2,8 @@
 // conversations with --store redis+cluster://… (spread over every primary),
 // read back by `audit list` in another process, through the cluster URL and
 // through a plain redis:// URL naming one node (auto-detected); and the
-// `commands` verbs over a command the test reserved on the cluster.
+// `commands` verbs over a command the test reserved on the cluster; and a
+// tenant's ACL user (the rules docs/redis-keys.md gives, on every primary).
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -12,6 +13,7 @@
 
 #include "cli/cli_runner.h"
 #include "support/redis_cluster.h"
+#include "support/redis_server.h"
 #include "taskledger/base/clock.h"
 #include "taskledger/commands/command_ledger.h"
 #include "taskledger/commands/redis_command_store.h"
@@ -105,4 +107,79 @@ TEST_CASE("the commands verbs work on a Redis Cluster", "[redis][cluster]") {
   CHECK(after->state == CommandState::kApproved);
   CHECK(after->approver == "alice");
   CHECK((*store)->DropRun(spec.run).ok());
+}
+
+TEST_CASE("a tenant's ACL user replays on the cluster and cannot list another tenant",
+          "[redis][cluster]") {
+  const std::string url = SharedRedisClusterUrl();
+  const std::string tenant = "aclc" + std::to_string(::getpid());
+  // The libraries are loaded by an administrative user (any store open).
+  REQUIRE(OpenStore(url).has_value());
+  RedisOptions admin;
+  admin.url = url;
+  REQUIRE(OpenRedisCommandStore(admin).has_value());
+  const std::string nodes = url.substr(std::string("redis+cluster://").size());
+  for (size_t at = 0; at != std::string::npos;) {
+    size_t comma = nodes.find(',', at);
+    std::string node = nodes.substr(at, comma == std::string::npos ? comma : comma - at);
+    int port = std::stoi(node.substr(node.find(':') + 1));
+    std::string set = RunRedisCommand(port, {"ACL",
+                                             "SETUSER",
+                                             tenant,
+                                             "on",
+                                             ">pw-" + tenant,
+                                             "resetkeys",
+                                             "~tl:{" + tenant + ":*",
+                                             "~tlc:{" + tenant + ":*",
+                                             "~tlc:runs:{" + tenant + "}",
+                                             "resetchannels",
+                                             "-@all",
+                                             "+ping",
+                                             "+xrange",
+                                             "+xrevrange",
+                                             "+del",
+                                             "+scan",
+                                             "+exists",
+                                             "+xlen",
+                                             "+xadd",
+                                             "+pexpire",
+                                             "+persist",
+                                             "+fcall",
+                                             "+function|list",
+                                             "+hget",
+                                             "+hgetall",
+                                             "+sadd",
+                                             "+smembers",
+                                             "+srem",
+                                             "+zrange",
+                                             "+hset",
+                                             "+hsetnx",
+                                             "+hincrby",
+                                             "+zadd",
+                                             "+cluster|slots",
+                                             "+asking"});
+    REQUIRE(set == "OK");
+    at = comma == std::string::npos ? comma : comma + 1;
+  }
+  const std::string user_url = "redis+cluster://" + tenant + ":pw-" + tenant + "@" + nodes;
+  const std::string trace = TempDir() + "/" + tenant + ".jsonl";
+  std::string lines;
+  for (int i = 0; i < 6; ++i) lines += ShopTraceLine("conv-" + std::to_string(i)) + "\n";
+  WriteFile(trace, lines);
+  CliRun r = RunCli({"replay", trace, "--rules", Pack(), "--store", user_url, "--tenant", tenant,
+                     "--prefix", "", "--json", "-q"});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CliRun list = RunCli({"audit", "list", "--json", "--store", user_url, "--tenant", tenant});
+  INFO(list.out << list.err);
+  REQUIRE(list.exit_code == 0);
+  CHECK(list.LastJson()["conversations"].size() == 6);
+  CliRun other = RunCli({"audit", "list", "--json", "--store", user_url, "--tenant", "someone"});
+  CHECK(other.exit_code != 0);
+  CHECK_THAT(other.err, Catch::Contains("NOPERM"));
+  auto opened = OpenStore(url);
+  REQUIRE(opened.has_value());
+  for (int i = 0; i < 6; ++i) {
+    CHECK((*opened)->DropConversation({tenant, "conv-" + std::to_string(i)}).ok());
+  }
 }

@@ -72,7 +72,7 @@ RedisPool& RedisRouter::PoolOf(const ClusterNode& node) {
   return *pool;
 }
 
-std::shared_ptr<const SlotMap> RedisRouter::Map() {
+std::shared_ptr<const Topology> RedisRouter::Map() {
   bool refresh = false;
   {
     std::lock_guard lock(mu_);
@@ -105,8 +105,13 @@ Status RedisRouter::Refresh() {
     }
     auto map = ParseClusterSlots(*reply, node.host);
     if (!map) return map.error();
+    auto topology = std::make_shared<Topology>();
+    static_cast<SlotMap&>(*topology) = std::move(map.value());
+    for (const ClusterNode& primary : topology->primaries) {
+      topology->pools.push_back(&PoolOf(primary));
+    }
     std::lock_guard lock(mu_);
-    map_ = std::make_shared<const SlotMap>(std::move(map.value()));
+    map_ = std::move(topology);
     stale_ = false;
     return Status::Ok();
   }

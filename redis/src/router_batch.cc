@@ -81,6 +81,7 @@ class ClusterBatch {
  private:
   struct Group {
     ClusterNode node;
+    RedisPool* pool;
     std::vector<size_t> commands;
     std::optional<RedisPool::Lease> client;
   };
@@ -93,9 +94,11 @@ class ClusterBatch {
     if (!map) return Status::Unavailable("redis cluster: no slot map: " + last_error_);
     std::vector<Group> groups;
     for (size_t k : todo) {
-      ClusterNode node;
+      const ClusterNode* node = nullptr;
+      RedisPool* pool = nullptr;
       if (target_[k]) {
-        node = *target_[k];
+        node = &*target_[k];
+        pool = &router_.PoolOf(*node);
       } else {
         uint16_t slot = KeySlot(key_of_(k));
         uint16_t owner = map->owner[slot];
@@ -104,19 +107,19 @@ class ClusterBatch {
                                      " is not served by any node (cluster map of " +
                                      std::to_string(map->primaries.size()) + " primaries)");
         }
-        node = map->primaries[owner];
+        node = &map->primaries[owner];
+        pool = map->pools[owner];
       }
-      auto g = std::find_if(groups.begin(), groups.end(), [&](const Group& x) {
-        return x.node.host == node.host && x.node.port == node.port;
-      });
+      auto g = std::find_if(groups.begin(), groups.end(),
+                            [&](const Group& x) { return x.pool == pool; });
       if (g == groups.end()) {
-        groups.push_back(Group{node, {}, std::nullopt});
+        groups.push_back(Group{*node, pool, {}, std::nullopt});
         g = std::prev(groups.end());
       }
       g->commands.push_back(k);
     }
     for (Group& g : groups) {
-      g.client.emplace(router_.PoolOf(g.node).Take());
+      g.client.emplace(g.pool->Take());
       // A pooled connection to a primary that died (failover) is found
       // here, before anything is sent on it.
       if ((*g.client)->DropIfClosed()) router_.NodeFailed(g.node);

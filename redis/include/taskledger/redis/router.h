@@ -44,6 +44,12 @@
 
 namespace taskledger::internal {
 
+// A slot map with the pool of each primary (pools[i] serves primaries[i]),
+// so routing a key costs no address lookup.
+struct Topology : SlotMap {
+  std::vector<RedisPool*> pools;
+};
+
 struct RouterOptions {
   RedisClientOptions client;
   // How long one call keeps retrying a cluster that redirects, is down
@@ -99,7 +105,7 @@ class RedisRouter {
               const RouterOptions& options);
 
   RedisPool& PoolOf(const ClusterNode& node);
-  std::shared_ptr<const SlotMap> Map();
+  std::shared_ptr<const Topology> Map();
   // Reads CLUSTER SLOTS from a known primary or a seed and installs it.
   Status Refresh();
   // Forgets a node's idle connections and marks the map stale.
@@ -111,7 +117,7 @@ class RedisRouter {
   RedisEndpoint credentials_;          // user, password for every node
   std::vector<RedisEndpoint> seeds_;
   std::mutex mu_;
-  std::shared_ptr<const SlotMap> map_;  // null until the first Refresh
+  std::shared_ptr<const Topology> map_;  // null until the first Refresh
   bool stale_ = false;
   std::map<std::string, std::unique_ptr<RedisPool>> pools_;  // by address; never shrinks
 

@@ -135,8 +135,12 @@ Result<JournalEntry> DecodeJournal(const std::string& text) {
 
 class RedisCommandStore final : public CommandStore {
  public:
-  explicit RedisCommandStore(std::unique_ptr<internal::RedisRouter> router)
-      : router_(std::move(router)) {}
+  RedisCommandStore(std::unique_ptr<internal::RedisRouter> router, const RedisOptions& options)
+      : router_(std::move(router)), replicas_(options.replicas) {
+    if (replicas_ > 0) {
+      wait_ = {"WAIT", std::to_string(replicas_), std::to_string(options.replica_timeout.count())};
+    }
+  }
 
   Status Open() { return router_->EnsureLoaded(internal::CommandFunctionLibrary()); }
 
@@ -144,8 +148,8 @@ class RedisCommandStore final : public CommandStore {
     auto keys = internal::KeysOfRun(initial.run);
     // Indexed first: a crash after this line leaves an indexed run with no
     // command, which ListRuns callers see as empty (never a lost command).
-    auto indexed =
-        Call({"SADD", internal::RunsOfTenantKey(initial.run.tenant), initial.run.run}, "index run");
+    auto indexed = Call({"SADD", internal::RunsOfTenantKey(initial.run.tenant), initial.run.run},
+                        "index run", /*write=*/true);
     if (!indexed) return indexed.error();
     auto reply =
         FCall("tlc_reserve", {keys.Command(initial.command_key), keys.meta, keys.order},
@@ -282,23 +286,53 @@ class RedisCommandStore final : public CommandStore {
   }
 
  private:
-  // REQUIRES: argv[1] is the (first) key.
-  Result<Reply> Call(const Argv& argv, const std::string& context) {
-    auto reply = router_->Command(argv.at(1), argv);
-    if (!reply) return reply.error();
-    if (reply->is_error()) return internal::CommandErrorToStatus(*reply, context);
-    return reply;
+  // REQUIRES: argv[1] is the (first) key. A `write` waits for replicas_
+  // replicas (RedisOptions::replicas) like every FCall.
+  Result<Reply> Call(const Argv& argv, const std::string& context, bool write = false) {
+    if (!write || wait_.empty()) {
+      auto reply = router_->Command(argv.at(1), argv);
+      if (!reply) return reply.error();
+      if (reply->is_error()) return internal::CommandErrorToStatus(*reply, context);
+      return reply;
+    }
+    const std::vector<std::string_view> views(argv.begin(), argv.end());
+    std::vector<Reply> waited;
+    auto replies = router_->Batch(
+        1, nullptr, [&](size_t) { return std::string_view(argv.at(1)); },
+        [&](internal::RedisClient& client, size_t) { client.Queue(views); }, &wait_, &waited);
+    if (!replies) return replies.error();
+    if (replies->front().is_error()) {
+      return internal::CommandErrorToStatus(replies->front(), context);
+    }
+    if (Status s = Replicated(waited.front(), context); !s.ok()) return s;
+    return std::move(replies->front());
+  }
+
+  Status Replicated(const Reply& waited, const std::string& context) const {
+    if (waited.is_integer() && waited.integer() >= static_cast<int64_t>(replicas_)) {
+      return Status::Ok();
+    }
+    return Status::Unavailable(context + ": on the primary, but " + waited.Describe() + " of " +
+                               std::to_string(replicas_) +
+                               " replicas confirmed it in time (the same call again is safe)");
   }
 
   Result<Reply> FCall(const std::string& function, const std::vector<std::string>& keys,
                       const std::vector<std::string>& args, const std::string& context) {
-    auto reply = router_->FCall(internal::CommandFunctionLibrary(), function, keys, args);
+    Reply waited;
+    auto reply = router_->FCall(internal::CommandFunctionLibrary(), function, keys, args,
+                                wait_.empty() ? nullptr : &wait_, &waited);
     if (!reply) return reply.error();
     if (reply->is_error()) return internal::CommandErrorToStatus(*reply, context);
+    if (!wait_.empty()) {
+      if (Status s = Replicated(waited, context); !s.ok()) return s;
+    }
     return reply;
   }
 
   std::unique_ptr<internal::RedisRouter> router_;
+  uint32_t replicas_;
+  Argv wait_;  // WAIT replicas timeout; empty: no wait
 };
 
 }  // namespace
@@ -307,7 +341,7 @@ Result<std::unique_ptr<CommandStore>> OpenRedisCommandStore(const RedisOptions& 
   auto router = internal::RedisRouter::Open(
       options.url, {{options.connect_timeout, options.command_timeout}, options.cluster_timeout});
   if (!router) return router.error();
-  auto store = std::make_unique<RedisCommandStore>(std::move(router).value());
+  auto store = std::make_unique<RedisCommandStore>(std::move(router).value(), options);
   if (Status s = store->Open(); !s.ok()) return s;
   return std::unique_ptr<CommandStore>(std::move(store));
 }

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <array>
 #include <deque>
+#include <optional>
 #include <set>
 
 #include "internal/ledger_redis_function.h"
@@ -70,6 +71,11 @@ class RedisStore final : public Store {
  public:
   RedisStore(std::unique_ptr<internal::RedisRouter> router, const RedisOptions& options)
       : options_(options.store), router_(std::move(router)) {
+    options_replicas_ = options.replicas;
+    if (options.replicas > 0) {
+      wait_ = {"WAIT", std::to_string(options.replicas),
+               std::to_string(options.replica_timeout.count())};
+    }
     if (options_.snapshot_every == 0) options_.snapshot_every = 1;
     if (options_.retention) {
       retention_ms_ = std::to_string(std::max<int64_t>(
@@ -111,9 +117,14 @@ class RedisStore final : public Store {
     if (commits.empty()) return out;
     auto replies = client->FlushReloading(internal::LedgerFunctionLibrary(),
                                           [&](size_t k) { Queue(*client, commits[k], records); });
+    std::optional<Result<Reply>> waited;
+    if (replies && !wait_.empty()) waited = client->Command(wait_);
     for (size_t k = 0; k < commits.size(); ++k) {
       const Pending& c = commits[k];
       out[c.index] = replies ? Outcome(batch[c.index], c, (*replies)[k]) : replies.error();
+      if (waited && out[c.index].ok()) {
+        out[c.index] = *waited ? Replicated(batch[c.index], **waited) : waited->error();
+      }
     }
     return out;
   }
@@ -273,6 +284,18 @@ class RedisStore final : public Store {
     return Status::Internal(what + ": unexpected reply " + reply.Describe());
   }
 
+  // A landed commit's status from its WAIT reply.
+  Status Replicated(const CommitRequest& r, const Reply& reply) const {
+    if (reply.is_integer() && reply.integer() >= static_cast<int64_t>(options_replicas_)) {
+      return Status::Ok();
+    }
+    return Status::Unavailable(
+        "commit " + Describe(r.id) + ": on the primary, but " +
+        (reply.is_integer() ? std::to_string(reply.integer()) : reply.Describe()) + " of " +
+        std::to_string(options_replicas_) + " replicas confirmed it within " + wait_[2] +
+        " ms (committing the same turn again is safe)");
+  }
+
   // The head from an XREVRANGE key + - COUNT 1 reply.
   static Result<uint64_t> HeadOf(const Reply& reply, const std::string& what) {
     std::vector<StreamEntry> top;
@@ -322,6 +345,8 @@ class RedisStore final : public Store {
 
   StoreOptions options_;
   std::string retention_ms_;
+  uint32_t options_replicas_ = 0;
+  internal::Argv wait_;  // WAIT replicas timeout; empty: no wait
   // CommitTurns on a cluster: every commit encoded first, then one pipeline
   // per primary, all in flight at once (RedisRouter::Batch).
   std::vector<Status> CommitOnCluster(std::span<const CommitRequest> batch, std::string& records,
@@ -330,13 +355,16 @@ class RedisStore final : public Store {
       if (Status s = Encode(batch[i], i, records, commits); !s.ok()) out[i] = std::move(s);
     }
     if (commits.empty()) return out;
+    std::vector<Reply> waited;
     auto replies = router_->Batch(
         commits.size(), &internal::LedgerFunctionLibrary(),
         [&](size_t k) { return std::string_view(commits[k].key); },
-        [&](internal::RedisClient& client, size_t k) { Queue(client, commits[k], records); });
+        [&](internal::RedisClient& client, size_t k) { Queue(client, commits[k], records); },
+        wait_.empty() ? nullptr : &wait_, &waited);
     for (size_t k = 0; k < commits.size(); ++k) {
       const Pending& c = commits[k];
       out[c.index] = replies ? Outcome(batch[c.index], c, (*replies)[k]) : replies.error();
+      if (!wait_.empty() && out[c.index].ok()) out[c.index] = Replicated(batch[c.index], waited[k]);
     }
     return out;
   }

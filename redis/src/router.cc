@@ -184,14 +184,19 @@ Result<std::vector<Reply>> RedisRouter::Pipeline(std::string_view key,
 
 Result<Reply> RedisRouter::FCall(const FunctionLibrary& library, std::string_view function,
                                  const std::vector<std::string>& keys,
-                                 const std::vector<std::string>& args) {
-  if (!cluster_) return single_->Take()->FCall(library, function, keys, args);
+                                 const std::vector<std::string>& args, const Argv* trailer,
+                                 Reply* trailer_reply) {
+  if (!cluster_ && trailer == nullptr) {
+    return single_->Take()->FCall(library, function, keys, args);
+  }
   const Argv argv = MakeFCall(function, keys, args);
   const auto views = Views(argv);
+  std::vector<Reply> trailers;
   auto replies = Batch(
       1, &library, [&](size_t) { return std::string_view(keys.front()); },
-      [&](RedisClient& client, size_t) { client.Queue(views); });
+      [&](RedisClient& client, size_t) { client.Queue(views); }, trailer, &trailers);
   if (!replies) return replies.error();
+  if (trailer != nullptr) *trailer_reply = std::move(trailers.front());
   return std::move(replies->front());
 }
 

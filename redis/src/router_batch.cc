@@ -43,11 +43,14 @@ std::optional<ClusterNode> RedirectTarget(const std::string& error, const std::s
 class ClusterBatch {
  public:
   ClusterBatch(RedisRouter& router, size_t count, const FunctionLibrary* library,
-               const RedisRouter::KeyOf& key_of, const RedisRouter::QueueOne& queue)
+               const RedisRouter::KeyOf& key_of, const RedisRouter::QueueOne& queue,
+               const Argv* trailer, std::vector<Reply>* trailer_out)
       : router_(router),
         library_(library),
         key_of_(key_of),
         queue_(queue),
+        trailer_(trailer),
+        trailer_out_(trailer_out),
         out_(count),
         target_(count),
         asking_(count, false) {}
@@ -83,6 +86,7 @@ class ClusterBatch {
     ClusterNode node;
     RedisPool* pool;
     std::vector<size_t> commands;
+    std::vector<size_t> finals;  // commands that got their final reply this round
     std::optional<RedisPool::Lease> client;
   };
 
@@ -113,7 +117,7 @@ class ClusterBatch {
       auto g = std::find_if(groups.begin(), groups.end(),
                             [&](const Group& x) { return x.pool == pool; });
       if (g == groups.end()) {
-        groups.push_back(Group{*node, pool, {}, std::nullopt});
+        groups.push_back(Group{*node, pool, {}, {}, std::nullopt});
         g = std::prev(groups.end());
       }
       g->commands.push_back(k);
@@ -153,12 +157,17 @@ class ClusterBatch {
       for (size_t k : g.commands) {
         if (asking_[k]) ++at;  // ASKING's +OK
         Reply& r = (*replies)[at++];
+        const size_t before = again.size();
         if (Status s = Classify(k, g.node, r, again, wait, reload); !s.ok() && failure.ok()) {
           failure = s;
         }
+        if (again.size() == before) g.finals.push_back(k);
       }
     }
     if (!failure.ok()) return failure;
+    if (trailer_ != nullptr) {
+      if (Status s = SendTrailers(groups); !s.ok()) return s;
+    }
     for (const ClusterNode& node : reload) {
       auto loaded =
           router_.PoolOf(node).Take()->Command({"FUNCTION", "LOAD", "REPLACE", library_->source});
@@ -168,6 +177,30 @@ class ClusterBatch {
       }
     }
     return Status::Ok();
+  }
+
+  // The trailer (WAIT) on every connection that ran final commands this
+  // round, all in flight at once; its reply goes to each of those commands.
+  Status SendTrailers(std::vector<Group>& groups) {
+    const std::vector<std::string_view> views(trailer_->begin(), trailer_->end());
+    for (Group& g : groups) {
+      if (g.client && !g.finals.empty()) {
+        (*g.client)->Queue(views);
+        (*g.client)->Push();
+      }
+    }
+    Status failure;
+    for (Group& g : groups) {
+      if (!g.client || g.finals.empty()) continue;
+      auto replies = (*g.client)->Flush();
+      if (!replies) {
+        router_.NodeFailed(g.node);
+        if (failure.ok()) failure = replies.error();
+        continue;
+      }
+      for (size_t k : g.finals) (*trailer_out_)[k] = replies->front();
+    }
+    return failure;
   }
 
   // Keeps reply `r` of command k, or schedules k to be sent again.
@@ -213,6 +246,8 @@ class ClusterBatch {
   const FunctionLibrary* library_;
   const RedisRouter::KeyOf& key_of_;
   const RedisRouter::QueueOne& queue_;
+  const Argv* trailer_;
+  std::vector<Reply>* trailer_out_;
   std::vector<Reply> out_;
   std::vector<std::optional<ClusterNode>> target_;  // a redirect's node, for the next round
   std::vector<bool> asking_;                        // send ASKING first
@@ -220,15 +255,24 @@ class ClusterBatch {
 };
 
 Result<std::vector<Reply>> RedisRouter::Batch(size_t count, const FunctionLibrary* library,
-                                              const KeyOf& key_of, const QueueOne& queue) {
+                                              const KeyOf& key_of, const QueueOne& queue,
+                                              const Argv* trailer,
+                                              std::vector<Reply>* trailer_replies) {
   if (count == 0) return std::vector<Reply>();
+  if (trailer != nullptr) trailer_replies->assign(count, Reply());
   if (!cluster_) {
     auto client = single_->Take();
     for (size_t k = 0; k < count; ++k) queue(*client, k);
-    if (library == nullptr) return client->Flush();
-    return client->FlushReloading(*library, [&](size_t k) { queue(*client, k); });
+    auto replies = library == nullptr
+                       ? client->Flush()
+                       : client->FlushReloading(*library, [&](size_t k) { queue(*client, k); });
+    if (!replies || trailer == nullptr) return replies;
+    auto after = client->Command(*trailer);
+    if (!after) return after.error();
+    trailer_replies->assign(count, *after);
+    return replies;
   }
-  return ClusterBatch(*this, count, library, key_of, queue).Run();
+  return ClusterBatch(*this, count, library, key_of, queue, trailer, trailer_replies).Run();
 }
 
 }  // namespace taskledger::internal

@@ -12,6 +12,8 @@
 //     is stored is contiguous and readable.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -30,10 +32,11 @@ namespace {
 
 constexpr int64_t kT0 = 1'700'000'000'000;
 
-std::unique_ptr<Store> OpenCluster(const std::string& url) {
+std::unique_ptr<Store> OpenCluster(const std::string& url, uint32_t replicas = 0) {
   RedisOptions r;
   r.url = url;
   r.cluster_timeout = 15s;
+  r.replicas = replicas;
   r.store.snapshot_every = 4;
   auto store = OpenRedisStore(r);
   if (!store) FAIL("OpenRedisStore: " << store.error().ToString());
@@ -116,6 +119,16 @@ Tally Reserve(CommandStore& store, const RunId& run, uint64_t count,
   }
   return t;
 }
+
+// Joins every thread still running when it goes out of scope.
+struct JoinAll {
+  std::vector<std::thread>& threads;
+  ~JoinAll() {
+    for (std::thread& t : threads) {
+      if (t.joinable()) t.join();
+    }
+  }
+};
 
 // Conversations whose keys hash to slots served by `port`.
 std::vector<ConversationId> ConversationsOn(RedisCluster& cluster, int port,
@@ -204,9 +217,11 @@ TEST_CASE("slots move while sessions commit: nothing lost, no error seen", "[clu
   }
 }
 
-TEST_CASE("kill -9 of a primary mid-workload: writers recover on their own", "[cluster][fault]") {
+// kill -9 of a primary while 6 turn writers and a command reserver work;
+// with `replicas` > 0 the stores wait for that many replicas per write.
+static void Failover(uint32_t replicas) {
   auto cluster = RedisCluster::Start();
-  auto store = OpenCluster(cluster->url());
+  auto store = OpenCluster(cluster->url(), replicas);
   const std::vector<int> primaries = cluster->PrimaryPorts();
   REQUIRE(primaries.size() == 3);
   const int victim = primaries[2];
@@ -220,6 +235,7 @@ TEST_CASE("kill -9 of a primary mid-workload: writers recover on their own", "[c
   constexpr uint64_t kTurns = 400;
   std::vector<Tally> tallies(all.size());
   std::vector<std::thread> writers;
+  JoinAll join_on_exit{writers};  // a failed REQUIRE must not leave them running
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + 60s;
   for (size_t i = 0; i < all.size(); ++i) {
@@ -230,6 +246,7 @@ TEST_CASE("kill -9 of a primary mid-workload: writers recover on their own", "[c
   RedisOptions ro;
   ro.url = cluster->url();
   ro.cluster_timeout = 15s;
+  ro.replicas = replicas;
   auto commands = OpenRedisCommandStore(ro);
   REQUIRE(commands.has_value());
   const ConversationId run_id = ConversationsOn(*cluster, victim, "failover-cmd", 1)[0];
@@ -239,14 +256,16 @@ TEST_CASE("kill -9 of a primary mid-workload: writers recover on their own", "[c
   writers.emplace_back([&] { reserved = Reserve(**commands, run, kCommands, deadline); });
   std::this_thread::sleep_for(300ms);
   cluster->Kill9(victim);
-  for (std::thread& w : writers) w.join();
-  const auto took = std::chrono::steady_clock::now() - start;
-  // A replica took the victim's place.
+  // A replica takes the victim's place. The victim is then started again
+  // (as an operator would): it rejoins as the new primary's replica, which
+  // writes waiting for a replica need (replicas=1 has none until then).
   while (cluster->PrimaryPorts().size() < 3 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(100ms);
   }
   CHECK(cluster->PrimaryPorts().size() == 3);
-  cluster->WaitUntilOk();
+  cluster->Restart(victim);
+  for (std::thread& w : writers) w.join();
+  const auto took = std::chrono::steady_clock::now() - start;
 
   uint64_t lost = 0;
   int errors = 0;
@@ -268,10 +287,50 @@ TEST_CASE("kill -9 of a primary mid-workload: writers recover on their own", "[c
   // The writers on other primaries never noticed.
   for (size_t i = on_victim.size(); i < all.size(); ++i) CHECK(tallies[i].errors == 0);
   CHECK(took < 60s);
-  WARN("failover: " << errors << " failed commits and " << reserved.errors
-                    << " failed reservations retried; lost to asynchronous replication: " << lost
-                    << " acknowledged turns, " << commands_lost
-                    << " acknowledged commands; workload took "
-                    << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
-                    << " ms");
+  if (replicas > 0) {  // every acknowledged write was on the promoted replica
+    CHECK(lost == 0);
+    CHECK(commands_lost == 0);
+  }
+  WARN("failover with replicas="
+       << replicas << ": " << errors << " failed commits and " << reserved.errors
+       << " failed reservations retried; lost to asynchronous replication: " << lost
+       << " acknowledged turns, " << commands_lost << " acknowledged commands; workload took "
+       << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
+}
+
+TEST_CASE("kill -9 of a primary mid-workload: writers recover on their own", "[cluster][fault]") {
+  Failover(0);
+}
+
+TEST_CASE("kill -9 of a primary with replicas=1: no acknowledged turn or command is lost",
+          "[cluster][fault]") {
+  Failover(1);
+}
+
+TEST_CASE("a write that fewer replicas than asked confirm is Unavailable, and safe to resend",
+          "[cluster]") {
+  // The shared cluster has one replica per primary; a plain server has none.
+  auto server = RedisServer::Start();
+  for (auto [url, replicas] :
+       {std::pair{SharedRedisClusterUrl(), 2u}, std::pair{server->url(), 1u}}) {
+    INFO(url);
+    auto store = OpenCluster(url, replicas);
+    ConversationId id{"wait-" + std::to_string(::getpid()), "c"};
+    LedgerState head;
+    Status s = CommitNext(*store, id, head, {SetUpdate(Category::kFact, "k", 1)}, kT0);
+    CHECK(s.code() == StatusCode::kUnavailable);
+    CHECK_THAT(s.message(), Catch::Contains("replicas confirmed"));
+    // The turn is on the primary: the same commit again finds it and still
+    // waits; a reader sees it.
+    auto stored = store->Head(id);
+    REQUIRE(stored.has_value());
+    CHECK(*stored == 1);
+    CHECK(store->DropConversation(id).ok());
+  }
+  // Asking for the replicas that exist acknowledges.
+  auto store = OpenCluster(SharedRedisClusterUrl(), 1);
+  ConversationId id{"wait-" + std::to_string(::getpid()), "ok"};
+  LedgerState head;
+  CHECK(CommitNext(*store, id, head, {SetUpdate(Category::kFact, "k", 1)}, kT0).ok());
+  CHECK(store->DropConversation(id).ok());
 }

@@ -112,6 +112,19 @@ void RedisCluster::Kill9(int port) {
   killed_.push_back(port);
 }
 
+void RedisCluster::Restart(int port) {
+  Shell(Script() + " restart " + dir_ + " " + std::to_string(port));
+  std::erase(killed_, port);
+  for (int i = 0; i < 100; ++i) {
+    try {
+      if (Run(port, {"PING"}) == "PONG") return;
+    } catch (const std::exception&) {  // not listening yet
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  throw std::runtime_error("node " + std::to_string(port) + " did not restart");
+}
+
 void RedisCluster::WaitUntilOk() const {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (std::chrono::steady_clock::now() < deadline) {

@@ -39,6 +39,8 @@ class RedisCluster {
   std::string NodeId(int port) const;
   // SIGKILL of the node on `port`.
   void Kill9(int port);
+  // Starts a killed node again (it rejoins; as a replica if failed over).
+  void Restart(int port);
   // Waits until every live node reports cluster_state:ok (throws after 30 s).
   void WaitUntilOk() const;
   // One command on the node on `port`, rendered as RedisServer::Run does.

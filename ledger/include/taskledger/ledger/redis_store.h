@@ -40,6 +40,16 @@ struct RedisOptions {
   // returns Unavailable. A call whose request reached a server is never
   // re-sent after its connection broke (see the store's retry rules).
   std::chrono::milliseconds cluster_timeout{5000};
+  // Durability across a primary's death: when > 0, a commit (a turn, or a
+  // command-ledger change) is acknowledged only after `WAIT replicas
+  // replica_timeout` says that many replicas hold it (one more round trip on
+  // the same connection). Fewer within the timeout: Unavailable, though the
+  // write is on the primary; sending the same commit again is safe. Keep
+  // replica_timeout below command_timeout. 0: Redis' asynchronous
+  // replication, where a failover can drop acknowledged writes
+  // (docs/redis-keys.md, "Running on Redis Cluster").
+  uint32_t replicas = 0;
+  std::chrono::milliseconds replica_timeout{500};
   StoreOptions store;
 };
 

@@ -80,9 +80,10 @@ class RedisRouter {
   // Commands on the slot of `key`, pipelined; replies in order.
   Result<std::vector<Reply>> Pipeline(std::string_view key, const std::vector<Argv>& commands);
   // FCALL of `function` on the server of keys[0], loading `library` where it
-  // is missing. REQUIRES: !keys.empty().
+  // is missing; with a `trailer`, as Batch. REQUIRES: !keys.empty().
   Result<Reply> FCall(const FunctionLibrary& library, std::string_view function,
-                      const std::vector<std::string>& keys, const std::vector<std::string>& args);
+                      const std::vector<std::string>& keys, const std::vector<std::string>& args,
+                      const Argv* trailer = nullptr, Reply* trailer_reply = nullptr);
 
   // `count` commands on many keys at once: command k is on key_of(k), and
   // queue(client, k) must Queue() exactly that one command. Commands are
@@ -90,10 +91,16 @@ class RedisRouter {
   // with a `library`, FCALLs that find no function are sent again after
   // loading it there. Replies come back in command order. One failed
   // connection fails the whole call (commands on other servers may have run).
+  // With a `trailer` (WAIT numreplicas timeout), it is sent on every
+  // connection after the commands it ran (on a single server: once, after
+  // all), and trailer_replies[k] is its reply on command k's connection
+  // (nil if k got none). REQUIRES: trailer_replies non-null with a trailer.
   using KeyOf = std::function<std::string_view(size_t)>;
   using QueueOne = std::function<void(RedisClient&, size_t)>;
   Result<std::vector<Reply>> Batch(size_t count, const FunctionLibrary* library,
-                                   const KeyOf& key_of, const QueueOne& queue);
+                                   const KeyOf& key_of, const QueueOne& queue,
+                                   const Argv* trailer = nullptr,
+                                   std::vector<Reply>* trailer_replies = nullptr);
 
   // Runs `fn` once per primary (the one server when not a cluster), each on a
   // leased connection, stopping at the first failure: for commands that

@@ -5,6 +5,7 @@
 //
 // Usage: bench_store --url redis://127.0.0.1:PORT [--samples N]
 //                    [--batch N] [--seconds S] [--cluster-url redis+cluster://...]
+//                    [--replicas N]  (the cluster store waits for N replicas)
 // The last line of output is one JSON object:
 // {"ping_p50_us":..,"ping_p99_us":..,"commit_p50_us":..,"commit_p99_us":..,
 //  "commit_to_ping_p50":..,"commit_minus_ping_p50_us":..,"placement":..,
@@ -220,11 +221,12 @@ Status MeasurePipelined(Store& store, const std::string& prefix, int batch, doub
 // The cluster phases, as JSON fields to append: latency (PING to the
 // primary serving the conversation, interleaved with its commits) and
 // pipelined batches spread over every slot.
-Result<std::string> ClusterFigures(const std::string& url, const std::string& run, int samples,
-                                   int batch, double seconds, double single_commit_p50,
-                                   double single_turns_per_s) {
+Result<std::string> ClusterFigures(const std::string& url, uint32_t replicas,
+                                   const std::string& run, int samples, int batch, double seconds,
+                                   double single_commit_p50, double single_turns_per_s) {
   RedisOptions options;
   options.url = url;
+  options.replicas = replicas;
   auto opened = OpenRedisStore(options);
   if (!opened) return opened.error();
   Store& store = *opened.value();
@@ -253,11 +255,12 @@ Result<std::string> ClusterFigures(const std::string& url, const std::string& ru
   char text[512];
   std::snprintf(
       text, sizeof text,
-      ",\"nodes\":%zu,\"cluster\":{\"ping_p50_us\":%.1f,\"commit_p50_us\":%.1f,"
+      ",\"nodes\":%zu,\"cluster\":{\"replicas_waited\":%u,\"ping_p50_us\":%.1f,\"commit_p50_us\":%."
+      "1f,"
       "\"commit_p99_us\":%.1f,\"commit_to_ping_p50\":%.2f,\"pipelined_turns_per_s\":%.0f},"
       "\"cluster_to_single_commit_p50\":%.2f,\"cluster_to_single_pipelined\":%.2f",
-      map->primaries.size(), latency.ping_p50(), latency.commit_p50(), latency.commit_p99(),
-      latency.commit_p50() / latency.ping_p50(), turns_per_s,
+      map->primaries.size(), replicas, latency.ping_p50(), latency.commit_p50(),
+      latency.commit_p99(), latency.commit_p50() / latency.ping_p50(), turns_per_s,
       latency.commit_p50() / single_commit_p50, turns_per_s / single_turns_per_s);
   return std::string(text);
 }
@@ -271,6 +274,7 @@ int Fail(const std::string& what, const Status& s) {
 
 int main(int argc, char** argv) {
   std::string url, cluster_url;
+  uint32_t replicas = 0;  // the cluster store's RedisOptions::replicas
   int samples = 20000, batch = 1000;
   double seconds = 3;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -285,6 +289,8 @@ int main(int argc, char** argv) {
       seconds = std::atof(argv[i + 1]);
     else if (flag == "--cluster-url")
       cluster_url = argv[i + 1];
+    else if (flag == "--replicas")
+      replicas = static_cast<uint32_t>(std::atoi(argv[i + 1]));
   }
   if (url.empty() || samples <= 0 || batch <= 0) {
     std::fprintf(
@@ -364,8 +370,9 @@ int main(int argc, char** argv) {
   (void)store.DropConversation(id);
   std::string cluster_json;
   if (!cluster_url.empty()) {
-    auto figures = ClusterFigures(cluster_url, run, samples, batch, seconds, apart.commit_p50(),
-                                  static_cast<double>(committed) / store_seconds);
+    auto figures =
+        ClusterFigures(cluster_url, replicas, run, samples, batch, seconds, apart.commit_p50(),
+                       static_cast<double>(committed) / store_seconds);
     if (!figures) return Fail("cluster", figures.error());
     cluster_json = *figures;
   }

@@ -338,10 +338,17 @@ class RedisCommandStore final : public CommandStore {
 }  // namespace
 
 Result<std::unique_ptr<CommandStore>> OpenRedisCommandStore(const RedisOptions& options) {
+  RedisOptions effective = options;
+  if (Status s = internal::TakeDurabilityQuery(effective.url, effective.replicas,
+                                               effective.replica_timeout);
+      !s.ok()) {
+    return s;
+  }
   auto router = internal::RedisRouter::Open(
-      options.url, {{options.connect_timeout, options.command_timeout}, options.cluster_timeout});
+      effective.url,
+      {{effective.connect_timeout, effective.command_timeout}, effective.cluster_timeout});
   if (!router) return router.error();
-  auto store = std::make_unique<RedisCommandStore>(std::move(router).value(), options);
+  auto store = std::make_unique<RedisCommandStore>(std::move(router).value(), effective);
   if (Status s = store->Open(); !s.ok()) return s;
   return std::unique_ptr<CommandStore>(std::move(store));
 }

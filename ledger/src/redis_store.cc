@@ -48,10 +48,6 @@ uint64_t SnapshotStride(uint64_t every, size_t entries) {
   return stride;
 }
 
-}  // namespace
-
-namespace {
-
 using internal::Reply;
 using internal::StreamEntry;
 
@@ -377,10 +373,17 @@ class RedisStore final : public Store {
 Result<std::unique_ptr<Store>> OpenRedisStore(const RedisOptions& options, const Clock& /*clock*/) {
   // Retention is judged by the server's clock (PEXPIRE), so `clock` is not
   // consulted; it is accepted for parity with NewMemoryStore.
+  RedisOptions effective = options;
+  if (Status s = internal::TakeDurabilityQuery(effective.url, effective.replicas,
+                                               effective.replica_timeout);
+      !s.ok()) {
+    return s;
+  }
   auto router = internal::RedisRouter::Open(
-      options.url, {{options.connect_timeout, options.command_timeout}, options.cluster_timeout});
+      effective.url,
+      {{effective.connect_timeout, effective.command_timeout}, effective.cluster_timeout});
   if (!router) return router.error();
-  auto store = std::make_unique<RedisStore>(std::move(router.value()), options);
+  auto store = std::make_unique<RedisStore>(std::move(router.value()), effective);
   if (Status s = store->Open(); !s.ok()) return s;
   return std::unique_ptr<Store>(std::move(store));
 }

@@ -128,6 +128,36 @@ Result<RedisEndpoint> ParseTcp(std::string_view rest) {
 
 }  // namespace
 
+Status TakeDurabilityQuery(std::string& url, uint32_t& replicas,
+                           std::chrono::milliseconds& replica_timeout) {
+  if (!url.starts_with("redis://") && !url.starts_with(kClusterScheme)) return Status::Ok();
+  size_t at = url.rfind('@');
+  size_t q = url.find('?', at == std::string::npos ? 0 : at);
+  if (q == std::string::npos) return Status::Ok();
+  std::string_view query = std::string_view(url).substr(q + 1);
+  while (!query.empty()) {
+    std::string_view item = query.substr(0, query.find('&'));
+    query = item.size() < query.size() ? query.substr(item.size() + 1) : std::string_view();
+    auto eq = item.find('=');
+    std::string_view key = item.substr(0, eq);
+    int value = 0;
+    if (eq == std::string_view::npos || !ParseBounded(item.substr(eq + 1), 0, 1 << 20, value)) {
+      return Status::InvalidArgument("redis URL: '" + std::string(item) +
+                                     "' is not name=number (replicas, replica_timeout_ms)");
+    }
+    if (key == "replicas") {
+      replicas = static_cast<uint32_t>(value);
+    } else if (key == "replica_timeout_ms") {
+      replica_timeout = std::chrono::milliseconds(value);
+    } else {
+      return Status::InvalidArgument("redis URL: unknown option '" + std::string(key) +
+                                     "' (known: replicas, replica_timeout_ms)");
+    }
+  }
+  url.resize(q);
+  return Status::Ok();
+}
+
 Result<std::vector<RedisEndpoint>> ParseClusterUrl(std::string_view url) {
   if (!url.starts_with(kClusterScheme)) {
     return Status::InvalidArgument("cluster URL must start with redis+cluster://, got '" +

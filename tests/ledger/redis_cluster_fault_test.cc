@@ -311,8 +311,10 @@ TEST_CASE("a write that fewer replicas than asked confirm is Unavailable, and sa
           "[cluster]") {
   // The shared cluster has one replica per primary; a plain server has none.
   auto server = RedisServer::Start();
+  // The URL form (what --store takes) sets the option as well.
   for (auto [url, replicas] :
-       {std::pair{SharedRedisClusterUrl(), 2u}, std::pair{server->url(), 1u}}) {
+       {std::pair{SharedRedisClusterUrl(), 2u},
+        std::pair{server->url() + "?replicas=1&replica_timeout_ms=200", 0u}}) {
     INFO(url);
     auto store = OpenCluster(url, replicas);
     ConversationId id{"wait-" + std::to_string(::getpid()), "c"};

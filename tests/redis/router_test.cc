@@ -87,6 +87,30 @@ TEST_CASE("cluster URLs name seeds that share credentials", "[redis][cluster]") 
   CHECK(ParseRedisUrl("redis+cluster://h:1").status().code() == StatusCode::kInvalidArgument);
 }
 
+TEST_CASE("a URL's ?replicas= and ?replica_timeout_ms= set the durability options",
+          "[redis][cluster]") {
+  uint32_t replicas = 0;
+  std::chrono::milliseconds timeout(500);
+  std::string url = "redis+cluster://u:p?x@h:1,h:2?replicas=1&replica_timeout_ms=250";
+  REQUIRE(TakeDurabilityQuery(url, replicas, timeout).ok());
+  CHECK(url == "redis+cluster://u:p?x@h:1,h:2");  // a '?' in the password is not a query
+  CHECK(replicas == 1);
+  CHECK(timeout == std::chrono::milliseconds(250));
+  std::string plain = "redis://h:1/2?replicas=2";
+  REQUIRE(TakeDurabilityQuery(plain, replicas, timeout).ok());
+  CHECK(plain == "redis://h:1/2");
+  CHECK(replicas == 2);
+  CHECK(timeout == std::chrono::milliseconds(250));  // not named: unchanged
+  std::string socket = "unix:///tmp/r.sock?db=2";
+  REQUIRE(TakeDurabilityQuery(socket, replicas, timeout).ok());
+  CHECK(socket == "unix:///tmp/r.sock?db=2");
+  for (std::string bad : {"redis://h?replicas=x", "redis://h?replica=1", "redis://h?replicas",
+                          "redis://h?replicas=-1"}) {
+    INFO(bad);
+    CHECK(TakeDurabilityQuery(bad, replicas, timeout).code() == StatusCode::kInvalidArgument);
+  }
+}
+
 TEST_CASE("every key goes to the primary of its slot, from any seed", "[redis][cluster]") {
   std::string url = SharedRedisClusterUrl();
   auto router = OpenRouter(url);

@@ -32,6 +32,8 @@ struct RedisOptions {
   // redis://[user:password@]host:port[/db], unix:///path/to/socket[?db=N], or
   // redis+cluster://[user:password@]host:port[,host:port...] for a Redis
   // Cluster (a redis:// URL naming a cluster node is detected as well).
+  // redis:// and redis+cluster:// URLs may end in
+  // ?replicas=N[&replica_timeout_ms=T], which set the two fields below.
   std::string url = "redis://127.0.0.1:6379";
   std::chrono::milliseconds connect_timeout{1000};
   std::chrono::milliseconds command_timeout{1000};

@@ -58,6 +58,14 @@ Result<RedisEndpoint> ParseRedisUrl(std::string_view url);
 Result<std::vector<RedisEndpoint>> ParseClusterUrl(std::string_view url);
 inline constexpr std::string_view kClusterScheme = "redis+cluster://";
 
+// The durability settings a redis:// or redis+cluster:// URL may carry as a
+// query: ?replicas=N[&replica_timeout_ms=T] (RedisOptions::replicas and
+// replica_timeout). Removes the query from `url` and sets what it names,
+// leaving the others; InvalidArgument for another key or a bad number.
+// unix:// URLs (whose query is ?db=N) are left alone.
+Status TakeDurabilityQuery(std::string& url, uint32_t& replicas,
+                           std::chrono::milliseconds& replica_timeout);
+
 // A server reply, converted from hiredis. Strings are binary-safe.
 class Reply {
  public:

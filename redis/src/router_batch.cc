@@ -60,9 +60,11 @@ class ClusterBatch {
     auto backoff = std::chrono::milliseconds(10);
     std::vector<size_t> todo(out_.size());
     for (size_t k = 0; k < todo.size(); ++k) todo[k] = k;
-    while (true) {
+    for (int round = 1;; ++round) {
       std::vector<size_t> again;
-      bool wait = false;
+      // Redirects are followed at once, but nodes that keep redirecting
+      // (a cluster whose configuration is still converging) are waited for.
+      bool wait = round > 8;
       if (Status s = Round(todo, again, wait); !s.ok()) return s;
       if (again.empty()) return std::move(out_);
       if (Clock::now() >= deadline) {

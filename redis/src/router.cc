@@ -4,6 +4,8 @@
 // is in router_batch.cc. See taskledger/redis/router.h. Thread-safe.
 #include "taskledger/redis/router.h"
 
+#include <algorithm>
+#include <thread>
 #include <utility>
 
 namespace taskledger::internal {
@@ -152,16 +154,36 @@ Status RedisRouter::EnsureLoaded(const FunctionLibrary& library) {
 
 Status RedisRouter::ForEachPrimary(const std::function<Status(RedisClient&)>& fn) {
   if (!cluster_) return fn(*single_->Take());
-  auto map = Map();
-  if (!map) return Status::Unavailable("redis cluster: no slot map");
-  for (const ClusterNode& node : map->primaries) {
-    auto client = PoolOf(node).Take();
-    client->DropIfClosed();
-    Status s = fn(*client);
-    if (s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kTimeout) NodeFailed(node);
-    if (!s.ok()) return s;
+  const auto deadline = std::chrono::steady_clock::now() + options_.cluster_timeout;
+  auto backoff = std::chrono::milliseconds(10);
+  while (true) {
+    auto map = Map();
+    if (!map) return Status::Unavailable("redis cluster: no slot map");
+    Status unreachable;
+    for (size_t i = 0; i < map->primaries.size() && unreachable.ok(); ++i) {
+      auto client = map->pools[i]->Take();
+      client->DropIfClosed();
+      // A primary that cannot be reached (failing over) is waited for, and
+      // the round starts over on the map read anew.
+      if (Status c = client->Connect(); !c.ok()) {
+        NodeFailed(map->primaries[i]);
+        unreachable = c;
+        continue;
+      }
+      Status s = fn(*client);
+      if (s.code() == StatusCode::kUnavailable) {  // died under us: same as above
+        NodeFailed(map->primaries[i]);
+        unreachable = s;
+        continue;
+      }
+      if (s.code() == StatusCode::kTimeout) NodeFailed(map->primaries[i]);
+      if (!s.ok()) return s;
+    }
+    if (unreachable.ok()) return Status::Ok();
+    if (std::chrono::steady_clock::now() >= deadline) return unreachable;
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(200));
   }
-  return Status::Ok();
 }
 
 Result<Reply> RedisRouter::Command(std::string_view key, const Argv& argv) {

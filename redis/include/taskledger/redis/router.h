@@ -104,7 +104,10 @@ class RedisRouter {
 
   // Runs `fn` once per primary (the one server when not a cluster), each on a
   // leased connection, stopping at the first failure: for commands that
-  // look at every key, like SCAN.
+  // look at every key, like SCAN. A primary that refuses connections, or
+  // whose connection breaks (fn returns Unavailable), is waited for (within
+  // cluster_timeout) and the round starts over, so `fn` may run more than
+  // once on a primary: it must be safe to repeat (reads, idempotent loads).
   Status ForEachPrimary(const std::function<Status(RedisClient&)>& fn);
 
  private:

@@ -134,22 +134,9 @@ size_t RedisRouter::primaries() {
 
 Status RedisRouter::EnsureLoaded(const FunctionLibrary& library) {
   if (!cluster_) return single_->Take()->EnsureLoaded(library);
-  // A primary that cannot be reached now (failing over) is skipped when
-  // another one took the library: it gets it on its first "function not
-  // found" (router_batch.cc). Refusals (NOPERM) are reported.
-  bool loaded = false;
-  Status unreachable;
-  Status s = ForEachPrimary([&](RedisClient& client) {
-    Status one = client.EnsureLoaded(library);
-    if (one.code() == StatusCode::kUnavailable || one.code() == StatusCode::kTimeout) {
-      unreachable = one;
-      return Status::Ok();
-    }
-    loaded = loaded || one.ok();
-    return one;
-  });
-  if (!s.ok()) return s;
-  return loaded ? Status::Ok() : unreachable;
+  // On every primary (replicas get it by replication); one that is failing
+  // over is waited for, and loading again is harmless (ForEachPrimary).
+  return ForEachPrimary([&](RedisClient& client) { return client.EnsureLoaded(library); });
 }
 
 Status RedisRouter::ForEachPrimary(const std::function<Status(RedisClient&)>& fn) {

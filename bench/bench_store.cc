@@ -4,7 +4,8 @@
 // pipelined batches (CommitTurns) over many conversations.
 //
 // Usage: bench_store --url redis://127.0.0.1:PORT [--samples N]
-//                    [--batch N] [--seconds S]
+//                    [--batch N] [--seconds S] [--cluster-url redis+cluster://...]
+//                    [--replicas N]  (the cluster store waits for N replicas)
 // The last line of output is one JSON object:
 // {"ping_p50_us":..,"ping_p99_us":..,"commit_p50_us":..,"commit_p99_us":..,
 //  "commit_to_ping_p50":..,"commit_minus_ping_p50_us":..,"placement":..,
@@ -20,7 +21,14 @@
 // and pinned to some CPUs (scripts/bench does that): the headline numbers
 // and the pipelined phase then run on the other CPUs, and "same_core"
 // repeats the latency phase on the server's own core (else it is null and
-// "placement" is "os"). Single-threaded.
+// "placement" is "os").
+// With --cluster-url (scripts/bench store --cluster starts a 3-primary
+// cluster), the same latency and pipelined phases then run on the cluster
+// (PING to the primary of the latency conversation's slot), and the JSON
+// gains "nodes", "cluster":{ping/commit p50, p99, pipelined_turns_per_s}
+// and the ratios against the single server of the same run:
+// "cluster_to_single_commit_p50" (goal <= 1.2) and
+// "cluster_to_single_pipelined" (goal >= 0.8). Single-threaded.
 #include <sched.h>
 #include <algorithm>
 #include <chrono>
@@ -34,6 +42,8 @@
 #include "taskledger/ledger/codec.h"
 #include "taskledger/ledger/redis_store.h"
 #include "taskledger/redis/client.h"
+#include "taskledger/redis/keys.h"
+#include "taskledger/redis/slots.h"
 
 using namespace taskledger;
 using Steady = std::chrono::steady_clock;
@@ -168,6 +178,93 @@ Status MeasureLatency(internal::RedisClient& ping_client, Store& store, const Co
   return Status::Ok();
 }
 
+struct Pipelined {
+  uint64_t committed = 0;
+  double store_seconds = 0, client_cpu_seconds = 0;
+};
+
+// `batch` conversations per CommitTurns call, for `seconds`; only
+// CommitTurns is timed (building and applying the turns is the caller's
+// work). Drops the conversations afterwards.
+Status MeasurePipelined(Store& store, const std::string& prefix, int batch, double seconds,
+                        Pipelined& out) {
+  std::vector<ConversationId> ids;
+  std::vector<LedgerState> heads(static_cast<size_t>(batch));
+  ids.reserve(static_cast<size_t>(batch));
+  for (int c = 0; c < batch; ++c) ids.push_back({"bench", prefix + "-" + std::to_string(c)});
+  auto start = Steady::now();
+  while (std::chrono::duration<double>(Steady::now() - start).count() < seconds) {
+    std::vector<TurnRecord> turns(static_cast<size_t>(batch));
+    std::vector<LedgerState> afters(static_cast<size_t>(batch));
+    std::vector<CommitRequest> requests;
+    for (size_t c = 0; c < turns.size(); ++c) {
+      turns[c] = MakeTurn(heads[c].version + 1, 1'700'000'000'000);
+      afters[c] = heads[c];
+      if (Status s = ApplyTurn(afters[c], turns[c]); !s.ok()) return s;
+      requests.push_back({ids[c], &turns[c], &afters[c]});
+    }
+    auto batch_start = Steady::now();
+    double cpu_start = ThreadCpuSeconds();
+    auto statuses = store.CommitTurns(requests);
+    out.client_cpu_seconds += ThreadCpuSeconds() - cpu_start;
+    out.store_seconds += MicrosSince(batch_start) / 1e6;
+    for (size_t c = 0; c < statuses.size(); ++c) {
+      if (!statuses[c].ok()) return statuses[c];
+      heads[c] = std::move(afters[c]);
+    }
+    out.committed += statuses.size();
+  }
+  for (const auto& c : ids) (void)store.DropConversation(c);
+  return Status::Ok();
+}
+
+// The cluster phases, as JSON fields to append: latency (PING to the
+// primary serving the conversation, interleaved with its commits) and
+// pipelined batches spread over every slot.
+Result<std::string> ClusterFigures(const std::string& url, uint32_t replicas,
+                                   const std::string& run, int samples, int batch, double seconds,
+                                   double single_commit_p50, double single_turns_per_s) {
+  RedisOptions options;
+  options.url = url;
+  options.replicas = replicas;
+  auto opened = OpenRedisStore(options);
+  if (!opened) return opened.error();
+  Store& store = *opened.value();
+  auto seeds = internal::ParseClusterUrl(url);
+  if (!seeds) return seeds.error();
+  internal::RedisClient seed(seeds->front(), {});
+  auto slots = seed.Command({"CLUSTER", "SLOTS"});
+  if (!slots) return slots.error();
+  auto map = internal::ParseClusterSlots(*slots, seeds->front().host);
+  if (!map) return map.error();
+  ConversationId id{"bench", "cluster-latency-" + run};
+  uint16_t owner = map->owner[internal::KeySlot(internal::TurnStreamKey(id))];
+  if (owner == internal::SlotMap::kNoOwner) return Status::Unavailable("slot not covered");
+  internal::RedisEndpoint node = seeds->front();
+  node.host = map->primaries[owner].host;
+  node.port = map->primaries[owner].port;
+  internal::RedisClient ping_client(node, {});
+  Latency latency;
+  LedgerState head;
+  if (Status s = MeasureLatency(ping_client, store, id, head, samples, latency); !s.ok()) return s;
+  (void)store.DropConversation(id);
+  Pipelined pipe;
+  if (Status s = MeasurePipelined(store, "cluster-pipe-" + run, batch, seconds, pipe); !s.ok())
+    return s;
+  double turns_per_s = static_cast<double>(pipe.committed) / pipe.store_seconds;
+  char text[512];
+  std::snprintf(
+      text, sizeof text,
+      ",\"nodes\":%zu,\"cluster\":{\"replicas_waited\":%u,\"ping_p50_us\":%.1f,\"commit_p50_us\":%."
+      "1f,"
+      "\"commit_p99_us\":%.1f,\"commit_to_ping_p50\":%.2f,\"pipelined_turns_per_s\":%.0f},"
+      "\"cluster_to_single_commit_p50\":%.2f,\"cluster_to_single_pipelined\":%.2f",
+      map->primaries.size(), replicas, latency.ping_p50(), latency.commit_p50(),
+      latency.commit_p99(), latency.commit_p50() / latency.ping_p50(), turns_per_s,
+      latency.commit_p50() / single_commit_p50, turns_per_s / single_turns_per_s);
+  return std::string(text);
+}
+
 int Fail(const std::string& what, const Status& s) {
   std::fprintf(stderr, "bench_store: %s: %s\n", what.c_str(), s.ToString().c_str());
   return 1;
@@ -176,7 +273,8 @@ int Fail(const std::string& what, const Status& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string url;
+  std::string url, cluster_url;
+  uint32_t replicas = 0;  // the cluster store's RedisOptions::replicas
   int samples = 20000, batch = 1000;
   double seconds = 3;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -189,11 +287,16 @@ int main(int argc, char** argv) {
       batch = std::atoi(argv[i + 1]);
     else if (flag == "--seconds")
       seconds = std::atof(argv[i + 1]);
+    else if (flag == "--cluster-url")
+      cluster_url = argv[i + 1];
+    else if (flag == "--replicas")
+      replicas = static_cast<uint32_t>(std::atoi(argv[i + 1]));
   }
   if (url.empty() || samples <= 0 || batch <= 0) {
     std::fprintf(
         stderr,
-        "usage: bench_store --url redis://HOST:PORT [--samples N] [--batch N] [--seconds S]\n");
+        "usage: bench_store --url redis://HOST:PORT [--samples N] [--batch N] [--seconds S] "
+        "[--cluster-url redis+cluster://HOST:PORT,...]\n");
     return 2;
   }
   RedisOptions options;
@@ -254,44 +357,25 @@ int main(int argc, char** argv) {
     same_core = text;
   }
 
-  // Pipelined: `batch` conversations per CommitTurns call, for `seconds`.
-  std::vector<ConversationId> ids;
-  std::vector<LedgerState> heads(static_cast<size_t>(batch));
-  ids.reserve(static_cast<size_t>(batch));
-  for (int c = 0; c < batch; ++c) ids.push_back({"bench", "pipe-" + run + "-" + std::to_string(c)});
-  // Only CommitTurns is timed: building and applying the turns is the
-  // caller's work, not the store's.
-  uint64_t committed = 0;
-  double store_seconds = 0, client_cpu_seconds = 0;
+  Pipelined pipe;
   double server_cpu_start = ServerCpuSeconds(ping_client);
-  auto start = Steady::now();
-  while (std::chrono::duration<double>(Steady::now() - start).count() < seconds) {
-    std::vector<TurnRecord> turns(static_cast<size_t>(batch));
-    std::vector<LedgerState> afters(static_cast<size_t>(batch));
-    std::vector<CommitRequest> requests;
-    for (size_t c = 0; c < turns.size(); ++c) {
-      turns[c] = MakeTurn(heads[c].version + 1, 1'700'000'000'000);
-      afters[c] = heads[c];
-      if (Status s = ApplyTurn(afters[c], turns[c]); !s.ok()) return Fail("apply", s);
-      requests.push_back({ids[c], &turns[c], &afters[c]});
-    }
-    auto batch_start = Steady::now();
-    double cpu_start = ThreadCpuSeconds();
-    auto statuses = store.CommitTurns(requests);
-    client_cpu_seconds += ThreadCpuSeconds() - cpu_start;
-    store_seconds += MicrosSince(batch_start) / 1e6;
-    for (size_t c = 0; c < statuses.size(); ++c) {
-      if (!statuses[c].ok()) return Fail("pipelined commit", statuses[c]);
-      heads[c] = std::move(afters[c]);
-    }
-    committed += statuses.size();
-  }
+  if (Status st = MeasurePipelined(store, "pipe-" + run, batch, seconds, pipe); !st.ok())
+    return Fail("pipelined commit", st);
+  uint64_t committed = pipe.committed;
+  double store_seconds = pipe.store_seconds, client_cpu_seconds = pipe.client_cpu_seconds;
 
   // Where the pipelined time goes: this thread's CPU inside CommitTurns,
   // and redis-server's CPU (INFO cpu: commands, networking, AOF writes).
   double server_us = (ServerCpuSeconds(ping_client) - server_cpu_start) * 1e6;
   (void)store.DropConversation(id);
-  for (const auto& c : ids) (void)store.DropConversation(c);
+  std::string cluster_json;
+  if (!cluster_url.empty()) {
+    auto figures =
+        ClusterFigures(cluster_url, replicas, run, samples, batch, seconds, apart.commit_p50(),
+                       static_cast<double>(committed) / store_seconds);
+    if (!figures) return Fail("cluster", figures.error());
+    cluster_json = *figures;
+  }
 
   double ping_p50 = apart.ping_p50(), commit_p50 = apart.commit_p50();
   std::printf("samples=%d turn_bytes=%zu batch=%d placement=%s\n", samples, turn_bytes, batch,
@@ -304,13 +388,13 @@ int main(int argc, char** argv) {
       "\"turn_json_bytes\":%zu,\"snapshot_every\":%u,"
       "\"pipelined_us_per_turn\":{\"wall\":%.2f,\"client_cpu\":%.2f,\"server_cpu\":%.2f},"
       "\"redis\":{\"version\":\"%s\",\"appendonly\":\"%s\",\"appendfsync\":\"%s\"},"
-      "\"server_us_per_call\":{%s}}\n",
+      "\"server_us_per_call\":{%s}%s}\n",
       ping_p50, apart.ping_p99(), commit_p50, apart.commit_p99(), commit_p50 / ping_p50,
       commit_p50 - ping_p50, placement.pinned ? "separate cores" : "os", same_core.c_str(),
       static_cast<double>(committed) / store_seconds, batch, turn_bytes, turn_json_bytes,
       options.store.snapshot_every, store_seconds * 1e6 / static_cast<double>(committed),
       client_cpu_seconds * 1e6 / static_cast<double>(committed),
       server_us / static_cast<double>(committed), redis_version.c_str(), appendonly.c_str(),
-      appendfsync.c_str(), server_stats.c_str());
+      appendfsync.c_str(), server_stats.c_str(), cluster_json.c_str());
   return 0;
 }

@@ -232,7 +232,8 @@ void AddAuditVerb(CLI::App& app, int& exit_code) {
   auto common = [&](CLI::App* sub) {
     // The verb-level options also work after the subcommand name.
     sub->add_flag("--json", o->common.json, "Print machine-readable JSON");
-    sub->add_option("--store", o->common.store, "Ledger store: memory or a redis:// URL");
+    sub->add_option("--store", o->common.store,
+                    "Ledger store: memory or a redis:// or redis+cluster:// URL");
     sub->add_option("--tenant", o->common.tenant, "Tenant namespace in the store");
   };
   CLI::App* list =

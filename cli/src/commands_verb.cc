@@ -219,7 +219,7 @@ void AddCommandsVerb(CLI::App& app, int& exit_code) {
     sub->add_option("run", o->run, "Run id")->required();
     sub->add_option("key", o->key, "Command key")->required();
     sub->add_flag("--json", o->common.json, "Print machine-readable JSON");
-    sub->add_option("--store", o->common.store, "memory or a redis:// URL");
+    sub->add_option("--store", o->common.store, "memory or a redis:// or redis+cluster:// URL");
     sub->add_option("--tenant", o->common.tenant, "Tenant");
   };
   auto decide = [o, target](CLI::App* sub) {
@@ -240,7 +240,7 @@ void AddCommandsVerb(CLI::App& app, int& exit_code) {
                    "in_flight, uncertain, blocked, expired (leases), or a state name")
       ->check(CLI::IsMember(filters));
   list->add_flag("--json", o->common.json, "Print machine-readable JSON");
-  list->add_option("--store", o->common.store, "memory or a redis:// URL");
+  list->add_option("--store", o->common.store, "memory or a redis:// or redis+cluster:// URL");
   list->add_option("--tenant", o->common.tenant, "Tenant");
   list->callback([run] { run(RunList); });
 

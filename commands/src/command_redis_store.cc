@@ -2,7 +2,10 @@
 // immutable part (spec: the JSON record at reservation) plus one field per
 // mutable attribute, which the transition functions read and write. Every
 // change is one FCALL into "taskledger_commands" (command_redis_functions.cc).
-// Thread-safe: every call takes its own connection from a RedisPool.
+// On a Redis Cluster each call goes to the primary of its key's slot (the
+// RedisRouter follows redirects): a run's keys share one hash tag, and the
+// tenant's run index is a key of its own.
+// Thread-safe: every call takes its own connection from the router's pools.
 #include "taskledger/commands/redis_command_store.h"
 
 #include <algorithm>
@@ -12,7 +15,7 @@
 #include "internal/command_encoding.h"
 #include "internal/command_redis_functions.h"
 #include "taskledger/redis/client.h"
-#include "taskledger/redis/pool.h"
+#include "taskledger/redis/router.h"
 
 namespace taskledger {
 namespace {
@@ -132,17 +135,21 @@ Result<JournalEntry> DecodeJournal(const std::string& text) {
 
 class RedisCommandStore final : public CommandStore {
  public:
-  RedisCommandStore(internal::RedisEndpoint endpoint, const RedisOptions& options)
-      : pool_(std::move(endpoint), {options.connect_timeout, options.command_timeout}) {}
+  RedisCommandStore(std::unique_ptr<internal::RedisRouter> router, const RedisOptions& options)
+      : router_(std::move(router)), replicas_(options.replicas) {
+    if (replicas_ > 0) {
+      wait_ = {"WAIT", std::to_string(replicas_), std::to_string(options.replica_timeout.count())};
+    }
+  }
 
-  Status Open() { return pool_.Take()->EnsureLoaded(internal::CommandFunctionLibrary()); }
+  Status Open() { return router_->EnsureLoaded(internal::CommandFunctionLibrary()); }
 
   Result<ReserveResult> Reserve(const Command& initial) override {
     auto keys = internal::KeysOfRun(initial.run);
     // Indexed first: a crash after this line leaves an indexed run with no
     // command, which ListRuns callers see as empty (never a lost command).
-    auto indexed =
-        Call({"SADD", internal::RunsOfTenantKey(initial.run.tenant), initial.run.run}, "index run");
+    auto indexed = Call({"SADD", internal::RunsOfTenantKey(initial.run.tenant), initial.run.run},
+                        "index run", /*write=*/true);
     if (!indexed) return indexed.error();
     auto reply =
         FCall("tlc_reserve", {keys.Command(initial.command_key), keys.meta, keys.order},
@@ -200,8 +207,7 @@ class RedisCommandStore final : public CommandStore {
     for (const Reply& key : order->elements()) gets.push_back({"HGETALL", keys.Command(key.str())});
     std::vector<Command> out;
     if (gets.empty()) return out;
-    auto client = pool_.Take();
-    auto replies = client->Pipeline(gets);
+    auto replies = router_->Pipeline(keys.order, gets);
     if (!replies) return replies.error();
     for (const Reply& r : *replies) {
       if (r.is_error()) return internal::CommandErrorToStatus(r, "list");
@@ -280,32 +286,69 @@ class RedisCommandStore final : public CommandStore {
   }
 
  private:
-  Result<Reply> Call(const Argv& argv, const std::string& context) {
-    auto client = pool_.Take();
-    auto reply = client->Command(argv);
-    if (!reply) return reply.error();
-    if (reply->is_error()) return internal::CommandErrorToStatus(*reply, context);
-    return reply;
+  // REQUIRES: argv[1] is the (first) key. A `write` waits for replicas_
+  // replicas (RedisOptions::replicas) like every FCall.
+  Result<Reply> Call(const Argv& argv, const std::string& context, bool write = false) {
+    if (!write || wait_.empty()) {
+      auto reply = router_->Command(argv.at(1), argv);
+      if (!reply) return reply.error();
+      if (reply->is_error()) return internal::CommandErrorToStatus(*reply, context);
+      return reply;
+    }
+    const std::vector<std::string_view> views(argv.begin(), argv.end());
+    std::vector<Reply> waited;
+    auto replies = router_->Batch(
+        1, nullptr, [&](size_t) { return std::string_view(argv.at(1)); },
+        [&](internal::RedisClient& client, size_t) { client.Queue(views); }, &wait_, &waited);
+    if (!replies) return replies.error();
+    if (replies->front().is_error()) {
+      return internal::CommandErrorToStatus(replies->front(), context);
+    }
+    if (Status s = Replicated(waited.front(), context); !s.ok()) return s;
+    return std::move(replies->front());
+  }
+
+  Status Replicated(const Reply& waited, const std::string& context) const {
+    if (waited.is_integer() && waited.integer() >= static_cast<int64_t>(replicas_)) {
+      return Status::Ok();
+    }
+    return Status::Unavailable(context + ": on the primary, but " + waited.Describe() + " of " +
+                               std::to_string(replicas_) +
+                               " replicas confirmed it in time (the same call again is safe)");
   }
 
   Result<Reply> FCall(const std::string& function, const std::vector<std::string>& keys,
                       const std::vector<std::string>& args, const std::string& context) {
-    auto client = pool_.Take();
-    auto reply = client->FCall(internal::CommandFunctionLibrary(), function, keys, args);
+    Reply waited;
+    auto reply = router_->FCall(internal::CommandFunctionLibrary(), function, keys, args,
+                                wait_.empty() ? nullptr : &wait_, &waited);
     if (!reply) return reply.error();
     if (reply->is_error()) return internal::CommandErrorToStatus(*reply, context);
+    if (!wait_.empty()) {
+      if (Status s = Replicated(waited, context); !s.ok()) return s;
+    }
     return reply;
   }
 
-  internal::RedisPool pool_;
+  std::unique_ptr<internal::RedisRouter> router_;
+  uint32_t replicas_;
+  Argv wait_;  // WAIT replicas timeout; empty: no wait
 };
 
 }  // namespace
 
 Result<std::unique_ptr<CommandStore>> OpenRedisCommandStore(const RedisOptions& options) {
-  auto endpoint = internal::ParseRedisUrl(options.url);
-  if (!endpoint) return endpoint.error();
-  auto store = std::make_unique<RedisCommandStore>(std::move(endpoint).value(), options);
+  RedisOptions effective = options;
+  if (Status s = internal::TakeDurabilityQuery(effective.url, effective.replicas,
+                                               effective.replica_timeout);
+      !s.ok()) {
+    return s;
+  }
+  auto router = internal::RedisRouter::Open(
+      effective.url,
+      {{effective.connect_timeout, effective.command_timeout}, effective.cluster_timeout});
+  if (!router) return router.error();
+  auto store = std::make_unique<RedisCommandStore>(std::move(router).value(), effective);
   if (Status s = store->Open(); !s.ok()) return s;
   return std::unique_ptr<CommandStore>(std::move(store));
 }

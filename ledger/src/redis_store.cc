@@ -7,12 +7,17 @@
 // is one pipeline of such calls. Reads are XREVRANGE / XRANGE. Records are the codec's JSON
 // documents serialised as CBOR, written directly from the structs (internal/redis_records.h).
 //
-// Thread-safe: every call leases its own connection from a RedisPool.
+// On a Redis Cluster every call goes to the primary of its key's slot through
+// the RedisRouter, which follows redirects; a batch of commits goes out to
+// all primaries at once, and listing a tenant scans every primary.
+//
+// Thread-safe: every call leases its own connections (RedisRouter's pools).
 #include "taskledger/ledger/redis_store.h"
 
 #include <algorithm>
 #include <array>
 #include <deque>
+#include <optional>
 #include <set>
 
 #include "internal/ledger_redis_function.h"
@@ -21,7 +26,7 @@
 #include "taskledger/ledger/memory_store.h"
 #include "taskledger/redis/client.h"
 #include "taskledger/redis/keys.h"
-#include "taskledger/redis/pool.h"
+#include "taskledger/redis/router.h"
 
 namespace taskledger {
 namespace {
@@ -43,10 +48,6 @@ uint64_t SnapshotStride(uint64_t every, size_t entries) {
   return stride;
 }
 
-}  // namespace
-
-namespace {
-
 using internal::Reply;
 using internal::StreamEntry;
 
@@ -64,9 +65,13 @@ Status Conflict(const CommitRequest& r, const std::string& head) {
 
 class RedisStore final : public Store {
  public:
-  RedisStore(internal::RedisEndpoint endpoint, const RedisOptions& options)
-      : options_(options.store),
-        pool_(std::move(endpoint), {options.connect_timeout, options.command_timeout}) {
+  RedisStore(std::unique_ptr<internal::RedisRouter> router, const RedisOptions& options)
+      : options_(options.store), router_(std::move(router)) {
+    options_replicas_ = options.replicas;
+    if (options.replicas > 0) {
+      wait_ = {"WAIT", std::to_string(options.replicas),
+               std::to_string(options.replica_timeout.count())};
+    }
     if (options_.snapshot_every == 0) options_.snapshot_every = 1;
     if (options_.retention) {
       retention_ms_ = std::to_string(std::max<int64_t>(
@@ -76,7 +81,7 @@ class RedisStore final : public Store {
 
   // Connects (and authenticates) once, so a wrong URL fails at open, and
   // loads the commit function unless the server holds this very version.
-  Status Open() { return pool_.Take()->EnsureLoaded(internal::LedgerFunctionLibrary()); }
+  Status Open() { return router_->EnsureLoaded(internal::LedgerFunctionLibrary()); }
 
   Status CommitTurn(const ConversationId& id, const TurnRecord& turn,
                     const LedgerState& after) override {
@@ -94,7 +99,8 @@ class RedisStore final : public Store {
     commits.reserve(batch.size());
     std::string records;  // every commit's encoded turn (and state), end to end
     records.reserve(batch.size() * 2048);
-    auto client = pool_.Take();
+    if (router_->cluster()) return CommitOnCluster(batch, records, commits, out);
+    auto client = router_->single().Take();
     // Each commit is queued as soon as it is encoded: a long batch starts
     // going out (RedisClient::kStreamBytes) while the rest is being encoded.
     for (size_t i = 0; i < batch.size(); ++i) {
@@ -107,16 +113,21 @@ class RedisStore final : public Store {
     if (commits.empty()) return out;
     auto replies = client->FlushReloading(internal::LedgerFunctionLibrary(),
                                           [&](size_t k) { Queue(*client, commits[k], records); });
+    std::optional<Result<Reply>> waited;
+    if (replies && !wait_.empty()) waited = client->Command(wait_);
     for (size_t k = 0; k < commits.size(); ++k) {
       const Pending& c = commits[k];
       out[c.index] = replies ? Outcome(batch[c.index], c, (*replies)[k]) : replies.error();
+      if (waited && out[c.index].ok()) {
+        out[c.index] = *waited ? Replicated(batch[c.index], **waited) : waited->error();
+      }
     }
     return out;
   }
 
   Result<uint64_t> Head(const ConversationId& id) override {
-    auto reply =
-        pool_.Take()->Command({"XREVRANGE", internal::TurnStreamKey(id), "+", "-", "COUNT", "1"});
+    std::string key = internal::TurnStreamKey(id);
+    auto reply = router_->Command(key, {"XREVRANGE", key, "+", "-", "COUNT", "1"});
     if (!reply) return reply.error();
     return HeadOf(*reply, "head of " + Describe(id));
   }
@@ -133,10 +144,15 @@ class RedisStore final : public Store {
     first = std::max<uint64_t>(first, 1);
     std::string key = internal::TurnStreamKey(id), what = "turns of " + Describe(id);
     std::string from = internal::EntryId(first), to = internal::EntryId(last);
-    auto client = pool_.Take();
-    client->Queue({"XREVRANGE", key, "+", "-", "COUNT", "1"});
-    if (first <= last) client->Queue({"XRANGE", key, from, to});
-    auto replies = client->Flush();
+    auto replies = router_->Batch(
+        first <= last ? 2 : 1, nullptr, [&](size_t) { return std::string_view(key); },
+        [&](internal::RedisClient& client, size_t k) {
+          if (k == 0) {
+            client.Queue({"XREVRANGE", key, "+", "-", "COUNT", "1"});
+          } else {
+            client.Queue({"XRANGE", key, from, to});
+          }
+        });
     if (!replies) return replies.error();
     auto head = HeadOf((*replies)[0], what);
     if (!head) return head.error();
@@ -161,34 +177,41 @@ class RedisStore final : public Store {
 
   Result<std::vector<std::string>> ListConversations(const std::string& tenant) override {
     std::set<std::string> found;  // SCAN may return a key more than once
-    std::string cursor = "0", what = "list conversations of " + tenant;
+    std::string what = "list conversations of " + tenant;
     std::string pattern = internal::TenantStreamPattern(tenant);
-    auto client = pool_.Take();
     // ACL key patterns do not filter what SCAN returns, so first touch a key
     // under the tenant's own prefix: a user whose ACL excludes that tenant
     // gets NOPERM here and sees no conversation names.
-    auto allowed = client->Command({"EXISTS", internal::TenantKeyPrefix(tenant)});
+    std::string prefix = internal::TenantKeyPrefix(tenant);
+    auto allowed = router_->Command(prefix, {"EXISTS", prefix});
     if (!allowed) return allowed.error();
     if (allowed->is_error()) return internal::ServerErrorToStatus(*allowed, what);
-    do {
-      auto reply =
-          client->Command({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000", "TYPE", "stream"});
-      if (!reply) return reply.error();
-      if (reply->is_error()) return internal::ServerErrorToStatus(*reply, what);
-      if (reply->elements().size() != 2)
-        return Status::Internal("SCAN: unexpected " + reply->Describe());
-      cursor = reply->elements()[0].str();
-      for (const Reply& key : reply->elements()[1].elements()) {
-        if (auto conversation = internal::ConversationOfStreamKey(key.str(), tenant)) {
-          found.insert(std::move(*conversation));
+    // A cluster primary's SCAN sees only its own keys: scan every one.
+    Status scanned = router_->ForEachPrimary([&](internal::RedisClient& client) {
+      std::string cursor = "0";
+      do {
+        auto reply =
+            client.Command({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000", "TYPE", "stream"});
+        if (!reply) return reply.error();
+        if (reply->is_error()) return internal::ServerErrorToStatus(*reply, what);
+        if (reply->elements().size() != 2)
+          return Status::Internal("SCAN: unexpected " + reply->Describe());
+        cursor = reply->elements()[0].str();
+        for (const Reply& key : reply->elements()[1].elements()) {
+          if (auto conversation = internal::ConversationOfStreamKey(key.str(), tenant)) {
+            found.insert(std::move(*conversation));
+          }
         }
-      }
-    } while (cursor != "0");
+      } while (cursor != "0");
+      return Status::Ok();
+    });
+    if (!scanned.ok()) return scanned;
     return std::vector<std::string>(found.begin(), found.end());
   }
 
   Status DropConversation(const ConversationId& id) override {
-    auto reply = pool_.Take()->Command({"DEL", internal::TurnStreamKey(id)});
+    std::string key = internal::TurnStreamKey(id);
+    auto reply = router_->Command(key, {"DEL", key});
     if (!reply) return reply.error();
     if (reply->is_error()) return internal::ServerErrorToStatus(*reply, "drop " + Describe(id));
     return Status::Ok();
@@ -257,6 +280,18 @@ class RedisStore final : public Store {
     return Status::Internal(what + ": unexpected reply " + reply.Describe());
   }
 
+  // A landed commit's status from its WAIT reply.
+  Status Replicated(const CommitRequest& r, const Reply& reply) const {
+    if (reply.is_integer() && reply.integer() >= static_cast<int64_t>(options_replicas_)) {
+      return Status::Ok();
+    }
+    return Status::Unavailable(
+        "commit " + Describe(r.id) + ": on the primary, but " +
+        (reply.is_integer() ? std::to_string(reply.integer()) : reply.Describe()) + " of " +
+        std::to_string(options_replicas_) + " replicas confirmed it within " + wait_[2] +
+        " ms (committing the same turn again is safe)");
+  }
+
   // The head from an XREVRANGE key + - COUNT 1 reply.
   static Result<uint64_t> HeadOf(const Reply& reply, const std::string& what) {
     std::vector<StreamEntry> top;
@@ -271,17 +306,17 @@ class RedisStore final : public Store {
   Result<LedgerState> Read(const ConversationId& id, std::optional<uint64_t> version) {
     std::string key = internal::TurnStreamKey(id), what = "read " + Describe(id);
     std::string end = version ? internal::EntryId(*version) : "+";
-    auto client = pool_.Take();
     std::deque<Reply> pages;  // the entries point into these
     std::vector<StreamEntry> entries;
     for (size_t count = options_.snapshot_every;; count = std::min<size_t>(count * 2, 1024)) {
-      auto reply = client->Command({"XREVRANGE", key, end, "-", "COUNT", std::to_string(count)});
+      auto reply =
+          router_->Command(key, {"XREVRANGE", key, end, "-", "COUNT", std::to_string(count)});
       if (!reply) return reply.error();
       pages.push_back(std::move(reply.value()));
       size_t before = entries.size();
       if (Status s = internal::AppendEntries(pages.back(), what, entries); !s.ok()) return s;
       if (before == 0 && version && (entries.empty() || entries[0].version != *version)) {
-        auto head = client->Command({"XREVRANGE", key, "+", "-", "COUNT", "1"});
+        auto head = router_->Command(key, {"XREVRANGE", key, "+", "-", "COUNT", "1"});
         if (!head) return head.error();
         auto h = HeadOf(*head, what);
         if (!h) return h.error();
@@ -306,7 +341,31 @@ class RedisStore final : public Store {
 
   StoreOptions options_;
   std::string retention_ms_;
-  internal::RedisPool pool_;
+  uint32_t options_replicas_ = 0;
+  internal::Argv wait_;  // WAIT replicas timeout; empty: no wait
+  // CommitTurns on a cluster: every commit encoded first, then one pipeline
+  // per primary, all in flight at once (RedisRouter::Batch).
+  std::vector<Status> CommitOnCluster(std::span<const CommitRequest> batch, std::string& records,
+                                      std::vector<Pending>& commits, std::vector<Status>& out) {
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (Status s = Encode(batch[i], i, records, commits); !s.ok()) out[i] = std::move(s);
+    }
+    if (commits.empty()) return out;
+    std::vector<Reply> waited;
+    auto replies = router_->Batch(
+        commits.size(), &internal::LedgerFunctionLibrary(),
+        [&](size_t k) { return std::string_view(commits[k].key); },
+        [&](internal::RedisClient& client, size_t k) { Queue(client, commits[k], records); },
+        wait_.empty() ? nullptr : &wait_, &waited);
+    for (size_t k = 0; k < commits.size(); ++k) {
+      const Pending& c = commits[k];
+      out[c.index] = replies ? Outcome(batch[c.index], c, (*replies)[k]) : replies.error();
+      if (!wait_.empty() && out[c.index].ok()) out[c.index] = Replicated(batch[c.index], waited[k]);
+    }
+    return out;
+  }
+
+  std::unique_ptr<internal::RedisRouter> router_;
 };
 
 }  // namespace
@@ -314,9 +373,17 @@ class RedisStore final : public Store {
 Result<std::unique_ptr<Store>> OpenRedisStore(const RedisOptions& options, const Clock& /*clock*/) {
   // Retention is judged by the server's clock (PEXPIRE), so `clock` is not
   // consulted; it is accepted for parity with NewMemoryStore.
-  auto endpoint = internal::ParseRedisUrl(options.url);
-  if (!endpoint) return endpoint.error();
-  auto store = std::make_unique<RedisStore>(std::move(endpoint.value()), options);
+  RedisOptions effective = options;
+  if (Status s = internal::TakeDurabilityQuery(effective.url, effective.replicas,
+                                               effective.replica_timeout);
+      !s.ok()) {
+    return s;
+  }
+  auto router = internal::RedisRouter::Open(
+      effective.url,
+      {{effective.connect_timeout, effective.command_timeout}, effective.cluster_timeout});
+  if (!router) return router.error();
+  auto store = std::make_unique<RedisStore>(std::move(router.value()), effective);
   if (Status s = store->Open(); !s.ok()) return s;
   return std::unique_ptr<Store>(std::move(store));
 }

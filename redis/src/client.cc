@@ -6,6 +6,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
@@ -210,6 +211,14 @@ Status RedisClient::Send(std::string_view during) {
   // A huge pipeline's buffer is not worth keeping on an idle pooled connection.
   if (out_.capacity() > (size_t{4} << 20)) out_ = std::string();
   return Status::Ok();
+}
+
+bool RedisClient::DropIfClosed() {
+  if (!context_) return false;
+  pollfd p{context_->fd, POLLIN | POLLRDHUP, 0};
+  if (::poll(&p, 1, 0) == 0) return false;
+  context_.reset();
+  return true;
 }
 
 Status RedisClient::Connect() {

@@ -128,12 +128,82 @@ Result<RedisEndpoint> ParseTcp(std::string_view rest) {
 
 }  // namespace
 
+Status TakeDurabilityQuery(std::string& url, uint32_t& replicas,
+                           std::chrono::milliseconds& replica_timeout) {
+  if (!url.starts_with("redis://") && !url.starts_with(kClusterScheme)) return Status::Ok();
+  size_t at = url.rfind('@');
+  size_t q = url.find('?', at == std::string::npos ? 0 : at);
+  if (q == std::string::npos) return Status::Ok();
+  std::string_view query = std::string_view(url).substr(q + 1);
+  while (!query.empty()) {
+    std::string_view item = query.substr(0, query.find('&'));
+    query = item.size() < query.size() ? query.substr(item.size() + 1) : std::string_view();
+    auto eq = item.find('=');
+    std::string_view key = item.substr(0, eq);
+    int value = 0;
+    if (eq == std::string_view::npos || !ParseBounded(item.substr(eq + 1), 0, 1 << 20, value)) {
+      return Status::InvalidArgument("redis URL: '" + std::string(item) +
+                                     "' is not name=number (replicas, replica_timeout_ms)");
+    }
+    if (key == "replicas") {
+      replicas = static_cast<uint32_t>(value);
+    } else if (key == "replica_timeout_ms") {
+      replica_timeout = std::chrono::milliseconds(value);
+    } else {
+      return Status::InvalidArgument("redis URL: unknown option '" + std::string(key) +
+                                     "' (known: replicas, replica_timeout_ms)");
+    }
+  }
+  url.resize(q);
+  return Status::Ok();
+}
+
+Result<std::vector<RedisEndpoint>> ParseClusterUrl(std::string_view url) {
+  if (!url.starts_with(kClusterScheme)) {
+    return Status::InvalidArgument("cluster URL must start with redis+cluster://, got '" +
+                                   std::string(url.substr(0, 40)) + "'");
+  }
+  std::string_view rest = url.substr(kClusterScheme.size()), userinfo;
+  if (auto at = rest.rfind('@'); at != std::string_view::npos) {
+    userinfo = rest.substr(0, at + 1);
+    rest = rest.substr(at + 1);
+  }
+  std::vector<RedisEndpoint> seeds;
+  while (true) {
+    auto comma = rest.find(',');
+    std::string_view node = rest.substr(0, comma);
+    if (node.empty()) return Status::InvalidArgument("redis URL: empty node in the cluster list");
+    auto ep = ParseTcp(std::string(userinfo) + std::string(node));
+    if (!ep) return ep.error();
+    if (ep->db != 0 || node.find('/') != std::string_view::npos) {
+      return Status::InvalidArgument("redis URL: a cluster has no databases; drop the '/" +
+                                     std::to_string(ep->db) + "'");
+    }
+    seeds.push_back(std::move(ep.value()));
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  return seeds;
+}
+
 Result<RedisEndpoint> ParseRedisUrl(std::string_view url) {
   constexpr std::string_view kRedis = "redis://", kUnix = "unix://";
-  if (url.starts_with(kRedis)) return ParseTcp(url.substr(kRedis.size()));
+  if (url.starts_with(kRedis)) {
+    std::string_view rest = url.substr(kRedis.size());
+    if (auto at = rest.rfind('@'); at != std::string_view::npos) rest = rest.substr(at + 1);
+    if (rest.find(',') != std::string_view::npos) {
+      return Status::InvalidArgument(
+          "redis URL: several nodes are a cluster: redis+cluster://host:port,host:port");
+    }
+    return ParseTcp(url.substr(kRedis.size()));
+  }
   if (url.starts_with(kUnix)) return ParseUnix(url.substr(kUnix.size()));
   if (url.starts_with("rediss://")) {
     return Status::InvalidArgument("redis URL: TLS (rediss://) is not supported by this build");
+  }
+  if (url.starts_with(kClusterScheme)) {
+    return Status::InvalidArgument(
+        "redis URL: a redis+cluster:// URL names a cluster, not one node");
   }
   return Status::InvalidArgument("redis URL must start with redis:// or unix://, got '" +
                                  std::string(url.substr(0, 40)) + "'");

@@ -18,6 +18,14 @@ using namespace taskledger;
 using namespace taskledger::testing;
 using S = CommandState;
 
+// The cluster build of this file (ctest label `cluster`) runs every case on
+// a 3-primary Redis Cluster instead.
+#ifdef TASKLEDGER_CLUSTER_TESTS
+#define TL_COMMAND_STORES GENERATE(std::string("cluster"))
+#else
+#define TL_COMMAND_STORES GENERATE(std::string("memory"), std::string("redis"))
+#endif
+
 namespace {
 
 constexpr S kAllStates[] = {S::kPending,   S::kBlocked, S::kApproved,  S::kLeased,
@@ -33,7 +41,7 @@ bool Allowed(Transition t, S from) {
 }  // namespace
 
 TEST_CASE("reserving the same logical command returns the existing record", "[commands]") {
-  auto kind = GENERATE(std::string("memory"), std::string("redis"));
+  auto kind = TL_COMMAND_STORES;
   auto store = MakeCommandStore(kind);
   RunId run = FreshRun("reserve");
   auto first = store->Reserve(*NewCommand(SpecFor(run, "refund-1"), kNow));
@@ -66,7 +74,7 @@ TEST_CASE("reserving the same logical command returns the existing record", "[co
 
 TEST_CASE("every transition from every state: allowed ones land, forbidden ones change nothing",
           "[commands]") {
-  auto kind = GENERATE(std::string("memory"), std::string("redis"));
+  auto kind = TL_COMMAND_STORES;
   auto store = MakeCommandStore(kind);
   RunId run = FreshRun("matrix");
   int allowed = 0, refused = 0;
@@ -98,7 +106,7 @@ TEST_CASE("every transition from every state: allowed ones land, forbidden ones 
 }
 
 TEST_CASE("a worker whose lease was taken over cannot record an outcome", "[commands]") {
-  auto kind = GENERATE(std::string("memory"), std::string("redis"));
+  auto kind = TL_COMMAND_STORES;
   auto store = MakeCommandStore(kind);
   RunId run = FreshRun("fencing");
   Command a = DriveTo(*store, run, S::kLeased);
@@ -143,7 +151,7 @@ TEST_CASE("a worker whose lease was taken over cannot record an outcome", "[comm
 }
 
 TEST_CASE("transition guards refuse without writing", "[commands]") {
-  auto kind = GENERATE(std::string("memory"), std::string("redis"));
+  auto kind = TL_COMMAND_STORES;
   auto store = MakeCommandStore(kind);
   RunId run = FreshRun("guards");
   Command leased = DriveTo(*store, run, S::kLeased, "g1");
@@ -193,7 +201,7 @@ TEST_CASE("transition guards refuse without writing", "[commands]") {
 }
 
 TEST_CASE("renew extends a live lease; fencing tokens only grow", "[commands]") {
-  auto kind = GENERATE(std::string("memory"), std::string("redis"));
+  auto kind = TL_COMMAND_STORES;
   auto store = MakeCommandStore(kind);
   RunId run = FreshRun("renew");
   Command c = DriveTo(*store, run, S::kLeased);
@@ -221,7 +229,7 @@ TEST_CASE("renew extends a live lease; fencing tokens only grow", "[commands]") 
 }
 
 TEST_CASE("run status moves by compare-and-set; journal positions are write-once", "[commands]") {
-  auto kind = GENERATE(std::string("memory"), std::string("redis"));
+  auto kind = TL_COMMAND_STORES;
   auto store = MakeCommandStore(kind);
   RunId run = FreshRun("runmeta");
   auto fresh = store->GetRun(run);
@@ -258,7 +266,7 @@ TEST_CASE("run status moves by compare-and-set; journal positions are write-once
 
 TEST_CASE("reservations racing on several threads create each command once, seqs unique",
           "[commands][threads]") {
-  auto kind = GENERATE(std::string("memory"), std::string("redis"));
+  auto kind = TL_COMMAND_STORES;
   auto store = MakeCommandStore(kind);
   RunId run = FreshRun("race");
   constexpr int kThreads = 4;

@@ -1,5 +1,6 @@
 // Shared fixtures of the command tests: the two CommandStore implementations
-// behind one factory (so every contract case runs on both), unique runs per
+// behind one factory (so every contract case runs on both, and on a Redis
+// Cluster in the cluster build: "cluster"), unique runs per
 // test (the Redis tests share one server), and a helper that drives a fresh
 // command into any state through allowed transitions only.
 // Not thread-safe (test main thread only).
@@ -13,6 +14,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/redis_cluster.h"
 #include "support/redis_server.h"
 #include "taskledger/commands/command_store.h"
 #include "taskledger/commands/memory_command_store.h"
@@ -23,7 +25,7 @@ namespace taskledger::testing {
 inline std::unique_ptr<CommandStore> MakeCommandStore(const std::string& kind) {
   if (kind == "memory") return NewMemoryCommandStore();
   RedisOptions options;
-  options.url = SharedRedisUrl();
+  options.url = kind == "cluster" ? SharedRedisClusterUrl() : SharedRedisUrl();
   auto store = OpenRedisCommandStore(options);
   if (!store) FAIL("cannot open the Redis command store: " << store.error().ToString());
   return std::move(store).value();

@@ -2,7 +2,8 @@
 // the Ledger tests) run unchanged against MemoryStore and RedisStore, plus
 // small builders for updates and turns.
 //
-// RedisBackend talks to SharedRedisUrl() (a real redis-server) and gives every
+// RedisBackend talks to SharedRedisUrl() (a real redis-server), ClusterBackend
+// to SharedRedisClusterUrl() (a real 3-primary Redis Cluster); each gives every
 // backend instance its own tenant prefix, so tests never see each other's
 // keys; it drops what it wrote when destroyed. Time: both backends own a
 // ManualClock; PassTime also sleeps for Redis, whose retention runs on the
@@ -20,6 +21,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/redis_cluster.h"
 #include "support/redis_server.h"
 #include "taskledger/base/clock.h"
 #include "taskledger/ledger/memory_store.h"
@@ -89,14 +91,15 @@ struct MemoryBackend {
   void PassTime(std::chrono::milliseconds d) { clock.Advance(d.count()); }
 };
 
-struct RedisBackend {
+template <std::string (*Url)()>
+struct RedisBackendOn {
   static constexpr bool kIsRedis = true;
   ManualClock clock;
   std::string prefix = NextPrefix();
   std::set<std::string> tenants;
   std::unique_ptr<Store> cleanup;
 
-  ~RedisBackend() {
+  ~RedisBackendOn() {
     if (!cleanup) return;
     for (const std::string& t : tenants) {
       auto list = cleanup->ListConversations(t);
@@ -107,7 +110,7 @@ struct RedisBackend {
 
   std::unique_ptr<Store> Open(StoreOptions options = {}) {
     RedisOptions r;
-    r.url = SharedRedisUrl();
+    r.url = Url();
     r.store = options;
     auto store = OpenRedisStore(r, clock);
     if (!store) FAIL("OpenRedisStore: " << store.error().ToString());
@@ -136,5 +139,7 @@ struct RedisBackend {
     return "t" + std::to_string(getpid()) + "x" + std::to_string(counter++) + "-";
   }
 };
+using RedisBackend = RedisBackendOn<&SharedRedisUrl>;
+using ClusterBackend = RedisBackendOn<&SharedRedisClusterUrl>;
 
 }  // namespace taskledger::testing

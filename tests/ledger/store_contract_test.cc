@@ -10,12 +10,20 @@ using namespace taskledger;
 using namespace taskledger::testing;
 using namespace std::chrono_literals;
 
+// The cluster build of this file (ctest label `cluster`) runs every case on
+// a 3-primary Redis Cluster instead.
+#ifdef TASKLEDGER_CLUSTER_TESTS
+#define TL_STORE_BACKENDS ClusterBackend
+#else
+#define TL_STORE_BACKENDS MemoryBackend, RedisBackend
+#endif
+
 namespace {
 constexpr int64_t kT0 = 1'700'000'000'000;
 }
 
 TEMPLATE_TEST_CASE("store: every committed version and turn reads back exactly", "[store]",
-                   MemoryBackend, RedisBackend) {
+                   TL_STORE_BACKENDS) {
   TestType backend;
   auto store = backend.Open(StoreOpts(4));
   auto id = backend.Id("acme", "c1");
@@ -49,7 +57,7 @@ TEMPLATE_TEST_CASE("store: every committed version and turn reads back exactly",
 }
 
 TEMPLATE_TEST_CASE("store: a stale base is a conflict and overwrites nothing", "[store]",
-                   MemoryBackend, RedisBackend) {
+                   TL_STORE_BACKENDS) {
   TestType backend;
   auto store = backend.Open();
   auto id = backend.Id("acme", "race");
@@ -73,7 +81,7 @@ TEMPLATE_TEST_CASE("store: a stale base is a conflict and overwrites nothing", "
 }
 
 TEMPLATE_TEST_CASE("store: a commit whose state does not carry its version is rejected", "[store]",
-                   MemoryBackend, RedisBackend) {
+                   TL_STORE_BACKENDS) {
   TestType backend;
   auto store = backend.Open();
   auto id = backend.Id("acme", "bad");
@@ -84,7 +92,7 @@ TEMPLATE_TEST_CASE("store: a commit whose state does not carry its version is re
   CHECK(store->Head(id).value() == 0);
 }
 
-TEMPLATE_TEST_CASE("store: diff of two stored versions", "[store]", MemoryBackend, RedisBackend) {
+TEMPLATE_TEST_CASE("store: diff of two stored versions", "[store]", TL_STORE_BACKENDS) {
   TestType backend;
   auto store = backend.Open();
   auto id = backend.Id("acme", "diff");
@@ -110,7 +118,7 @@ TEMPLATE_TEST_CASE("store: diff of two stored versions", "[store]", MemoryBacken
 }
 
 TEMPLATE_TEST_CASE("store: entries expire by turns and by wall clock, history keeps them",
-                   "[store]", MemoryBackend, RedisBackend) {
+                   "[store]", TL_STORE_BACKENDS) {
   TestType backend;
   auto store = backend.Open(StoreOpts(2));
   auto id = backend.Id("acme", "expiry");
@@ -133,7 +141,7 @@ TEMPLATE_TEST_CASE("store: entries expire by turns and by wall clock, history ke
 }
 
 TEMPLATE_TEST_CASE("store: reading version N after many turns with snapshots", "[store]",
-                   MemoryBackend, RedisBackend) {
+                   TL_STORE_BACKENDS) {
   TestType backend;
   for (uint32_t every : {1u, 5u, 64u}) {
     auto store = backend.Open(StoreOpts(every));
@@ -156,7 +164,7 @@ TEMPLATE_TEST_CASE("store: reading version N after many turns with snapshots", "
 }
 
 TEMPLATE_TEST_CASE("store: conversations are listed per tenant, sorted, and dropped", "[store]",
-                   MemoryBackend, RedisBackend) {
+                   TL_STORE_BACKENDS) {
   TestType backend;
   auto store = backend.Open();
   for (std::string c : {"c3", "c1", "c2"}) {
@@ -183,7 +191,7 @@ TEMPLATE_TEST_CASE("store: conversations are listed per tenant, sorted, and drop
 }
 
 TEMPLATE_TEST_CASE("store: crafted tenant and conversation ids stay in their own namespace",
-                   "[store]", MemoryBackend, RedisBackend) {
+                   "[store]", TL_STORE_BACKENDS) {
   TestType backend;
   auto store = backend.Open();
   // Pairs that collide under a naive "tenant:conversation" join, hash-tag
@@ -215,8 +223,8 @@ TEMPLATE_TEST_CASE("store: crafted tenant and conversation ids stay in their own
   CHECK(store->Head(backend.Id("{", "*")).value() == 1);
 }
 
-TEMPLATE_TEST_CASE("store: retention removes a whole idle conversation", "[store]", MemoryBackend,
-                   RedisBackend) {
+TEMPLATE_TEST_CASE("store: retention removes a whole idle conversation", "[store]",
+                   TL_STORE_BACKENDS) {
   TestType backend;
   auto store = backend.Open(StoreOpts(2, std::chrono::seconds(1)));
   auto id = backend.Id("acme", "short");
@@ -235,7 +243,7 @@ TEMPLATE_TEST_CASE("store: retention removes a whole idle conversation", "[store
 }
 
 TEMPLATE_TEST_CASE("store: a batch commits many conversations, each with its own status", "[store]",
-                   MemoryBackend, RedisBackend) {
+                   TL_STORE_BACKENDS) {
   TestType backend;
   auto store = backend.Open(StoreOpts(3));
   constexpr int kConversations = 50;

@@ -6,7 +6,9 @@
 // 0-<version> only if the head is the version the writer built on; a writer
 // who built on another version loses with a Conflict, nothing written. The key
 // carries the hash tag {tenant:conversation} (both parts percent-encoded), so
-// it works unchanged on Redis Cluster. Key layout: docs/redis-keys.md.
+// it works on Redis Cluster: each key goes to the primary of its slot,
+// following MOVED/ASK while slots move (docs/redis-keys.md, "Running on Redis
+// Cluster"). Key layout: docs/redis-keys.md.
 //
 // Thread-safe: each thread gets its own connection from a small pool. A broken
 // connection is re-established on the next call; a call whose connection
@@ -27,10 +29,29 @@
 namespace taskledger {
 
 struct RedisOptions {
-  // redis://[user:password@]host:port[/db] or unix:///path/to/socket[?db=N]
+  // redis://[user:password@]host:port[/db], unix:///path/to/socket[?db=N], or
+  // redis+cluster://[user:password@]host:port[,host:port...] for a Redis
+  // Cluster (a redis:// URL naming a cluster node is detected as well).
+  // redis:// and redis+cluster:// URLs may end in
+  // ?replicas=N[&replica_timeout_ms=T], which set the two fields below.
   std::string url = "redis://127.0.0.1:6379";
   std::chrono::milliseconds connect_timeout{1000};
   std::chrono::milliseconds command_timeout{1000};
+  // Cluster only: how long a call keeps following redirects and waiting out
+  // CLUSTERDOWN / TRYAGAIN / an unreachable primary (a failover) before it
+  // returns Unavailable. A call whose request reached a server is never
+  // re-sent after its connection broke (see the store's retry rules).
+  std::chrono::milliseconds cluster_timeout{5000};
+  // Durability across a primary's death: when > 0, a commit (a turn, or a
+  // command-ledger change) is acknowledged only after `WAIT replicas
+  // replica_timeout` says that many replicas hold it (one more round trip on
+  // the same connection). Fewer within the timeout: Unavailable, though the
+  // write is on the primary; sending the same commit again is safe. Keep
+  // replica_timeout below command_timeout. 0: Redis' asynchronous
+  // replication, where a failover can drop acknowledged writes
+  // (docs/redis-keys.md, "Running on Redis Cluster").
+  uint32_t replicas = 0;
+  std::chrono::milliseconds replica_timeout{500};
   StoreOptions store;
 };
 
@@ -41,7 +62,8 @@ struct RedisOptions {
 Result<std::unique_ptr<Store>> OpenRedisStore(const RedisOptions& options,
                                               const Clock& clock = SystemClock());
 
-// Opens "memory" (or "") as a MemoryStore and redis:// or unix:// URLs as a RedisStore.
+// Opens "memory" (or "") as a MemoryStore and redis://, unix:// and
+// redis+cluster:// URLs as a RedisStore.
 Result<std::unique_ptr<Store>> OpenStore(const std::string& url, StoreOptions options = {});
 
 }  // namespace taskledger

@@ -52,6 +52,20 @@ struct RedisEndpoint {
 // InvalidArgument, with what is wrong, for anything else.
 Result<RedisEndpoint> ParseRedisUrl(std::string_view url);
 
+// Accepts redis+cluster://[[user]:password@]host:port[,host:port...]: the
+// seed nodes of a Redis Cluster, sharing the credentials (a cluster has only
+// database 0, so no /db). InvalidArgument for anything else.
+Result<std::vector<RedisEndpoint>> ParseClusterUrl(std::string_view url);
+inline constexpr std::string_view kClusterScheme = "redis+cluster://";
+
+// The durability settings a redis:// or redis+cluster:// URL may carry as a
+// query: ?replicas=N[&replica_timeout_ms=T] (RedisOptions::replicas and
+// replica_timeout). Removes the query from `url` and sets what it names,
+// leaving the others; InvalidArgument for another key or a bad number.
+// unix:// URLs (whose query is ?db=N) are left alone.
+Status TakeDurabilityQuery(std::string& url, uint32_t& replicas,
+                           std::chrono::milliseconds& replica_timeout);
+
 // A server reply, converted from hiredis. Strings are binary-safe.
 class Reply {
  public:
@@ -128,6 +142,11 @@ class RedisClient {
   // mapped AUTH/SELECT error. Every other call invokes it implicitly.
   Status Connect();
   bool connected() const { return context_ != nullptr; }
+  // For an idle connection (nothing in flight): true if the server closed it
+  // or sent something unasked (it is then dropped; the next call
+  // reconnects). One poll(2) with no wait. Lets a caller that must not send
+  // twice find a dead server before sending, not after.
+  bool DropIfClosed();
   // Closes the connection; the next call reconnects.
   void Disconnect();
 
@@ -153,6 +172,10 @@ class RedisClient {
     Queue(std::span<const std::string_view>(argv.begin(), argv.size()));
   }
   size_t queued() const { return queued_count_; }
+  // Sends what is queued now, without waiting: Flush() then reads the
+  // replies. Lets a caller put pipelines to several servers in flight at
+  // once before reading any of them. A failure is reported by Flush.
+  void Push() { SendQueued(); }
   Result<std::vector<Reply>> Flush();
 
   // Flush() for a pipeline of FCALLs into `library`: the commands the server

@@ -4,7 +4,8 @@
 // Lease() hands out an idle client (or a new, not-yet-connected one); the
 // lease returns it on destruction. Clients come back even after a transport
 // failure: a broken client reconnects on its next call. At most `max_idle`
-// clients are kept; extra ones are closed when returned. Thread-safe.
+// clients are kept; extra ones are closed when returned. Clear() closes the
+// idle ones. Thread-safe.
 #pragma once
 
 #include <memory>
@@ -48,6 +49,14 @@ class RedisPool {
     }
     if (!client) client = std::make_unique<RedisClient>(endpoint_, options_);
     return Lease(*this, std::move(client));
+  }
+
+  // Closes the idle connections (the server is gone: a new one will be
+  // found at the same address, or none). Leased clients are not affected.
+  void Clear() {
+    std::vector<std::unique_ptr<RedisClient>> closing;
+    std::lock_guard lock(mu_);
+    closing.swap(idle_);
   }
 
  private:

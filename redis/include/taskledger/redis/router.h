@@ -1,0 +1,137 @@
+// RedisRouter: where a store's commands go. One object per store, holding a
+// connection pool per server: the one server of a redis:// or unix:// URL, or
+// every primary of a Redis Cluster (redis+cluster://seed[,seed...], or a
+// redis:// URL that points at a cluster node: Open asks it CLUSTER SLOTS).
+//
+// On a cluster each command is sent to the primary that owns the slot of its
+// key (CRC16 of the hash tag, taskledger/redis/slots.h), from a slot map read
+// with CLUSTER SLOTS from any known node. Replies that mean "not here, nothing
+// was run" are handled here and never reach the caller:
+//   MOVED slot addr   the map is updated and read again; the command goes there;
+//   ASK slot addr     ASKING + the command, once, to that node (resharding);
+//   TRYAGAIN, CLUSTERDOWN, a primary that refuses connections
+//                     back off (10 ms doubling to 200 ms), re-read the map and
+//                     send again, until RouterOptions::cluster_timeout has
+//                     passed; then Unavailable naming the last error;
+//   "function not found" (a new node, a promoted replica that missed a
+//                     FUNCTION LOAD, FUNCTION FLUSH) the library is loaded on
+//                     that node and the command sent again.
+// A slot no node serves is Unavailable at once. A transport failure after a
+// command went out is NOT retried (some commands may have run: only the
+// caller knows if a retry is safe); it marks the map stale and drops that
+// node's idle connections, so the next call finds the new primary.
+//
+// The single-server mode adds nothing to the path of a call: the same pool
+// and client calls the stores made before clusters existed.
+//
+// Thread-safe: the slot map is swapped under a mutex, pools are thread-safe,
+// and each call leases its own connections.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "taskledger/base/status.h"
+#include "taskledger/redis/client.h"
+#include "taskledger/redis/pool.h"
+#include "taskledger/redis/slots.h"
+
+namespace taskledger::internal {
+
+// A slot map with the pool of each primary (pools[i] serves primaries[i]),
+// so routing a key costs no address lookup.
+struct Topology : SlotMap {
+  std::vector<RedisPool*> pools;
+};
+
+struct RouterOptions {
+  RedisClientOptions client;
+  // How long one call keeps retrying a cluster that redirects, is down
+  // (CLUSTERDOWN, TRYAGAIN) or whose primary refuses connections (failover).
+  std::chrono::milliseconds cluster_timeout{5000};
+};
+
+class RedisRouter {
+ public:
+  // Parses `url` (redis://, unix:// or redis+cluster://) and connects to find
+  // out what it names: Unavailable / Timeout / InvalidArgument.
+  static Result<std::unique_ptr<RedisRouter>> Open(std::string_view url,
+                                                   const RouterOptions& options);
+  ~RedisRouter();
+  RedisRouter(const RedisRouter&) = delete;
+  RedisRouter& operator=(const RedisRouter&) = delete;
+
+  bool cluster() const { return cluster_; }
+  // The one server's pool. REQUIRES: !cluster().
+  RedisPool& single() { return *single_; }
+  // How many primaries serve the cluster now (1 for a single server).
+  size_t primaries();
+
+  // EnsureLoaded (client.h) on every primary.
+  Status EnsureLoaded(const FunctionLibrary& library);
+  // One command on the server of `key`.
+  Result<Reply> Command(std::string_view key, const Argv& argv);
+  // Commands on the slot of `key`, pipelined; replies in order.
+  Result<std::vector<Reply>> Pipeline(std::string_view key, const std::vector<Argv>& commands);
+  // FCALL of `function` on the server of keys[0], loading `library` where it
+  // is missing; with a `trailer`, as Batch. REQUIRES: !keys.empty().
+  Result<Reply> FCall(const FunctionLibrary& library, std::string_view function,
+                      const std::vector<std::string>& keys, const std::vector<std::string>& args,
+                      const Argv* trailer = nullptr, Reply* trailer_reply = nullptr);
+
+  // `count` commands on many keys at once: command k is on key_of(k), and
+  // queue(client, k) must Queue() exactly that one command. Commands are
+  // pipelined per server, all servers in flight before any reply is read;
+  // with a `library`, FCALLs that find no function are sent again after
+  // loading it there. Replies come back in command order. One failed
+  // connection fails the whole call (commands on other servers may have run).
+  // With a `trailer` (WAIT numreplicas timeout), it is sent on every
+  // connection after the commands it ran (on a single server: once, after
+  // all), and trailer_replies[k] is its reply on command k's connection
+  // (nil if k got none). REQUIRES: trailer_replies non-null with a trailer.
+  using KeyOf = std::function<std::string_view(size_t)>;
+  using QueueOne = std::function<void(RedisClient&, size_t)>;
+  Result<std::vector<Reply>> Batch(size_t count, const FunctionLibrary* library,
+                                   const KeyOf& key_of, const QueueOne& queue,
+                                   const Argv* trailer = nullptr,
+                                   std::vector<Reply>* trailer_replies = nullptr);
+
+  // Runs `fn` once per primary (the one server when not a cluster), each on a
+  // leased connection, stopping at the first failure: for commands that
+  // look at every key, like SCAN. A primary that refuses connections, or
+  // whose connection breaks (fn returns Unavailable), is waited for (within
+  // cluster_timeout) and the round starts over, so `fn` may run more than
+  // once on a primary: it must be safe to repeat (reads, idempotent loads).
+  Status ForEachPrimary(const std::function<Status(RedisClient&)>& fn);
+
+ private:
+  RedisRouter(RedisEndpoint credentials, std::vector<RedisEndpoint> seeds,
+              const RouterOptions& options);
+
+  RedisPool& PoolOf(const ClusterNode& node);
+  std::shared_ptr<const Topology> Map();
+  // Reads CLUSTER SLOTS from a known primary or a seed and installs it.
+  Status Refresh();
+  // Forgets a node's idle connections and marks the map stale.
+  void NodeFailed(const ClusterNode& node);
+
+  bool cluster_;  // set once, by Open
+  const RouterOptions options_;
+  std::unique_ptr<RedisPool> single_;  // !cluster_
+  RedisEndpoint credentials_;          // user, password for every node
+  std::vector<RedisEndpoint> seeds_;
+  std::mutex mu_;
+  std::shared_ptr<const Topology> map_;  // null until the first Refresh
+  bool stale_ = false;
+  std::map<std::string, std::unique_ptr<RedisPool>> pools_;  // by address; never shrinks
+
+  friend class ClusterBatch;
+};
+
+}  // namespace taskledger::internal

@@ -10,19 +10,15 @@
 -- (see identity.lua). Pure functions of call and ledger.
 
 local function source_of(ledger, user, method)
-  return ledger.fact("user." .. tostring(user) .. ".payment." .. tostring(method) .. ".source")
+  return ledger.fact(std.key("user", user, "payment", method, "source"))
 end
 
 -- The methods get_user_details listed for `user`, as an array (empty if the
 -- profile was not looked up).
 local function methods_of(ledger, user)
-  local prefix = "user." .. tostring(user) .. ".payment."
   local names = {}
-  for _, key in ipairs(ledger.keys("fact", prefix)) do
-    local method = string.match(string.sub(key, #prefix + 1), "^(.+)%.source$")
-    if method ~= nil then
-      names[#names + 1] = method
-    end
+  for method in ledger.each("fact", std.key("user", user, "payment") .. ".{pm}.source") do
+    names[#names + 1] = method
   end
   return names
 end
@@ -31,26 +27,19 @@ end
 -- order paid with it), preferring `user` itself; nil if no output showed it.
 local function owner_of(ledger, method, user)
   local found = nil
-  local suffix = ".payment." .. tostring(method) .. ".source"
-  for _, key in ipairs(ledger.keys("fact", "user.")) do
-    if string.sub(key, -#suffix) == suffix then
-      local holder = string.sub(key, #"user." + 1, -#suffix - 1)
-      if holder == user then
-        return user
-      end
-      found = found or holder
+  local pm = std.escape(method)
+  for holder in ledger.each("fact", "user.{u}.payment." .. pm .. ".source") do
+    if holder == user then
+      return user
     end
+    found = found or holder
   end
-  local marker = ".paid_with." .. tostring(method)
-  for _, key in ipairs(ledger.keys("fact", "order.")) do
-    if string.sub(key, -#marker) == marker then
-      local order_id = string.sub(key, #"order." + 1, -#marker - 1)
-      local holder = ledger.fact("order." .. order_id .. ".user_id")
-      if holder == user then
-        return user
-      end
-      found = found or holder
+  for order_id in ledger.each("fact", "order.{o}.paid_with." .. pm) do
+    local holder = ledger.fact(std.key("order", order_id, "user_id"))
+    if holder == user then
+      return user
     end
+    found = found or holder
   end
   return found
 end
@@ -139,7 +128,7 @@ rule {
       return allow()
     end
     local due = amount_due(call, ledger)
-    local balance = ledger.fact("user." .. user .. ".payment." .. method .. ".balance")
+    local balance = ledger.fact(std.key("user", user, "payment", method, "balance"))
     if type(due) == "number" and type(balance) == "number" and balance + 1e-9 < due then
       return deny("gift card " .. method .. " has a balance of " .. money(balance) ..
                   ", less than the " .. money(due) .. " it would have to pay: ask the user " ..

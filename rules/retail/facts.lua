@@ -9,6 +9,9 @@
 -- no product looked up) is made up and denied here too. Pure function of call
 -- and ledger.
 
+local shared = require("shared")
+local conversation_user, string_list = shared.conversation_user, shared.string_list
+
 -- The arguments each retail write needs before anything can be checked.
 local required_arguments = {
   cancel_pending_order = {"order_id", "reason"},

@@ -8,6 +8,9 @@
 -- yet is left to retail.facts_from_tools (see identity.lua). Pure functions of
 -- call and ledger.
 
+local shared = require("shared")
+local string_list = shared.string_list
+
 local item_tools = {"modify_pending_order_items", "exchange_delivered_order_items"}
 
 -- The pairs {old, new} of the call, or nil and what is wrong with the lists.

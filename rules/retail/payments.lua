@@ -9,6 +9,9 @@
 -- on evidence; a fact no tool has shown yet is left to retail.facts_from_tools
 -- (see identity.lua). Pure functions of call and ledger.
 
+local shared = require("shared")
+local conversation_user, string_list = shared.conversation_user, shared.string_list
+
 local function source_of(ledger, user, method)
   return ledger.fact(std.key("user", user, "payment", method, "source"))
 end

@@ -21,7 +21,7 @@ json Mapping(const std::string& key) {
                                                 {"key", key}}})}}}};
 }
 
-std::string KeyFor(const std::string& key_template, const json& output, json args = {}) {
+std::string KeyFor(const std::string& key_template, const json& output, const json& args = {}) {
   Extractor ex(Rules(Mapping(key_template)));
   Extraction e = ex.ExtractToolOutput(
       Call("get_order_details", "c1", args.is_null() ? json::object() : args), output.dump());

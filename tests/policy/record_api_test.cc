@@ -113,7 +113,7 @@ TEST_CASE("find answers reverse lookups and follows later states", "[policy][rec
   LedgerState s = Orders();
   auto checker = Probe(
       "return deny(table.concat(ledger.find('fact', 'order.{id}.user_id', call.args.u), ','))");
-  auto ask = [&](const LedgerState& st, const std::string& u, ViewKey key) {
+  auto ask = [&](const LedgerState& st, const std::string& u, const ViewKey& key) {
     return checker->Check(CallOf("write_probe", {{"u", u}}), st, key, kNow).reason;
   };
   CHECK(ask(s, "ann_1", {"c", 1}) == "#W1,#W3");  // #W4 expired

@@ -1,14 +1,11 @@
 // The record API of the `ledger` object (docs/rule-api.md, "Records"):
 // ledger.record(kind, id [, category]) reads an entity's keys as one nested
-// read-only table, ledger.each(category, pattern) iterates the entities a key
-// pattern matches with their captured ids, ledger.find(category, pattern,
-// value) answers reverse lookups from the view's ValueIndex, and
+// read-only table (lazily: each field is looked up when it is read), ledger.each(category, pattern)
+// iterates the entities a key pattern matches with their captured ids, ledger.find(category,
+// pattern, value) answers reverse lookups from the view's ValueIndex, and
 // ledger.provenance(record_table, field) gives a field's entry. Ids in keys are
 // escaped key segments (taskledger/base/key_segment.h); everything handed to
 // Lua is unescaped.
-#include <map>
-#include <memory>
-
 #include "internal/key_pattern.h"
 #include "internal/ledger_view.h"
 #include "taskledger/base/key_segment.h"
@@ -19,13 +16,6 @@ namespace taskledger::policy_internal {
 
 using namespace ::taskledger::lua;  // NOLINT(google-build-using-namespace)
 namespace {
-
-// One level of a record: a leaf entry, or named children (children win when
-// a key is both: "order.X.payment" and "order.X.payment.Y").
-struct RecordNode {
-  const Entry* leaf = nullptr;
-  std::map<std::string, std::unique_ptr<RecordNode>> kids;
-};
 
 KeyPattern CheckPattern(lua_State* L, int idx, const char* fn) {
   Result<KeyPattern> p = KeyPattern::Parse(CheckKey(L, idx, fn));
@@ -64,6 +54,23 @@ int EachNext(lua_State* L) {
   return static_cast<int>(width);
 }
 
+// The iterator pairs(record) returns: next over the snapshot table.
+int NextField(lua_State* L) {
+  lua_settop(L, 2);
+  if (lua_next(L, 1) != 0) return 2;
+  lua_pushnil(L);
+  return 1;
+}
+
+int RecordNewIndex(lua_State* L) {
+  RaiseError(L, "records are read-only: the ledger changes only through tool outputs");
+}
+
+int RecordLen(lua_State* L) {
+  lua_pushinteger(L, 0);
+  return 1;
+}
+
 }  // namespace
 
 void LedgerView::InstallRecordApi(lua_State* L) {
@@ -73,6 +80,20 @@ void LedgerView::InstallRecordApi(lua_State* L) {
   lua_setfield(L, -2, "__mode");
   lua_setmetatable(L, -2);
   record_paths_ref_ = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_createtable(L, 0, 5);
+  lua_pushlightuserdata(L, this);
+  lua_pushcclosure(L, RecordIndex, 1);
+  lua_setfield(L, -2, "__index");
+  lua_pushlightuserdata(L, this);
+  lua_pushcclosure(L, RecordPairs, 1);
+  lua_setfield(L, -2, "__pairs");
+  lua_pushcfunction(L, RecordNewIndex);
+  lua_setfield(L, -2, "__newindex");
+  lua_pushcfunction(L, RecordLen);
+  lua_setfield(L, -2, "__len");
+  lua_pushliteral(L, "read-only");
+  lua_setfield(L, -2, "__metatable");
+  record_meta_ref_ = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_pushlightuserdata(L, this);
   lua_pushcclosure(L, Now, 1);
   SetStdClock(L);
@@ -83,90 +104,156 @@ int LedgerView::Now(lua_State* L) {
   return 1;
 }
 
+bool LedgerView::HasLiveUnder(Category c, std::string_view prefix) const {
+  const EntryMap& m = state_->of(c);
+  for (auto it = m.lower_bound(prefix); it != m.end(); ++it) {
+    if (it->first.compare(0, prefix.size(), prefix) != 0) return false;
+    if (it->second.LiveAt(state_->version, now_ms_)) return true;
+  }
+  return false;
+}
+
+void LedgerView::PushRecord(lua_State* L, Category c, const std::string& prefix) {
+  luaL_checkstack(L, 4, "record");
+  lua_createtable(L, 0, 0);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, record_meta_ref_);
+  lua_setmetatable(L, -2);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, record_paths_ref_);
+  lua_pushvalue(L, -2);
+  std::string tag(1, static_cast<char>('0' + static_cast<int>(c)));
+  tag += prefix;
+  lua_pushlstring(L, tag.data(), tag.size());
+  lua_rawset(L, -3);
+  lua_pop(L, 1);
+}
+
+bool LedgerView::RecordTag(lua_State* L, int idx, Category& c, std::string& prefix) {
+  idx = lua_absindex(L, idx);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, record_paths_ref_);
+  lua_pushvalue(L, idx);
+  if (lua_rawget(L, -2) != LUA_TSTRING) {
+    lua_pop(L, 2);
+    return false;
+  }
+  size_t n = 0;
+  const char* tag = lua_tolstring(L, -1, &n);
+  c = static_cast<Category>(tag[0] - '0');
+  prefix.assign(tag + 1, n - 1);
+  lua_pop(L, 2);
+  return true;
+}
+
 int LedgerView::Record(lua_State* L) {
   LedgerView& v = Self(L);
   std::string_view kind = CheckKey(L, 1, "ledger.record");
-  std::string_view id;
-  std::string number;
-  if (lua_type(L, 2) == LUA_TNUMBER) {
-    number = lua_tostring(L, 2);  // NOLINT: a copy; the stack slot is not converted in place
-    id = number;
-  } else {
-    id = CheckKey(L, 2, "ledger.record");
+  if (lua_type(L, 2) != LUA_TSTRING && lua_type(L, 2) != LUA_TNUMBER) {
+    RaiseError(
+        L, std::string("ledger.record: id must be a string or number, got ") + luaL_typename(L, 2));
   }
+  size_t n = 0;
+  const char* id = lua_tolstring(L, 2, &n);  // a number is converted in place
   Category c = lua_isnoneornil(L, 3) ? Category::kFact : CheckCategory(L, 3, "ledger.record");
   std::string prefix(kind);
   prefix += '.';
-  AppendKeySegment(id, prefix);
+  AppendKeySegment(std::string_view(id, n), prefix);
   prefix += '.';
-  RecordNode root;
-  const EntryMap& m = v.state_->of(c);
-  for (auto it = m.lower_bound(prefix); it != m.end(); ++it) {
-    const std::string& key = it->first;
-    if (key.compare(0, prefix.size(), prefix) != 0) break;
-    if (!it->second.LiveAt(v.state_->version, v.now_ms_)) continue;
-    RecordNode* node = &root;
-    size_t pos = prefix.size();
-    while (true) {
-      size_t dot = key.find('.', pos);
-      std::string name = UnescapeKeySegment(
-          std::string_view(key).substr(pos, dot == std::string::npos ? dot : dot - pos));
-      auto& kid = node->kids[name];
-      if (!kid) kid = std::make_unique<RecordNode>();
-      node = kid.get();
-      if (dot == std::string::npos) break;
-      pos = dot + 1;
-    }
-    node->leaf = &it->second;
-  }
-  if (root.kids.empty()) {
+  if (!v.HasLiveUnder(c, prefix)) {
     lua_pushnil(L);
     return 1;
   }
-  lua_rawgeti(L, LUA_REGISTRYINDEX, v.record_paths_ref_);
-  const int paths = lua_gettop(L);
   prefix.pop_back();
-  // Depth is bounded by the key's length; each level pushes at most 3 values.
-  auto push = [&](auto& self, const RecordNode& n, std::string& at) -> void {
-    luaL_checkstack(L, 4, "record too deep");
-    lua_createtable(L, 0, static_cast<int>(n.kids.size()));
-    for (const auto& [name, kid] : n.kids) {
-      lua_pushlstring(L, name.data(), name.size());
-      if (!kid->kids.empty()) {
-        const size_t base = at.size();
-        at += '.';
-        AppendKeySegment(name, at);
-        self(self, *kid, at);
-        at.resize(base);
-      } else {
-        PushReadOnly(L, kid->leaf->value);
-      }
-      lua_rawset(L, -3);
-    }
-    WrapReadOnly(L, -1);
-    lua_pushvalue(L, -1);
-    std::string tag(1, static_cast<char>('0' + static_cast<int>(c)));
-    tag += at;
-    lua_pushlstring(L, tag.data(), tag.size());
-    lua_rawset(L, paths);
-  };
-  push(push, root, prefix);
+  v.PushRecord(L, c, prefix);
   return 1;
+}
+
+// record[field]: the field's value if its key is live (a value wins over
+// keys below it), else a record table of the keys below it, else nil.
+int LedgerView::RecordIndex(lua_State* L) {
+  LedgerView& v = Self(L);
+  Category c{};
+  std::string key;
+  if (!v.RecordTag(L, 1, c, key)) RaiseError(L, "not a record");
+  if (lua_type(L, 2) != LUA_TSTRING && lua_type(L, 2) != LUA_TNUMBER) {
+    lua_pushnil(L);
+    return 1;
+  }
+  lua_pushvalue(L, 2);  // a number key is read as its text: order.item[11] is order.item["11"]
+  size_t n = 0;
+  const char* field = lua_tolstring(L, -1, &n);
+  key += '.';
+  AppendKeySegment(std::string_view(field, n), key);
+  if (const Entry* e = v.Find(c, key)) {
+    PushReadOnly(L, e->value);
+    return 1;
+  }
+  key += '.';
+  if (!v.HasLiveUnder(c, key)) {
+    lua_pushnil(L);
+    return 1;
+  }
+  key.pop_back();
+  v.PushRecord(L, c, key);
+  return 1;
+}
+
+// pairs(record): a snapshot of its fields (values and record tables).
+int LedgerView::RecordPairs(lua_State* L) {
+  LedgerView& v = Self(L);
+  Category c{};
+  std::string prefix;
+  if (!v.RecordTag(L, 1, c, prefix)) RaiseError(L, "not a record");
+  prefix += '.';
+  lua_pushcfunction(L, NextField);
+  lua_createtable(L, 0, 8);
+  const int fields = lua_gettop(L);
+  const EntryMap& m = v.state_->of(c);
+  std::string name;
+  std::string below;
+  auto it = m.lower_bound(prefix);
+  while (it != m.end() && it->first.compare(0, prefix.size(), prefix) == 0) {
+    const std::string& key = it->first;
+    const size_t dot = key.find('.', prefix.size());
+    const std::string_view seg = std::string_view(key).substr(
+        prefix.size(), dot == std::string::npos ? dot : dot - prefix.size());
+    name.clear();
+    AppendUnescapedKeySegment(seg, name);
+    lua_pushlstring(L, name.data(), name.size());
+    if (dot == std::string::npos) {  // the field's own key: sorts before the keys below it
+      if (it->second.LiveAt(v.state_->version, v.now_ms_)) {
+        PushReadOnly(L, it->second.value);
+        lua_rawset(L, fields);
+      } else {
+        lua_pop(L, 1);
+      }
+      ++it;
+      continue;
+    }
+    below.assign(key, 0, dot + 1);
+    lua_pushvalue(L, -1);
+    if (lua_rawget(L, fields) == LUA_TNIL && v.HasLiveUnder(c, below)) {
+      lua_pop(L, 1);
+      below.pop_back();
+      v.PushRecord(L, c, below);
+      lua_rawset(L, fields);
+    } else {
+      lua_pop(L, 2);
+    }
+    below.back() = '/';  // past every key below this field
+    it = m.lower_bound(below);
+  }
+  lua_pushnil(L);
+  return 3;
 }
 
 int LedgerView::Provenance(lua_State* L) {
   LedgerView& v = Self(L);
   luaL_checktype(L, 1, LUA_TTABLE);
   std::string_view field = CheckKey(L, 2, "ledger.provenance");
-  lua_rawgeti(L, LUA_REGISTRYINDEX, v.record_paths_ref_);
-  lua_pushvalue(L, 1);
-  if (lua_rawget(L, -2) != LUA_TSTRING) {
+  Category c{};
+  std::string key;
+  if (!v.RecordTag(L, 1, c, key)) {
     RaiseError(L, "ledger.provenance: the first argument must be a table ledger.record returned");
   }
-  size_t n = 0;
-  const char* tag = lua_tolstring(L, -1, &n);
-  auto c = static_cast<Category>(tag[0] - '0');
-  std::string key(tag + 1, n - 1);
   key += '.';
   AppendKeySegment(field, key);
   const Entry* e = v.Find(c, key);

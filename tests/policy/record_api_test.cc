@@ -245,3 +245,41 @@ TEST_CASE("recorded_calls exposes earlier calls newest first", "[policy][records
             "return deny(tostring(ok) .. ' ' .. c.args.order_id)",
             s) == "false #W1");
 }
+
+TEST_CASE("record fields are read lazily and pairs lists them", "[policy][records]") {
+  LedgerState s = StateOf(
+      {{"facts",
+        {{"order.#W1.status", "pending"},
+         {"order.#W1.payment", "split"},
+         {"order.#W1.payment.gc_1", 5},
+         {"order.#W1.item.11.price", 10.5},
+         {"order.#W1.item.11.gone", {{"$entry", {{"value", 1}, {"expires_in_seconds", -1}}}}},
+         {"order.#W1.item.12!x.price", 1},
+         {"order.#W1.tags", nlohmann::json::array({"a", "b"})},
+         {"order.#W10.status", "other"}}}});
+  // A value wins over keys below it; a number index reads as its text;
+  // a structured value is read-only and whole.
+  CHECK(Run("local o = ledger.record('order', '#W1')\n"
+            "return deny(o.payment .. ' ' .. o.item[11].price .. ' ' .. #o.tags .. o.tags[2] ..\n"
+            "  ' ' .. tostring(o.item[11].gone) .. ' ' .. tostring(o.nope) .. ' ' .. #o)",
+            s) == "split 10.5 2b nil nil 0");
+  CHECK(Run("local out = {}\n"
+            "for k, v in pairs(ledger.record('order', '#W1')) do\n"
+            "  out[#out + 1] = k .. '=' .. (type(v) == 'table' and 'table' or tostring(v)) end\n"
+            "table.sort(out)\n"
+            "local items = {}\n"
+            "for k in pairs(ledger.record('order', '#W1').item) do items[#items + 1] = k end\n"
+            "table.sort(items)\n"
+            "return deny(table.concat(out, ',') .. ' | ' .. table.concat(items, ','))",
+            s) == "item=table,payment=split,status=pending,tags=table | 11,12!x");
+  // A record kept past its check reads the state of the check in progress
+  // (the table holds a key prefix, not values).
+  auto checker = MakeChecker(
+      MakePack("local kept\n"
+               "rule { id = 'probe', tools = {'write_probe'}, check = function(call, ledger)\n"
+               "  if kept then return deny(tostring(kept.status)) end\n"
+               "  kept = ledger.record('order', '#W1') return allow() end }\n"));
+  CHECK(checker->Check(CallOf("write_probe"), s, {}, kNow).allowed());
+  LedgerState later = StateOf({{"facts", {{"order.#W1.status", "delivered"}}}});
+  CHECK(checker->Check(CallOf("write_probe"), later, {}, kNow).reason == "delivered");
+}

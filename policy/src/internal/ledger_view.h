@@ -85,6 +85,15 @@ class LedgerView {
   static constexpr int kDefaultRecordedCalls = 20;
   static constexpr int kMaxRecordedCalls = 1000;
   void InstallRecordApi(lua_State* L);
+  // Lazy record tables: an empty read-only table per (category, key prefix);
+  // reading a field looks it up in the bound state (record_view.cc).
+  static int RecordIndex(lua_State* L);
+  static int RecordPairs(lua_State* L);
+  void PushRecord(lua_State* L, Category c, const std::string& prefix);
+  // Reads the (category, prefix) of the record table at `idx`; false if it is none.
+  bool RecordTag(lua_State* L, int idx, Category& c, std::string& prefix);
+  // True if a live key of `c` starts with `prefix`.
+  bool HasLiveUnder(Category c, std::string_view prefix) const;
 
   const LedgerState* state_ = nullptr;
   const ProposedCall* call_ = nullptr;
@@ -104,6 +113,7 @@ class LedgerView {
   uint64_t index_builds_ = 0;
   ValueIndex find_index_;
   int record_paths_ref_ = LUA_NOREF;  // weak table: record (sub)table -> "<category><key prefix>"
+  int record_meta_ref_ = LUA_NOREF;   // the metatable every record table shares
 
   // The value caches hold for now_ms in [from, until) of the bound view.
   bool cache_stale_[kCategoryCount] = {true, true, true, true};

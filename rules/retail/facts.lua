@@ -34,7 +34,7 @@ local function missing_order_facts(call, ledger)
     return nil
   end
   order_id = tostring(order_id)
-  local order = "order." .. order_id
+  local order = std.key("order", order_id)
   if not known(ledger, order .. ".status") or not known(ledger, order .. ".user_id") then
     return "look up order " .. order_id .. " with get_order_details (its status, owner, " ..
            "items and payment) before changing it"
@@ -45,16 +45,16 @@ local function missing_order_facts(call, ledger)
   end
   for i = 1, #old do
     local item = old[i]
-    if not known(ledger, order .. ".item." .. item .. ".price") then
+    if not known(ledger, std.key("order", order_id, "item", item, "price")) then
       return "item " .. item .. " is not an item of order " .. order_id .. ": use the item " ..
              "ids get_order_details lists for the order"
     end
     local replacement = new ~= nil and new[i] or nil
     if replacement ~= nil then
-      local facts = "item." .. replacement
+      local facts = std.key("item", replacement)
       if not known(ledger, facts .. ".product_id") or not known(ledger, facts .. ".available") or
          not known(ledger, facts .. ".price") then
-        local product = ledger.fact("item." .. item .. ".product_id")
+        local product = ledger.fact(std.key("item", item, "product_id"))
         return "item " .. replacement .. " was not shown by get_product_details: look up " ..
                "product " .. tostring(product) .. " (the product of item " .. item ..
                ") and pick one of its variants"
@@ -89,7 +89,7 @@ rule {
     local method = call.args.payment_method_id
     local user = conversation_user(ledger)
     if method ~= nil and user ~= nil and
-       not known(ledger, "user." .. user .. ".payment." .. tostring(method) .. ".source") then
+       not known(ledger, std.key("user", user, "payment", method, "source")) then
       return deny("look up the payment methods of " .. user .. " with get_user_details and " ..
                   "use one of them")
     end

@@ -67,7 +67,7 @@ rule {
     local order_id = call.args.order_id
     if order_id ~= nil then
       -- An order nobody looked up yet is left to retail.facts_from_tools.
-      local key = "order." .. tostring(order_id) .. ".user_id"
+      local key = std.key("order", order_id, "user_id")
       local order_user = ledger.fact(key)
       if order_user ~= nil and ledger.verified("fact", key) and order_user ~= owner then
         return deny("order " .. tostring(order_id) .. " belongs to another user, not to " ..

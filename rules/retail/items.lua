@@ -28,7 +28,7 @@ local function item_pairs(call)
 end
 
 local function product_label(ledger, product_id)
-  local name = ledger.fact("product." .. product_id .. ".name")
+  local name = ledger.fact(std.key("product", product_id, "name"))
   if name ~= nil then
     return tostring(name) .. " (product " .. product_id .. ")"
   end
@@ -47,8 +47,8 @@ rule {
       return deny(problem)
     end
     for _, p in ipairs(pairs_of_items) do
-      local product = ledger.fact("item." .. p.old .. ".product_id")
-      local new_product = ledger.fact("item." .. p.new .. ".product_id")
+      local product = ledger.fact(std.key("item", p.old, "product_id"))
+      local new_product = ledger.fact(std.key("item", p.new, "product_id"))
       if product ~= nil then
         product = tostring(product)
         if new_product ~= nil and tostring(new_product) ~= product then
@@ -58,7 +58,7 @@ rule {
                       "become another option of the same product, never another product")
         end
         -- get_product_details lists all variants: an item missing there is not one.
-        if new_product == nil and ledger.fact("product." .. product .. ".name") ~= nil then
+        if new_product == nil and ledger.fact(std.key("product", product, "name")) ~= nil then
           return deny("item " .. p.new .. " is not a variant of " ..
                       product_label(ledger, product) .. ": item " .. p.old .. " can only " ..
                       "become one of the variants get_product_details lists for it")
@@ -80,8 +80,8 @@ rule {
       return deny(problem)
     end
     for _, p in ipairs(pairs_of_items) do
-      if ledger.fact("item." .. p.new .. ".available") == false then
-        local product = ledger.fact("item." .. p.new .. ".product_id")
+      if ledger.fact(std.key("item", p.new, "available")) == false then
+        local product = ledger.fact(std.key("item", p.new, "product_id"))
         return deny("item " .. p.new .. " is not available: offer the user an available " ..
                     "option of " ..
                     (product ~= nil and product_label(ledger, tostring(product))

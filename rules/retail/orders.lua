@@ -9,7 +9,7 @@
 -- and ledger.
 
 local function status_of(ledger, order_id)
-  return ledger.fact("order." .. tostring(order_id) .. ".status")
+  return ledger.fact(std.key("order", order_id, "status"))
 end
 
 -- What can be done instead with an order in `status`, for the deny reason.

@@ -84,7 +84,7 @@ rule {
   description = "The new payment method of an order must differ from its original one.",
   check = function(call, ledger)
     local order_id = tostring(call.args.order_id)
-    local original = ledger.fact("order." .. order_id .. ".original_payment_method")
+    local original = ledger.fact(std.key("order", order_id, "original_payment_method"))
     if original ~= nil and original == call.args.payment_method_id then
       return deny("order " .. order_id .. " is already paid with " .. tostring(original) ..
                   ": the new payment method must be a different one; ask the user which " ..
@@ -99,7 +99,7 @@ rule {
 local function amount_due(call, ledger)
   local order_id = tostring(call.args.order_id)
   if call.tool == "modify_pending_order_payment" then
-    return ledger.fact("order." .. order_id .. ".total")
+    return ledger.fact(std.key("order", order_id, "total"))
   end
   local old, new = string_list(call.args.item_ids), string_list(call.args.new_item_ids)
   if old == nil or new == nil or #old ~= #new then
@@ -107,8 +107,8 @@ local function amount_due(call, ledger)
   end
   local due = 0
   for i = 1, #old do
-    local was = ledger.fact("order." .. order_id .. ".item." .. old[i] .. ".price")
-    local now = ledger.fact("item." .. new[i] .. ".price")
+    local was = ledger.fact(std.key("order", order_id, "item", old[i], "price"))
+    local now = ledger.fact(std.key("item", new[i], "price"))
     if type(was) ~= "number" or type(now) ~= "number" then
       return nil
     end
@@ -150,7 +150,7 @@ rule {
   check = function(call, ledger)
     local order_id = tostring(call.args.order_id)
     local method = tostring(call.args.payment_method_id)
-    local original = ledger.fact("order." .. order_id .. ".original_payment_method")
+    local original = ledger.fact(std.key("order", order_id, "original_payment_method"))
     local user = conversation_user(ledger)
     local source = user ~= nil and source_of(ledger, user, method) or nil
     if original == nil or original == method or source == nil or source == "gift_card" then

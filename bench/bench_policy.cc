@@ -19,10 +19,13 @@
 // see a new state each time (one entry changed), so the find index follows
 // by diffing.
 //
+// Retail: the rules/retail pack on 2,000 and 100-entry ledgers (policy_retail.h).
+//
 // Usage: bench_policy [--iterations N] [--no-peers]
 // The last stdout line is JSON: {"check_p50_us", "check_p99_us",
 // "check_new_view_p50_us", "records_find_p50_us", "records_find_new_view_p50_us",
-// "records_scan_p50_us", "cedar_wasm_p50_us", "cel_js_p50_us", ...}.
+// "records_scan_p50_us", "retail_check_p50_us", "retail_check_p99_us",
+// "retail_small_check_p50_us", "retail_growth_p50", "cedar_wasm_p50_us", ...}.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -35,6 +38,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "policy_retail.h"
 
 #include "taskledger/pack/rule_pack.h"
 #include "taskledger/policy/checker.h"
@@ -343,6 +348,10 @@ int main(int argc, char** argv) {
       {"records_find_new_view_p50_us", MeasureRecords(kFindRule, iterations, true)},
       {"records_scan_p50_us", MeasureRecords(kScanRule, iterations, false)},
   };
+  if (nlohmann::json retail = bench_retail::RetailNumbers(iterations, Percentile);
+      retail.is_object()) {
+    out.update(retail);
+  }
   std::cout << "policy check, 10 rules, " << state.size() << "-entry ledger, view reused: p50 "
             << out["check_p50_us"] << " us, p99 " << out["check_p99_us"] << " us\n";
   if (peers) {

@@ -299,11 +299,7 @@ function std.after(a, b) return std.time(a) > std.time(b) end
 -- Keys: ids escaped as key segments (see docs/rule-api.md, "Ids in keys").
 function std.escape(id) return hooks.escape(tostring(id)) end
 function std.unescape(seg) return hooks.unescape(seg) end
-function std.key(...)
-  local parts = table.pack(...)
-  for i = 1, parts.n do parts[i] = hooks.escape(tostring(parts[i])) end
-  return table.concat(parts, ".", 1, parts.n)
-end
+std.key = hooks.key
 return std
 )lua";
 
@@ -323,6 +319,23 @@ int Unescape(lua_State* L) {
   return 1;
 }
 
+// std.key(seg, ...): each argument as tostring() gives it, escaped, joined
+// with '.' (so a missing argument reads as "nil" and finds nothing, as plain
+// concatenation with tostring would).
+int Key(lua_State* L) {
+  const int n = lua_gettop(L);
+  std::string out;
+  for (int i = 1; i <= n; ++i) {
+    size_t len = 0;
+    const char* s = luaL_tolstring(L, i, &len);
+    if (i > 1) out += '.';
+    AppendKeySegment(std::string_view(s, len), out);
+    lua_pop(L, 1);
+  }
+  lua_pushlstring(L, out.data(), out.size());
+  return 1;
+}
+
 int NoClock(lua_State* L) {
   RaiseError(L, "std.now(): the decision's clock is only known while a rule checks a call");
 }
@@ -330,13 +343,15 @@ int NoClock(lua_State* L) {
 }  // namespace
 
 void InstallStd(Sandbox& box, lua_State* L) {
-  lua_createtable(L, 0, 3);
+  lua_createtable(L, 0, 4);
   lua_pushcfunction(L, Escape);
   lua_setfield(L, -2, "escape");
   lua_pushcfunction(L, Unescape);
   lua_setfield(L, -2, "unescape");
   lua_pushcfunction(L, NoClock);
   lua_setfield(L, -2, "now");
+  lua_pushcfunction(L, Key);
+  lua_setfield(L, -2, "key");
   lua_pushvalue(L, -1);
   lua_setfield(L, LUA_REGISTRYINDEX, kStdHooks);
   const int hooks = lua_gettop(L);

@@ -176,3 +176,10 @@ TEST_CASE("hostile use of std stays inside the sandbox limits", "[policy][std]")
   CHECK(ErrorOf("return deny(tostring(std.time(string.rep('9', 100000))))").find("std.time") !=
         std::string::npos);
 }
+
+TEST_CASE("std.key reads every argument as tostring does", "[policy][std]") {
+  CHECK(Eval("std.key('order', nil, 'status')") == "order.nil.status");
+  CHECK(Eval("std.key('item', 12, true)") == "item.12.true");
+  CHECK(Eval("std.key('x')") == "x");
+  CHECK(Eval("#std.key()") == "0");
+}

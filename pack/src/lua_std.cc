@@ -324,15 +324,29 @@ int Unescape(lua_State* L) {
 // concatenation with tostring would).
 int Key(lua_State* L) {
   const int n = lua_gettop(L);
-  std::string out;
+  for (int i = 1; i <= n; ++i) {  // every argument as its text, in place
+    if (lua_type(L, i) != LUA_TSTRING) {
+      luaL_tolstring(L, i, nullptr);
+      lua_replace(L, i);
+    }
+  }
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
   for (int i = 1; i <= n; ++i) {
     size_t len = 0;
-    const char* s = luaL_tolstring(L, i, &len);
-    if (i > 1) out += '.';
-    AppendKeySegment(std::string_view(s, len), out);
-    lua_pop(L, 1);
+    const char* s = lua_tolstring(L, i, &len);
+    if (i > 1) luaL_addchar(&b, '.');
+    size_t from = 0;
+    for (size_t k = 0; k < len; ++k) {
+      if (!KeySegmentNeedsEscape(s[k])) continue;
+      luaL_addlstring(&b, s + from, k - from);
+      const std::string esc = EscapeKeySegment(std::string_view(s + k, 1));
+      luaL_addlstring(&b, esc.data(), esc.size());
+      from = k + 1;
+    }
+    luaL_addlstring(&b, s + from, len - from);
   }
-  lua_pushlstring(L, out.data(), out.size());
+  luaL_pushresult(&b);
   return 1;
 }
 

@@ -1,11 +1,11 @@
 // The record API of the `ledger` object (docs/rule-api.md, "Records"):
 // ledger.record(kind, id [, category]) reads an entity's keys as one nested
-// read-only table (lazily: each field is looked up when it is read), ledger.each(category, pattern)
-// iterates the entities a key pattern matches with their captured ids, ledger.find(category,
-// pattern, value) answers reverse lookups from the view's ValueIndex, and
-// ledger.provenance(record_table, field) gives a field's entry. Ids in keys are
-// escaped key segments (taskledger/base/key_segment.h); everything handed to
-// Lua is unescaped.
+// read-only table (lazily: each field is looked up when it is read),
+// ledger.each(category, pattern) iterates the entities a key pattern matches
+// with their captured ids, ledger.find(category, pattern, value) answers
+// reverse lookups from the view's ValueIndex, and ledger.provenance(record,
+// field) gives a field's entry. Ids in keys are escaped key segments
+// (taskledger/base/key_segment.h); everything handed to Lua is unescaped.
 #include "internal/key_pattern.h"
 #include "internal/ledger_view.h"
 #include "taskledger/base/key_segment.h"

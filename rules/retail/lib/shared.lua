@@ -5,6 +5,19 @@
 
 local M = {}
 
+-- The user ids authenticated in this conversation (the verified identifiers
+-- user.authenticated.<id>), sorted.
+function M.users(ledger)
+  local users = {}
+  for _, key in ipairs(ledger.keys("identifier", "user.authenticated.")) do
+    if ledger.verified("identifier", key) then
+      users[#users + 1] = tostring(ledger.identifier(key))
+    end
+  end
+  table.sort(users)
+  return users
+end
+
 -- The user this conversation serves: its one authenticated user, or nil when
 -- none or several were authenticated (retail.auth_before_action and
 -- retail.single_user deny those calls; see identity.lua).

@@ -12,43 +12,29 @@
 local shared = require("shared")
 local conversation_user, string_list = shared.conversation_user, shared.string_list
 
-local function source_of(ledger, user, method)
-  return ledger.fact(std.key("user", user, "payment", method, "source"))
+-- The payment methods get_user_details listed for `user` (a record: method id →
+-- {source [, balance]}), or nil if the profile was not looked up.
+local function methods_of(ledger, user)
+  local profile = user ~= nil and ledger.record("user", user) or nil
+  return profile and profile.payment
 end
 
--- The methods get_user_details listed for `user`, as an array (empty if the
--- profile was not looked up).
-local function methods_of(ledger, user)
-  local names = {}
-  for method in ledger.each("fact", std.key("user", user, "payment") .. ".{pm}.source") do
-    names[#names + 1] = method
-  end
-  return names
+-- The source of `method` as a payment method of `user` (nil if not one).
+local function source_of(ledger, user, method)
+  return user ~= nil and ledger.fact(std.key("user", user, "payment", method, "source")) or nil
 end
 
 -- The user a tool output showed owning `method` (a profile listing it, or an
 -- order paid with it), preferring `user` itself; nil if no output showed it.
 local function owner_of(ledger, method, user)
-  local found = nil
-  local pm = std.escape(method)
+  local pm, holders = std.escape(method), {}
   for holder in ledger.each("fact", "user.{u}.payment." .. pm .. ".source") do
-    if holder == user then
-      return user
-    end
-    found = found or holder
+    holders[#holders + 1] = holder
   end
   for order_id in ledger.each("fact", "order.{o}.paid_with." .. pm) do
-    local holder = ledger.fact(std.key("order", order_id, "user_id"))
-    if holder == user then
-      return user
-    end
-    found = found or holder
+    holders[#holders + 1] = ledger.record("order", order_id).user_id
   end
-  return found
-end
-
-local function money(x)
-  return string.format("%.2f", x)
+  return std.contains(holders, user) and user or holders[1]
 end
 
 rule {
@@ -58,20 +44,16 @@ rule {
   priority = 45,
   description = "Pay or refund only with a payment method of the authenticated user.",
   check = function(call, ledger)
-    local user = conversation_user(ledger)
-    if user == nil then
-      return allow()  -- retail.auth_before_action or retail.single_user denies
-    end
-    local method = tostring(call.args.payment_method_id)
-    if source_of(ledger, user, method) ~= nil then
+    -- No user: retail.auth_before_action or retail.single_user denies.
+    local user, method = conversation_user(ledger), tostring(call.args.payment_method_id)
+    if user == nil or source_of(ledger, user, method) ~= nil then
       return allow()
     end
-    local owner = owner_of(ledger, method, user)
-    local methods = methods_of(ledger, user)
-    if owner == user or (owner == nil and #methods == 0) then
+    local owner, methods = owner_of(ledger, method, user), methods_of(ledger, user)
+    if owner == user or (owner == nil and methods == nil) then
       return allow()
     end
-    local own = #methods > 0 and " (" .. table.concat(methods, ", ") .. ")" or ""
+    local own = methods and " (" .. table.concat(std.keys(methods), ", ") .. ")" or ""
     return deny(method .. " is not a payment method of " .. user .. ": use one of the " ..
                 "user's own payment methods" .. own)
   end,
@@ -97,22 +79,21 @@ rule {
 -- What the call's payment method has to pay: the order total for a payment
 -- change, else the price difference of the new items; nil if not known.
 local function amount_due(call, ledger)
-  local order_id = tostring(call.args.order_id)
+  local order = ledger.record("order", tostring(call.args.order_id)) or {}
   if call.tool == "modify_pending_order_payment" then
-    return ledger.fact(std.key("order", order_id, "total"))
+    return order.total
   end
   local old, new = string_list(call.args.item_ids), string_list(call.args.new_item_ids)
-  if old == nil or new == nil or #old ~= #new then
+  if order.item == nil or old == nil or new == nil or #old ~= #new then
     return nil
   end
   local due = 0
   for i = 1, #old do
-    local was = ledger.fact(std.key("order", order_id, "item", old[i], "price"))
-    local now = ledger.fact(std.key("item", new[i], "price"))
-    if type(was) ~= "number" or type(now) ~= "number" then
+    local was, now = order.item[old[i]], ledger.record("item", new[i])
+    if type(was and was.price) ~= "number" or type(now and now.price) ~= "number" then
       return nil
     end
-    due = due + now - was
+    due = due + now.price - was.price
   end
   return due
 end
@@ -125,17 +106,16 @@ rule {
   description = "A gift card must have enough balance for what it pays: the order total, or "
              .. "the price difference of the new items.",
   check = function(call, ledger)
-    local user = conversation_user(ledger)
-    local method = tostring(call.args.payment_method_id)
-    if user == nil or source_of(ledger, user, method) ~= "gift_card" then
+    local user, method = conversation_user(ledger), tostring(call.args.payment_method_id)
+    if source_of(ledger, user, method) ~= "gift_card" then
       return allow()
     end
     local due = amount_due(call, ledger)
-    local balance = ledger.fact(std.key("user", user, "payment", method, "balance"))
+    local balance = methods_of(ledger, user)[method].balance
     if type(due) == "number" and type(balance) == "number" and balance + 1e-9 < due then
-      return deny("gift card " .. method .. " has a balance of " .. money(balance) ..
-                  ", less than the " .. money(due) .. " it would have to pay: ask the user " ..
-                  "for another payment method")
+      return deny(string.format("gift card %s has a balance of %.2f, less than the %.2f it " ..
+                                "would have to pay: ask the user for another payment method",
+                                method, balance, due))
     end
     return allow()
   end,
@@ -148,11 +128,9 @@ rule {
   description = "A refund goes to the original payment method of the order or to an existing "
              .. "gift card of the user.",
   check = function(call, ledger)
-    local order_id = tostring(call.args.order_id)
-    local method = tostring(call.args.payment_method_id)
+    local order_id, method = tostring(call.args.order_id), tostring(call.args.payment_method_id)
     local original = ledger.fact(std.key("order", order_id, "original_payment_method"))
-    local user = conversation_user(ledger)
-    local source = user ~= nil and source_of(ledger, user, method) or nil
+    local source = source_of(ledger, conversation_user(ledger), method)
     if original == nil or original == method or source == nil or source == "gift_card" then
       return allow()
     end

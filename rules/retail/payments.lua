@@ -79,10 +79,11 @@ rule {
 -- What the call's payment method has to pay: the order total for a payment
 -- change, else the price difference of the new items; nil if not known.
 local function amount_due(call, ledger)
-  local order = ledger.record("order", tostring(call.args.order_id)) or {}
+  local order_id = tostring(call.args.order_id)
   if call.tool == "modify_pending_order_payment" then
-    return order.total
+    return ledger.fact(std.key("order", order_id, "total"))
   end
+  local order = ledger.record("order", order_id) or {}
   local old, new = string_list(call.args.item_ids), string_list(call.args.new_item_ids)
   if order.item == nil or old == nil or new == nil or #old ~= #new then
     return nil
@@ -111,7 +112,7 @@ rule {
       return allow()
     end
     local due = amount_due(call, ledger)
-    local balance = methods_of(ledger, user)[method].balance
+    local balance = ledger.fact(std.key("user", user, "payment", method, "balance"))
     if type(due) == "number" and type(balance) == "number" and balance + 1e-9 < due then
       return deny(string.format("gift card %s has a balance of %.2f, less than the %.2f it " ..
                                 "would have to pay: ask the user for another payment method",

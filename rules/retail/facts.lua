@@ -23,42 +23,36 @@ local required_arguments = {
   modify_user_address = {"user_id"},
 }
 
-local function known(ledger, key)
+-- True if the fact at std.key(...) is live and verified (a tool showed it).
+local function known(ledger, ...)
+  local key = std.key(...)
   return ledger.fact(key) ~= nil and ledger.verified("fact", key)
 end
 
 -- What is missing for the order and its items, or nil.
 local function missing_order_facts(call, ledger)
-  local order_id = call.args.order_id
-  if order_id == nil then
+  if call.args.order_id == nil then
     return nil
   end
-  order_id = tostring(order_id)
-  local order = std.key("order", order_id)
-  if not known(ledger, order .. ".status") or not known(ledger, order .. ".user_id") then
+  local order_id = tostring(call.args.order_id)
+  if not known(ledger, "order", order_id, "status") or
+     not known(ledger, "order", order_id, "user_id") then
     return "look up order " .. order_id .. " with get_order_details (its status, owner, " ..
            "items and payment) before changing it"
   end
-  local old, new = string_list(call.args.item_ids), string_list(call.args.new_item_ids)
-  if old == nil then
-    return nil
-  end
-  for i = 1, #old do
-    local item = old[i]
-    if not known(ledger, std.key("order", order_id, "item", item, "price")) then
+  local new = string_list(call.args.new_item_ids) or {}
+  for i, item in ipairs(string_list(call.args.item_ids) or {}) do
+    if not known(ledger, "order", order_id, "item", item, "price") then
       return "item " .. item .. " is not an item of order " .. order_id .. ": use the item " ..
              "ids get_order_details lists for the order"
     end
-    local replacement = new ~= nil and new[i] or nil
-    if replacement ~= nil then
-      local facts = std.key("item", replacement)
-      if not known(ledger, facts .. ".product_id") or not known(ledger, facts .. ".available") or
-         not known(ledger, facts .. ".price") then
-        local product = ledger.fact(std.key("item", item, "product_id"))
-        return "item " .. replacement .. " was not shown by get_product_details: look up " ..
-               "product " .. tostring(product) .. " (the product of item " .. item ..
-               ") and pick one of its variants"
-      end
+    local variant = new[i]
+    if variant ~= nil and not (known(ledger, "item", variant, "product_id") and
+                               known(ledger, "item", variant, "available") and
+                               known(ledger, "item", variant, "price")) then
+      return "item " .. variant .. " was not shown by get_product_details: look up product " ..
+             tostring(ledger.fact(std.key("item", item, "product_id"))) .. " (the product " ..
+             "of item " .. item .. ") and pick one of its variants"
     end
   end
   return nil
@@ -78,7 +72,7 @@ rule {
     end
     for _, name in ipairs({"item_ids", "new_item_ids"}) do
       local list = call.args[name]
-      if list ~= nil and (string_list(list) == nil or #string_list(list) == 0) then
+      if list ~= nil and #(string_list(list) or {}) == 0 then
         return deny(name .. " must be a non-empty list of item ids")
       end
     end
@@ -86,10 +80,9 @@ rule {
     if missing ~= nil then
       return deny(missing)
     end
-    local method = call.args.payment_method_id
-    local user = conversation_user(ledger)
+    local method, user = call.args.payment_method_id, conversation_user(ledger)
     if method ~= nil and user ~= nil and
-       not known(ledger, std.key("user", user, "payment", method, "source")) then
+       not known(ledger, "user", user, "payment", method, "source") then
       return deny("look up the payment methods of " .. user .. " with get_user_details and " ..
                   "use one of them")
     end

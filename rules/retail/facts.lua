@@ -23,6 +23,9 @@ local required_arguments = {
   modify_user_address = {"user_id"},
 }
 
+-- Arguments that are lists of item ids; an empty table (not allocated per check).
+local list_arguments, none = {"item_ids", "new_item_ids"}, {}
+
 -- True if the fact at std.key(...) is live and verified (a tool showed it).
 local function known(ledger, ...)
   local key = std.key(...)
@@ -40,8 +43,8 @@ local function missing_order_facts(call, ledger)
     return "look up order " .. order_id .. " with get_order_details (its status, owner, " ..
            "items and payment) before changing it"
   end
-  local new = string_list(call.args.new_item_ids) or {}
-  for i, item in ipairs(string_list(call.args.item_ids) or {}) do
+  local new = string_list(call.args.new_item_ids) or none
+  for i, item in ipairs(string_list(call.args.item_ids) or none) do
     if not known(ledger, "order", order_id, "item", item, "price") then
       return "item " .. item .. " is not an item of order " .. order_id .. ": use the item " ..
              "ids get_order_details lists for the order"
@@ -65,12 +68,12 @@ rule {
   description = "Before a write, look up with the tools every fact the policy checks for it: "
              .. "the order, the products of new items, the user's payment methods.",
   check = function(call, ledger)
-    for _, name in ipairs(required_arguments[call.tool] or {}) do
+    for _, name in ipairs(required_arguments[call.tool] or none) do
       if call.args[name] == nil then
         return deny(call.tool .. " needs the argument " .. name)
       end
     end
-    for _, name in ipairs({"item_ids", "new_item_ids"}) do
+    for _, name in ipairs(list_arguments) do
       local list = call.args[name]
       if list ~= nil and #(string_list(list) or {}) == 0 then
         return deny(name .. " must be a non-empty list of item ids")
@@ -80,9 +83,9 @@ rule {
     if missing ~= nil then
       return deny(missing)
     end
-    local method, user = call.args.payment_method_id, conversation_user(ledger)
-    if method ~= nil and user ~= nil and
-       not known(ledger, "user", user, "payment", method, "source") then
+    local method = call.args.payment_method_id
+    local user = method ~= nil and conversation_user(ledger) or nil
+    if user ~= nil and not known(ledger, "user", user, "payment", method, "source") then
       return deny("look up the payment methods of " .. user .. " with get_user_details and " ..
                   "use one of them")
     end

@@ -21,9 +21,11 @@ local alternatives = {
 -- True once the order's items were modified: its status says so, or this
 -- conversation already ran modify_pending_order_items on it.
 local function items_modified(ledger, order_id)
-  return order_id ~= nil and
-         (ledger.calls("modify_pending_order_items", "order_id", order_id) > 0 or
-          string.find(tostring(status_of(ledger, order_id)), "pending (", 1, true) == 1)
+  if order_id == nil or ledger.calls("modify_pending_order_items", "order_id", order_id) > 0 then
+    return order_id ~= nil
+  end
+  local status = status_of(ledger, order_id)
+  return status ~= "pending" and string.find(tostring(status), "pending (", 1, true) == 1
 end
 
 -- A rule allowing the tools in `tools` only on an order whose status is `wanted`.

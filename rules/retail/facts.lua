@@ -26,9 +26,8 @@ local required_arguments = {
 -- Arguments that are lists of item ids; an empty table (not allocated per check).
 local list_arguments, none = {"item_ids", "new_item_ids"}, {}
 
--- True if the fact at std.key(...) is live and verified (a tool showed it).
-local function known(ledger, ...)
-  local key = std.key(...)
+-- True if the fact at `key` is live and verified (a tool showed it).
+local function known(ledger, key)
   return ledger.fact(key) ~= nil and ledger.verified("fact", key)
 end
 
@@ -38,21 +37,22 @@ local function missing_order_facts(call, ledger)
     return nil
   end
   local order_id = tostring(call.args.order_id)
-  if not known(ledger, "order", order_id, "status") or
-     not known(ledger, "order", order_id, "user_id") then
+  local order = std.key("order", order_id)
+  if not known(ledger, order .. ".status") or not known(ledger, order .. ".user_id") then
     return "look up order " .. order_id .. " with get_order_details (its status, owner, " ..
            "items and payment) before changing it"
   end
   local new = string_list(call.args.new_item_ids) or none
   for i, item in ipairs(string_list(call.args.item_ids) or none) do
-    if not known(ledger, "order", order_id, "item", item, "price") then
+    if not known(ledger, std.key("order", order_id, "item", item, "price")) then
       return "item " .. item .. " is not an item of order " .. order_id .. ": use the item " ..
              "ids get_order_details lists for the order"
     end
     local variant = new[i]
-    if variant ~= nil and not (known(ledger, "item", variant, "product_id") and
-                               known(ledger, "item", variant, "available") and
-                               known(ledger, "item", variant, "price")) then
+    local facts = variant ~= nil and std.key("item", variant) or nil
+    if facts ~= nil and not (known(ledger, facts .. ".product_id") and
+                             known(ledger, facts .. ".available") and
+                             known(ledger, facts .. ".price")) then
       return "item " .. variant .. " was not shown by get_product_details: look up product " ..
              tostring(ledger.fact(std.key("item", item, "product_id"))) .. " (the product " ..
              "of item " .. item .. ") and pick one of its variants"
@@ -85,7 +85,7 @@ rule {
     end
     local method = call.args.payment_method_id
     local user = method ~= nil and conversation_user(ledger) or nil
-    if user ~= nil and not known(ledger, "user", user, "payment", method, "source") then
+    if user ~= nil and not known(ledger, std.key("user", user, "payment", method, "source")) then
       return deny("look up the payment methods of " .. user .. " with get_user_details and " ..
                   "use one of them")
     end

@@ -13,9 +13,19 @@
 // npm-installed into <this executable's folder>/policy-peers on first use.
 // Without node/npm or network the peer keys are omitted and stderr says why.
 //
+// Records: one rule finding the orders of a user on a 2,000-entry ledger (100
+// orders, 20 users), with ledger.find + ledger.record against the 0.1 way
+// (ledger.keys over every order key and string slicing); "new view" checks
+// see a new state each time (one entry changed), so the find index follows
+// by diffing.
+//
+// Retail: the rules/retail pack on 2,000 and 100-entry ledgers (policy_retail.h).
+//
 // Usage: bench_policy [--iterations N] [--no-peers]
 // The last stdout line is JSON: {"check_p50_us", "check_p99_us",
-// "check_new_view_p50_us", "cedar_wasm_p50_us", "cel_js_p50_us", ...}.
+// "check_new_view_p50_us", "records_find_p50_us", "records_find_new_view_p50_us",
+// "records_scan_p50_us", "retail_check_p50_us", "retail_check_p99_us",
+// "retail_small_check_p50_us", "retail_growth_p50", "cedar_wasm_p50_us", ...}.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -28,6 +38,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "policy_retail.h"
 
 #include "taskledger/pack/rule_pack.h"
 #include "taskledger/policy/checker.h"
@@ -126,6 +138,95 @@ LedgerState BuildLedger() {
   s.calls.push_back({11, "c0", "cancel_pending_order", {{"order_id", "#W1"}}, true, "ok"});
   s.calls.push_back({11, "c1", "get_order_details", {{"order_id", "#W1"}}, false, "ok"});
   return s;
+}
+
+double Percentile(std::vector<double>& v, double p);
+
+const char* kFindRule = R"lua(
+rule { id = "r.find", tools = {"cancel_pending_order"}, check = function(call, ledger)
+  local n = 0
+  for _, id in ipairs(ledger.find("fact", "order.{id}.user_id", call.args.user_id)) do
+    if ledger.record("order", id).status == "pending" then n = n + 1 end
+  end
+  if n ~= 5 then return deny("expected 5 pending orders, got " .. n) end
+  return allow() end }
+)lua";
+
+const char* kScanRule = R"lua(
+rule { id = "r.scan", tools = {"cancel_pending_order"}, check = function(call, ledger)
+  local n = 0
+  local suffix = ".user_id"
+  for _, key in ipairs(ledger.keys("fact", "order.")) do
+    if string.sub(key, -#suffix) == suffix and ledger.fact(key) == call.args.user_id then
+      local id = string.sub(key, #"order." + 1, -#suffix - 1)
+      if ledger.fact("order." .. id .. ".status") == "pending" then n = n + 1 end
+    end
+  end
+  if n ~= 5 then return deny("expected 5 pending orders, got " .. n) end
+  return allow() end }
+)lua";
+
+// 100 orders of 20 users with 18 fields each, plus 200 other entries: 2,000.
+LedgerState BuildRecordsLedger() {
+  LedgerState s;
+  s.version = 40;
+  auto put = [&](std::string key, nlohmann::json v) {
+    Entry e;
+    e.value = std::move(v);
+    e.provenance.source = SourceKind::kToolOutput;
+    e.provenance.verified = true;
+    s.of(Category::kFact)[std::move(key)] = std::move(e);
+  };
+  for (int i = 0; i < 100; ++i) {
+    std::string o = "order.#W" + std::to_string(1000 + i) + ".";
+    put(o + "status", i % 2 == 0 ? "pending" : "delivered");
+    put(o + "user_id", "user_" + std::to_string(i % 20));
+    for (int k = 0; k < 4; ++k) {
+      std::string item = o + "item." + std::to_string(100 * i + k) + ".";
+      put(item + "price", 10.5 + k);
+      put(item + "product_id", "p" + std::to_string(k));
+      put(item + "options", "size " + std::to_string(k));
+      put(item + "name", "thing " + std::to_string(k));
+    }
+  }
+  for (int i = 0; i < 20; ++i) {
+    for (int k = 0; k < 10; ++k) {
+      put("user.user_" + std::to_string(i) + ".f" + std::to_string(k), k);
+    }
+  }
+  return s;
+}
+
+// p50 of `iterations` checks of `rule` (new state per check if new_view).
+double MeasureRecords(const char* rule, int iterations, bool new_view) {
+  auto pack = RulePack::FromFiles(
+      {{"pack.json", R"({"name": "bench", "tools": {"writes": ["cancel_pending_order"]}})"},
+       {"rules.lua", rule}});
+  if (!pack) std::abort();
+  auto checker = PolicyChecker::Create(pack.value());
+  if (!checker) std::abort();
+  LedgerState state = BuildRecordsLedger();
+  ProposedCall call{"c", "cancel_pending_order", {{"user_id", "user_4"}}};
+  std::vector<double> us;
+  uint64_t generation = 1;
+  for (int i = 0; i < iterations + 500; ++i) {
+    if (new_view) {
+      ++state.version;
+      Entry e;
+      e.value = i;
+      state.of(Category::kFact)["user.user_7.visits"] = std::move(e);
+    }
+    ViewKey key{"records", new_view ? ++generation : 1};
+    auto t0 = std::chrono::steady_clock::now();
+    PolicyDecision d = checker.value()->Check(call, state, key, kNow);
+    auto t1 = std::chrono::steady_clock::now();
+    if (!d.allowed()) {
+      std::cerr << "records fixture is wrong: " << d.reason << "\n";
+      std::abort();
+    }
+    if (i >= 500) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+  }
+  return Percentile(us, 0.5);
 }
 
 double Percentile(std::vector<double>& v, double p) {
@@ -243,7 +344,14 @@ int main(int argc, char** argv) {
       {"rules", 10},
       {"ledger_entries", state.size()},
       {"iterations", iterations},
+      {"records_find_p50_us", MeasureRecords(kFindRule, iterations, false)},
+      {"records_find_new_view_p50_us", MeasureRecords(kFindRule, iterations, true)},
+      {"records_scan_p50_us", MeasureRecords(kScanRule, iterations, false)},
   };
+  if (nlohmann::json retail = bench_retail::RetailNumbers(iterations, Percentile);
+      retail.is_object()) {
+    out.update(retail);
+  }
   std::cout << "policy check, 10 rules, " << state.size() << "-entry ledger, view reused: p50 "
             << out["check_p50_us"] << " us, p99 " << out["check_p99_us"] << " us\n";
   if (peers) {

@@ -54,6 +54,7 @@ nlohmann::json EncodeDecision(const PolicyDecision& d) {
     nlohmann::json e = {
         {"id", r.rule_id}, {"outcome", OutcomeName(r.outcome)}, {"reason", r.reason}};
     if (r.error) e["error"] = true;
+    if (!r.log.empty()) e["log"] = r.log;
     rules.push_back(std::move(e));
   }
   return {{"decision", OutcomeName(d.outcome)},
@@ -142,15 +143,23 @@ int RunPolicyTest(const PolicyTestOptions& o) {
         continue;
       }
       bad_case ? ++malformed : ++failed;
+      // What the rules wrote with log() (cases given a "state"; a case
+      // replayed from "events" reports the decision without its rules).
+      nlohmann::json logs = nlohmann::json::array();
+      for (const RuleEvaluation& r : decision.rules) {
+        for (const std::string& line : r.log) logs.push_back(r.rule_id.str() + ": " + line);
+      }
       failures.push_back({{"file", path},
                           {"case", name},
                           {"message", problem.ToString()},
                           {"decision", OutcomeName(decision.outcome)},
                           {"rule", decision.rule_id},
-                          {"reason", decision.reason}});
+                          {"reason", decision.reason},
+                          {"log", logs}});
       if (!o.common.json) {
         // MatchExpectation's message already says what the decision was.
         std::cout << (bad_case ? "ERROR " : "FAIL ") << where << ": " << problem.message() << "\n";
+        for (const auto& line : logs) std::cout << "  log " << line.get<std::string>() << "\n";
       }
     }
   }

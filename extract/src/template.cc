@@ -4,6 +4,8 @@
 
 #include <cassert>
 
+#include "taskledger/base/key_segment.h"
+
 namespace taskledger::extract_internal {
 namespace {
 
@@ -135,9 +137,11 @@ const nlohmann::json* Template::ResolveSingle(const MatchContext& ctx) const {
   return ctx.chain ? p.pointer.Resolve(ctx.matched()) : nullptr;
 }
 
-bool Template::Render(const MatchContext& ctx, std::string& out, std::string* unresolved) const {
+bool Template::Render(const MatchContext& ctx, std::string& out, std::string* unresolved,
+                      bool escape_ids) const {
   for (const Part& p : parts_) {
     const nlohmann::json* node = nullptr;
+    const size_t start = out.size();
     switch (p.kind) {
       case Kind::kLiteral:
         out += p.text;
@@ -151,6 +155,7 @@ bool Template::Render(const MatchContext& ctx, std::string& out, std::string* un
           } else {
             out += c.text;
           }
+          if (escape_ids) EscapeKeySegmentTail(out, start);
           continue;
         }
         break;
@@ -169,7 +174,10 @@ bool Template::Render(const MatchContext& ctx, std::string& out, std::string* un
         if (ctx.chain != nullptr) node = p.pointer.Resolve(ctx.matched());
         break;
     }
-    if (node != nullptr && AppendScalar(*node, out)) continue;
+    if (node != nullptr && AppendScalar(*node, out)) {
+      if (escape_ids) EscapeKeySegmentTail(out, start);
+      continue;
+    }
     if (unresolved != nullptr) {
       switch (p.kind) {
         case Kind::kCapture:

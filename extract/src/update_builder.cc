@@ -153,7 +153,7 @@ BuildOutcome BuildUpdate(const UpdateSpec& spec, const MatchContext& ctx,
   };
   // Rendered in place: `out` is the caller's to discard if this fails.
   out.key.reserve(64);
-  if (!spec.key.Render(ctx, out.key, &unresolved)) {
+  if (!spec.key.Render(ctx, out.key, &unresolved, /*escape_ids=*/true)) {
     return skip("key placeholder " + unresolved + " did not resolve to a scalar");
   }
   if (out.key.empty()) return skip("key rendered empty");

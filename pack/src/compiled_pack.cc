@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "taskledger/pack/lua/lua_json.h"
+#include "taskledger/pack/lua/lua_std.h"
 
 namespace taskledger::lua {
 namespace {
@@ -128,12 +129,73 @@ int DeclareExtractor(lua_State* L) {
   return 0;
 }
 
+constexpr const char* kModules = "taskledger.modules";
+const char kLoading = 0;  // a module's cache slot while it runs (cycle detection)
+
+// require(name): lib/<name>.lua, run once; its result is cached.
+int Require(lua_State* L) {
+  CompiledPack& pack = PackOf(L);
+  size_t n = 0;
+  const char* s = luaL_checklstring(L, 1, &n);
+  std::string name(s, n);
+  if (name.empty() || name.size() > 200 ||
+      name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-/") !=
+          std::string::npos ||
+      name.find("//") != std::string::npos || name.front() == '/') {
+    RaiseError(L, "require: '" + name + "' is not a library name (letters, digits, _ - /)");
+  }
+  lua_settop(L, 1);
+  lua_getfield(L, LUA_REGISTRYINDEX, kModules);
+  lua_pushvalue(L, 1);
+  if (lua_rawget(L, 2) != LUA_TNIL) {
+    if (lua_touserdata(L, -1) == &kLoading)
+      RaiseError(L, "require: '" + name + "' requires itself");
+    return 1;
+  }
+  lua_pop(L, 1);
+  const std::string path = "lib/" + name + ".lua";
+  const PackFile* file = nullptr;
+  for (const PackFile* f : pack.lib_files) {
+    if (f->path == path) file = f;
+  }
+  if (file == nullptr) RaiseError(L, "require: the pack has no " + path);
+  Sandbox& box = *pack.sandbox;
+  box.LoadChunk(path, file->contents);  // a syntax error raises here, before any state changes
+  lua_pushvalue(L, 1);
+  lua_pushlightuserdata(L, const_cast<char*>(&kLoading));
+  lua_rawset(L, 2);
+  const bool declaring = box.declaring();
+  box.SetDeclaring(false);  // a library returns what it shares; it declares no globals
+  // Protected, so the cache slot and the declaring flag are restored before
+  // the error goes on (a budget kill re-fires in the caller's code anyway).
+  if (lua_pcall(L, 0, 1, 0) != LUA_OK) {
+    box.SetDeclaring(declaring);
+    lua_pushvalue(L, 1);
+    lua_pushnil(L);
+    lua_rawset(L, 2);
+    lua_error(L);
+  }
+  box.SetDeclaring(declaring);
+  if (lua_isnil(L, -1)) {
+    lua_pop(L, 1);
+    lua_pushboolean(L, 1);
+  }
+  lua_pushvalue(L, 1);
+  lua_pushvalue(L, -2);
+  lua_rawset(L, 2);
+  return 1;
+}
+
+int DiscardLog(lua_State*) { return 0; }
+
 }  // namespace
 
 Result<std::unique_ptr<CompiledPack>> CompilePack(const std::vector<const PackFile*>& lua_files,
                                                   const CheckerLimits& limits,
-                                                  const std::function<void(lua_State*)>& install) {
+                                                  const std::function<void(lua_State*)>& install,
+                                                  const std::vector<const PackFile*>& lib_files) {
   auto pack = std::make_unique<CompiledPack>();
+  pack->lib_files = lib_files;
   Result<std::unique_ptr<Sandbox>> sb = Sandbox::Create(limits);
   if (!sb) return sb.error();
   pack->sandbox = std::move(sb.value());
@@ -146,6 +208,15 @@ Result<std::unique_ptr<CompiledPack>> CompilePack(const std::vector<const PackFi
     lua_pushlightuserdata(L, raw);
     lua_pushcclosure(L, DeclareExtractor, 1);
     box.DefineGlobal("extractor");
+    InstallStd(box, L);
+    lua_pushcfunction(L, DiscardLog);
+    box.DefineGlobal("log");
+    box.AllowOverride("log");
+    lua_createtable(L, 0, 0);
+    lua_setfield(L, LUA_REGISTRYINDEX, kModules);
+    lua_pushlightuserdata(L, raw);
+    lua_pushcclosure(L, Require, 1);
+    box.DefineGlobal("require");
     if (install) install(L);
   });
   if (!st.ok()) return Status::Internal("setting up the rule API: " + st.message());

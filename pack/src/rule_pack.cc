@@ -161,6 +161,8 @@ Result<std::shared_ptr<const RulePack>> RulePack::Build(std::vector<PackFile> fi
       pack->tests_.emplace(f.path, std::move(j));
     } else if (EndsWith(f.path, ".lua") && f.path.find('/') == std::string::npos) {
       pack->lua_files_.push_back(&f);
+    } else if (EndsWith(f.path, ".lua") && f.path.rfind("lib/", 0) == 0) {
+      pack->lib_files_.push_back(&f);
     }
   }
   if (manifest == nullptr) return Status::NotFound("rule pack has no pack.json");
@@ -192,7 +194,7 @@ Result<std::shared_ptr<const RulePack>> RulePack::Build(std::vector<PackFile> fi
 
   // Run the Lua once now, so a broken pack fails to load instead of failing
   // every decision later.
-  auto compiled = lua::CompilePack(pack->lua_files_, CheckerLimits{});
+  auto compiled = lua::CompilePack(pack->lua_files_, CheckerLimits{}, nullptr, pack->lib_files_);
   if (!compiled) return compiled.error();
   for (const auto& r : compiled.value()->rules) pack->rules_.push_back(r.info);
   for (const auto& x : compiled.value()->extractors) pack->extractors_.push_back(x.info);

@@ -4,6 +4,7 @@
 // docs/rule-api.md, "Sandbox"). Not thread-safe: one per thread.
 #include "taskledger/pack/lua/sandbox.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -307,7 +308,9 @@ int Sandbox::EnvNewIndex(lua_State* L) {
   }
   lua_pushvalue(L, 2);
   if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) {
-    RaiseError(L, "global '" + name + "' is already defined");
+    auto o = std::find(sb.overridable_.begin(), sb.overridable_.end(), name);
+    if (o == sb.overridable_.end()) RaiseError(L, "global '" + name + "' is already defined");
+    sb.overridable_.erase(o);
   }
   lua_pop(L, 1);
   lua_settop(L, 3);

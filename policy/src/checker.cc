@@ -164,6 +164,7 @@ void PolicyChecker::Impl::Decide(PolicyDecision& d, const ProposedCall& call,
   // and `current` says whose it was.
   constexpr size_t kNone = static_cast<size_t>(-1);
   size_t current = kNone;
+  runtime->log.Reset();
   sb.ArmBudget(limits.instruction_budget, start);
   Status st = sb.Protected([&](lua_State* L) {
     runtime->call_view.Push(L, call);
@@ -201,6 +202,7 @@ void PolicyChecker::Impl::Decide(PolicyDecision& d, const ProposedCall& call,
       ev.rule_id = rule.id;
       ev.outcome = out;
       if (out != Outcome::kAllow) ev.reason = Truncate(std::string(verdict->text));
+      ev.log = runtime->log.Take(false);
       lua_settop(L, top);
       if (out == Outcome::kDeny) break;
     }
@@ -223,9 +225,14 @@ void PolicyChecker::Impl::Decide(PolicyDecision& d, const ProposedCall& call,
     ev.outcome = Outcome::kDeny;
     ev.error = true;
     ev.reason = Truncate("policy error in rule " + id.str() + ": " + st.message());
+    ev.log = runtime->log.Take(true);
     d.rule_id = id;
     d.reason = ev.reason;
     return;
+  }
+  if (!d.rules.empty()) {
+    std::vector<std::string> rest = runtime->log.Take(true);  // the "dropped" note, if any
+    d.rules.back().log.insert(d.rules.back().log.end(), rest.begin(), rest.end());
   }
   const RuleEvaluation* decider = nullptr;
   for (const RuleEvaluation& ev : d.rules) {

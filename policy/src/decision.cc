@@ -34,6 +34,7 @@ nlohmann::json DecisionLogRecord(const PolicyDecision& d, const ProposedCall& ca
     nlohmann::json e = {
         {"id", r.rule_id}, {"outcome", OutcomeName(r.outcome)}, {"reason", r.reason}};
     if (r.error) e["error"] = true;
+    if (!r.log.empty()) e["log"] = r.log;
     rules.push_back(std::move(e));
   }
   return {

@@ -21,6 +21,8 @@ constexpr size_t kMaxCachedValues = 256;
 // Stands for "no live entry" in a value cache (nil cannot be stored).
 const char kAbsent = 0;
 
+}  // namespace
+
 Category CheckCategory(lua_State* L, int idx, const char* fn) {
   size_t n = 0;
   const char* s = lua_type(L, idx) == LUA_TSTRING ? lua_tolstring(L, idx, &n) : nullptr;
@@ -41,6 +43,8 @@ std::string_view CheckKey(lua_State* L, int idx, const char* fn) {
   const char* s = lua_tolstring(L, idx, &n);
   return {s, n};
 }
+
+namespace {
 
 bool ActionMatches(const nlohmann::json& action, const ProposedCall& call) {
   if (action.is_null()) return true;
@@ -84,6 +88,12 @@ void LedgerView::Install(lua_State* L) {
   add("observed", Observed, -1);
   add("confirmed", Confirmed, -1);
   add("calls", Calls, -1);
+  add("record", Record, -1);
+  add("each", Each, -1);
+  add("find", Find, -1);
+  add("provenance", Provenance, -1);
+  add("recorded_calls", RecordedCalls, -1);
+  InstallRecordApi(L);
   lua_pushinteger(L, 0);
   lua_setfield(L, -2, "version");
   lua_pushinteger(L, 1);
@@ -248,35 +258,39 @@ int LedgerView::Value(lua_State* L) {
   return 1;
 }
 
+void PushEntryTable(lua_State* L, const Entry& e) {
+  lua_createtable(L, 0, 8);
+  PushCopy(L, e.value);
+  lua_setfield(L, -2, "value");
+  lua_pushinteger(L, static_cast<lua_Integer>(e.provenance.turn));
+  lua_setfield(L, -2, "turn");
+  std::string_view source = SourceKindName(e.provenance.source);
+  lua_pushlstring(L, source.data(), source.size());
+  lua_setfield(L, -2, "source");
+  lua_pushlstring(L, e.provenance.source_id.data(), e.provenance.source_id.size());
+  lua_setfield(L, -2, "source_id");
+  lua_pushboolean(L, e.provenance.verified);
+  lua_setfield(L, -2, "verified");
+  lua_pushlstring(L, e.provenance.rule_id.data(), e.provenance.rule_id.size());
+  lua_setfield(L, -2, "rule");
+  if (e.expires_at_turn) {
+    lua_pushinteger(L, static_cast<lua_Integer>(*e.expires_at_turn));
+    lua_setfield(L, -2, "expires_at_turn");
+  }
+  if (e.expires_at_ms) {
+    lua_pushinteger(L, static_cast<lua_Integer>(*e.expires_at_ms));
+    lua_setfield(L, -2, "expires_at_ms");
+  }
+}
+
 int LedgerView::EntryOf(lua_State* L) {
   LedgerView& v = Self(L);
   Category c = CheckCategory(L, 1, "ledger.entry");
   const Entry* e = v.Find(c, CheckKey(L, 2, "ledger.entry"));
   if (e == nullptr) {
     lua_pushnil(L);
-    return 1;
-  }
-  lua_createtable(L, 0, 8);
-  PushCopy(L, e->value);
-  lua_setfield(L, -2, "value");
-  lua_pushinteger(L, static_cast<lua_Integer>(e->provenance.turn));
-  lua_setfield(L, -2, "turn");
-  std::string_view source = SourceKindName(e->provenance.source);
-  lua_pushlstring(L, source.data(), source.size());
-  lua_setfield(L, -2, "source");
-  lua_pushlstring(L, e->provenance.source_id.data(), e->provenance.source_id.size());
-  lua_setfield(L, -2, "source_id");
-  lua_pushboolean(L, e->provenance.verified);
-  lua_setfield(L, -2, "verified");
-  lua_pushlstring(L, e->provenance.rule_id.data(), e->provenance.rule_id.size());
-  lua_setfield(L, -2, "rule");
-  if (e->expires_at_turn) {
-    lua_pushinteger(L, static_cast<lua_Integer>(*e->expires_at_turn));
-    lua_setfield(L, -2, "expires_at_turn");
-  }
-  if (e->expires_at_ms) {
-    lua_pushinteger(L, static_cast<lua_Integer>(*e->expires_at_ms));
-    lua_setfield(L, -2, "expires_at_ms");
+  } else {
+    PushEntryTable(L, *e);
   }
   return 1;
 }

@@ -9,10 +9,14 @@ Result<std::unique_ptr<RuleRuntime>> LoadRuleRuntime(const RulePack& pack,
   // Lua closures they create point at them.
   auto runtime = std::make_unique<RuleRuntime>();
   RuleRuntime* raw = runtime.get();
-  auto compiled = lua::CompilePack(pack.lua_files(), limits, [raw](lua_State* L) {
-    raw->view.Install(L);
-    raw->call_view.Install(L);
-  });
+  auto compiled = lua::CompilePack(
+      pack.lua_files(), limits,
+      [raw](lua_State* L) {
+        raw->view.Install(L);
+        raw->call_view.Install(L);
+        raw->log.Install(L);
+      },
+      pack.lib_files());
   if (!compiled) return compiled.error();
   runtime->compiled = std::move(compiled.value());
   return runtime;

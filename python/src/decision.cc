@@ -38,7 +38,9 @@ void RegisterDecisions(py::module_& m) {
       .def_property_readonly(
           "outcome", [](const RuleEvaluation& r) { return std::string(OutcomeName(r.outcome)); })
       .def_readonly("reason", &RuleEvaluation::reason)
-      .def_readonly("error", &RuleEvaluation::error, "True when the rule itself failed (denied).");
+      .def_readonly("error", &RuleEvaluation::error, "True when the rule itself failed (denied).")
+      .def_readonly("log", &RuleEvaluation::log,
+                    "The lines the rule wrote with log() during this check (never in the prompt).");
 
   py::class_<PolicyDecision>(m, "Decision", "The policy gate's answer for one call.")
       .def_property_readonly("allowed", &PolicyDecision::allowed)

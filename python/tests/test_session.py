@@ -239,3 +239,18 @@ def test_the_gil_is_released_while_the_core_works(root, retail_pack):
     # With the GIL held for the whole replay the loop would spin only between
     # the interpreter's 5 ms switch points (~50,000 spins here); it does ~7 million.
     assert spins > 300_000
+
+
+def test_rule_log_lines_reach_the_decision_not_the_message(store, tenant, tmp_path):
+    (tmp_path / "pack.json").write_text('{"name": "logs", "tools": {"writes": ["cancel"]}}')
+    (tmp_path / "rules.lua").write_text(
+        'rule { id = "logs.r", tools = {"cancel"}, check = function(call, ledger)\n'
+        '  log("asked for", call.args.id, ledger.record("order", call.args.id))\n'
+        '  return deny("not now")\n'
+        "end }\n")
+    s = open_session(store, tenant, taskledger.RulePack.load(str(tmp_path)))
+    r = s.handle_tool_call("c1", "cancel", {"id": "#W.1"}, lambda call: {"ok": True})
+    assert not r.executed
+    assert [e.log for e in r.decision.rules] == [["asked for #W.1 nil"]]
+    assert "asked for" not in r.message and r.decision.reason == "not now"
+    assert r.record["rules"][0]["log"] == ["asked for #W.1 nil"]

@@ -5,28 +5,26 @@
 -- rule (lowest priority), so the agent only asks the user to confirm an action
 -- the policy would otherwise allow. Pure function of call and ledger.
 
--- A short description of the action, for the agent to put in front of the user.
+-- A short description of the action, for the agent to put in front of the user:
+-- the tool's template with each {argument} filled in.
+local templates = {
+  cancel_pending_order = "cancel order {order_id} (reason: {reason})",
+  return_delivered_order_items =
+    "return the listed items of order {order_id} with the refund to {payment_method_id}",
+  exchange_delivered_order_items =
+    "exchange the listed items of order {order_id} (price difference via {payment_method_id})",
+  modify_pending_order_items =
+    "modify the listed items of order {order_id} (price difference via {payment_method_id})",
+  modify_pending_order_payment = "pay order {order_id} with {payment_method_id}",
+  modify_pending_order_address = "change the shipping address of order {order_id}",
+  modify_user_address = "change the default address of user {user_id}",
+}
+
 local function describe(call)
-  local a = call.args
-  if call.tool == "cancel_pending_order" then
-    return "cancel order " .. tostring(a.order_id) .. " (reason: " .. tostring(a.reason) .. ")"
-  elseif call.tool == "return_delivered_order_items" then
-    return "return the listed items of order " .. tostring(a.order_id) ..
-           " with the refund to " .. tostring(a.payment_method_id)
-  elseif call.tool == "exchange_delivered_order_items" then
-    return "exchange the listed items of order " .. tostring(a.order_id) ..
-           " (price difference via " .. tostring(a.payment_method_id) .. ")"
-  elseif call.tool == "modify_pending_order_items" then
-    return "modify the listed items of order " .. tostring(a.order_id) ..
-           " (price difference via " .. tostring(a.payment_method_id) .. ")"
-  elseif call.tool == "modify_pending_order_payment" then
-    return "pay order " .. tostring(a.order_id) .. " with " .. tostring(a.payment_method_id)
-  elseif call.tool == "modify_pending_order_address" then
-    return "change the shipping address of order " .. tostring(a.order_id)
-  elseif call.tool == "modify_user_address" then
-    return "change the default address of user " .. tostring(a.user_id)
-  end
-  return call.tool
+  local template = templates[call.tool] or call.tool
+  return (string.gsub(template, "{([%w_]+)}", function(name)
+    return tostring(call.args[name])
+  end))
 end
 
 rule {

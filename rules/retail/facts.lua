@@ -9,6 +9,9 @@
 -- no product looked up) is made up and denied here too. Pure function of call
 -- and ledger.
 
+local shared = require("shared")
+local conversation_user, string_list = shared.conversation_user, shared.string_list
+
 -- The arguments each retail write needs before anything can be checked.
 local required_arguments = {
   cancel_pending_order = {"order_id", "reason"},
@@ -20,42 +23,39 @@ local required_arguments = {
   modify_user_address = {"user_id"},
 }
 
+-- Arguments that are lists of item ids; an empty table (not allocated per check).
+local list_arguments, none = {"item_ids", "new_item_ids"}, {}
+
+-- True if the fact at `key` is live and verified (a tool showed it).
 local function known(ledger, key)
   return ledger.fact(key) ~= nil and ledger.verified("fact", key)
 end
 
 -- What is missing for the order and its items, or nil.
 local function missing_order_facts(call, ledger)
-  local order_id = call.args.order_id
-  if order_id == nil then
+  if call.args.order_id == nil then
     return nil
   end
-  order_id = tostring(order_id)
-  local order = "order." .. order_id
+  local order_id = tostring(call.args.order_id)
+  local order = std.key("order", order_id)
   if not known(ledger, order .. ".status") or not known(ledger, order .. ".user_id") then
     return "look up order " .. order_id .. " with get_order_details (its status, owner, " ..
            "items and payment) before changing it"
   end
-  local old, new = string_list(call.args.item_ids), string_list(call.args.new_item_ids)
-  if old == nil then
-    return nil
-  end
-  for i = 1, #old do
-    local item = old[i]
-    if not known(ledger, order .. ".item." .. item .. ".price") then
+  local new = string_list(call.args.new_item_ids) or none
+  for i, item in ipairs(string_list(call.args.item_ids) or none) do
+    if not known(ledger, std.key("order", order_id, "item", item, "price")) then
       return "item " .. item .. " is not an item of order " .. order_id .. ": use the item " ..
              "ids get_order_details lists for the order"
     end
-    local replacement = new ~= nil and new[i] or nil
-    if replacement ~= nil then
-      local facts = "item." .. replacement
-      if not known(ledger, facts .. ".product_id") or not known(ledger, facts .. ".available") or
-         not known(ledger, facts .. ".price") then
-        local product = ledger.fact("item." .. item .. ".product_id")
-        return "item " .. replacement .. " was not shown by get_product_details: look up " ..
-               "product " .. tostring(product) .. " (the product of item " .. item ..
-               ") and pick one of its variants"
-      end
+    local variant = new[i]
+    local facts = variant ~= nil and std.key("item", variant) or nil
+    if facts ~= nil and not (known(ledger, facts .. ".product_id") and
+                             known(ledger, facts .. ".available") and
+                             known(ledger, facts .. ".price")) then
+      return "item " .. variant .. " was not shown by get_product_details: look up product " ..
+             tostring(ledger.fact(std.key("item", item, "product_id"))) .. " (the product " ..
+             "of item " .. item .. ") and pick one of its variants"
     end
   end
   return nil
@@ -68,14 +68,14 @@ rule {
   description = "Before a write, look up with the tools every fact the policy checks for it: "
              .. "the order, the products of new items, the user's payment methods.",
   check = function(call, ledger)
-    for _, name in ipairs(required_arguments[call.tool] or {}) do
+    for _, name in ipairs(required_arguments[call.tool] or none) do
       if call.args[name] == nil then
         return deny(call.tool .. " needs the argument " .. name)
       end
     end
-    for _, name in ipairs({"item_ids", "new_item_ids"}) do
+    for _, name in ipairs(list_arguments) do
       local list = call.args[name]
-      if list ~= nil and (string_list(list) == nil or #string_list(list) == 0) then
+      if list ~= nil and #(string_list(list) or {}) == 0 then
         return deny(name .. " must be a non-empty list of item ids")
       end
     end
@@ -84,9 +84,8 @@ rule {
       return deny(missing)
     end
     local method = call.args.payment_method_id
-    local user = conversation_user(ledger)
-    if method ~= nil and user ~= nil and
-       not known(ledger, "user." .. user .. ".payment." .. tostring(method) .. ".source") then
+    local user = method ~= nil and conversation_user(ledger) or nil
+    if user ~= nil and not known(ledger, std.key("user", user, "payment", method, "source")) then
       return deny("look up the payment methods of " .. user .. " with get_user_details and " ..
                   "use one of them")
     end

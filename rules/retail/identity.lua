@@ -14,17 +14,7 @@
 -- breaks a rule on the facts it has is denied for what it breaks.
 -- Rules are pure functions of the call and the ledger snapshot; no state.
 
--- The user ids authenticated in this conversation, sorted.
-local function authenticated_users(ledger)
-  local users = {}
-  for _, key in ipairs(ledger.keys("identifier", "user.authenticated.")) do
-    if ledger.verified("identifier", key) then
-      users[#users + 1] = tostring(ledger.identifier(key))
-    end
-  end
-  table.sort(users)
-  return users
-end
+local users_of = require("shared").users
 
 rule {
   id = "retail.auth_before_action",
@@ -33,7 +23,7 @@ rule {
   description = "Authenticate the user (find_user_id_by_email or find_user_id_by_name_zip) "
              .. "before any action, even when the user already gave a user id.",
   check = function(call, ledger)
-    if #authenticated_users(ledger) == 0 then
+    if #users_of(ledger) == 0 then
       return deny("the user is not authenticated yet: before " .. call.tool ..
                   ", ask for their email and look it up with find_user_id_by_email " ..
                   "(or their first name, last name and zip code with find_user_id_by_name_zip)")
@@ -49,7 +39,7 @@ rule {
   description = "Help only the authenticated user of this conversation: no action on another "
              .. "user's profile or orders.",
   check = function(call, ledger)
-    local users = authenticated_users(ledger)
+    local users = users_of(ledger)
     if #users == 0 then
       return deny("no user is authenticated in this conversation; authenticate the user first")
     end
@@ -67,7 +57,7 @@ rule {
     local order_id = call.args.order_id
     if order_id ~= nil then
       -- An order nobody looked up yet is left to retail.facts_from_tools.
-      local key = "order." .. tostring(order_id) .. ".user_id"
+      local key = std.key("order", order_id, "user_id")
       local order_user = ledger.fact(key)
       if order_user ~= nil and ledger.verified("fact", key) and order_user ~= owner then
         return deny("order " .. tostring(order_id) .. " belongs to another user, not to " ..

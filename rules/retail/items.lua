@@ -8,83 +8,74 @@
 -- yet is left to retail.facts_from_tools (see identity.lua). Pure functions of
 -- call and ledger.
 
-local item_tools = {"modify_pending_order_items", "exchange_delivered_order_items"}
+local string_list = require("shared").string_list
 
--- The pairs {old, new} of the call, or nil and what is wrong with the lists.
-local function item_pairs(call)
-  local old, new = string_list(call.args.item_ids), string_list(call.args.new_item_ids)
-  if old == nil or new == nil or #old == 0 or #old ~= #new then
-    return nil, "item_ids and new_item_ids must be two non-empty lists of the same length, " ..
-                "new_item_ids[i] replacing item_ids[i]"
-  end
-  local result = {}
-  for i = 1, #old do
-    result[i] = {old = old[i], new = new[i]}
-  end
-  return result
-end
-
-local function product_label(ledger, product_id)
-  local name = ledger.fact("product." .. product_id .. ".name")
-  if name ~= nil then
-    return tostring(name) .. " (product " .. product_id .. ")"
-  end
-  return "product " .. product_id
-end
-
-rule {
-  id = "retail.same_product_type",
-  tools = item_tools,
-  priority = 55,
-  description = "Each item can only become another option of the same product: no change of "
-             .. "product type.",
-  check = function(call, ledger)
-    local pairs_of_items, problem = item_pairs(call)
-    if pairs_of_items == nil then
-      return deny(problem)
-    end
-    for _, p in ipairs(pairs_of_items) do
-      local product = ledger.fact("item." .. p.old .. ".product_id")
-      local new_product = ledger.fact("item." .. p.new .. ".product_id")
-      if product ~= nil then
-        product = tostring(product)
-        if new_product ~= nil and tostring(new_product) ~= product then
-          return deny("item " .. p.new .. " is a " ..
-                      product_label(ledger, tostring(new_product)) .. ", not a " ..
-                      product_label(ledger, product) .. ": item " .. p.old .. " can only " ..
-                      "become another option of the same product, never another product")
-        end
-        -- get_product_details lists all variants: an item missing there is not one.
-        if new_product == nil and ledger.fact("product." .. product .. ".name") ~= nil then
-          return deny("item " .. p.new .. " is not a variant of " ..
-                      product_label(ledger, product) .. ": item " .. p.old .. " can only " ..
-                      "become one of the variants get_product_details lists for it")
+-- A rule on each pair (old, new) of the call: `judge(ledger, old, new)` returns
+-- why the pair is denied, or nil.
+local function item_rule(id, priority, description, judge)
+  rule {
+    id = id,
+    tools = {"modify_pending_order_items", "exchange_delivered_order_items"},
+    priority = priority,
+    description = description,
+    check = function(call, ledger)
+      local old, new = string_list(call.args.item_ids), string_list(call.args.new_item_ids)
+      if old == nil or new == nil or #old == 0 or #old ~= #new then
+        return deny("item_ids and new_item_ids must be two non-empty lists of the same " ..
+                    "length, new_item_ids[i] replacing item_ids[i]")
+      end
+      for i = 1, #old do
+        local problem = judge(ledger, old[i], new[i])
+        if problem ~= nil then
+          return deny(problem)
         end
       end
-    end
-    return allow()
-  end,
-}
+      return allow()
+    end,
+  }
+end
 
-rule {
-  id = "retail.item_available",
-  tools = item_tools,
-  priority = 50,
-  description = "Each new item must be available.",
-  check = function(call, ledger)
-    local pairs_of_items, problem = item_pairs(call)
-    if pairs_of_items == nil then
-      return deny(problem)
+-- The item record (item.<id>.*) or an empty table; its product's name, or nil.
+local function item(ledger, id)
+  return ledger.record("item", id) or {}
+end
+
+local function product_name(ledger, product_id)
+  local product = ledger.record("product", tostring(product_id))
+  return product and product.name
+end
+
+local function label(ledger, product_id)
+  local name = product_name(ledger, product_id)
+  local text = "product " .. tostring(product_id)
+  return name ~= nil and tostring(name) .. " (" .. text .. ")" or text
+end
+
+item_rule("retail.same_product_type", 55,
+  "Each item can only become another option of the same product: no change of product type.",
+  function(ledger, old, new)
+    local product, new_product = item(ledger, old).product_id, item(ledger, new).product_id
+    if product == nil then
+      return nil
     end
-    for _, p in ipairs(pairs_of_items) do
-      if ledger.fact("item." .. p.new .. ".available") == false then
-        local product = ledger.fact("item." .. p.new .. ".product_id")
-        return deny("item " .. p.new .. " is not available: offer the user an available " ..
-                    "option of " ..
-                    (product ~= nil and product_label(ledger, tostring(product))
-                     or "the same product") .. " as get_product_details lists them")
-      end
+    if new_product ~= nil and tostring(new_product) ~= tostring(product) then
+      return "item " .. new .. " is a " .. label(ledger, new_product) .. ", not a " ..
+             label(ledger, product) .. ": item " .. old .. " can only become another " ..
+             "option of the same product, never another product"
     end
-    return allow()
-  end,
-}
+    -- get_product_details lists all variants: an item missing there is not one.
+    if new_product == nil and product_name(ledger, product) ~= nil then
+      return "item " .. new .. " is not a variant of " .. label(ledger, product) .. ": item " ..
+             old .. " can only become one of the variants get_product_details lists for it"
+    end
+  end)
+
+item_rule("retail.item_available", 50, "Each new item must be available.",
+  function(ledger, _, new)
+    local variant = item(ledger, new)
+    if variant.available == false then
+      return "item " .. new .. " is not available: offer the user an available option of " ..
+             (variant.product_id ~= nil and label(ledger, variant.product_id) or
+              "the same product") .. " as get_product_details lists them"
+    end
+  end)

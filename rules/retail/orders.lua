@@ -9,7 +9,7 @@
 -- and ledger.
 
 local function status_of(ledger, order_id)
-  return ledger.fact("order." .. tostring(order_id) .. ".status")
+  return ledger.fact(std.key("order", order_id, "status"))
 end
 
 -- What can be done instead with an order in `status`, for the deny reason.
@@ -21,15 +21,11 @@ local alternatives = {
 -- True once the order's items were modified: its status says so, or this
 -- conversation already ran modify_pending_order_items on it.
 local function items_modified(ledger, order_id)
-  if order_id == nil then
-    return false
-  end
-  if ledger.calls("modify_pending_order_items", "order_id", order_id) > 0 then
-    return true
+  if order_id == nil or ledger.calls("modify_pending_order_items", "order_id", order_id) > 0 then
+    return order_id ~= nil
   end
   local status = status_of(ledger, order_id)
-  return type(status) == "string" and status ~= "pending" and
-         string.find(status, "pending (", 1, true) == 1
+  return status ~= "pending" and string.find(tostring(status), "pending (", 1, true) == 1
 end
 
 -- A rule allowing the tools in `tools` only on an order whose status is `wanted`.

@@ -9,54 +9,32 @@
 -- on evidence; a fact no tool has shown yet is left to retail.facts_from_tools
 -- (see identity.lua). Pure functions of call and ledger.
 
-local function source_of(ledger, user, method)
-  return ledger.fact("user." .. tostring(user) .. ".payment." .. tostring(method) .. ".source")
+local shared = require("shared")
+local conversation_user, string_list = shared.conversation_user, shared.string_list
+
+-- The payment methods get_user_details listed for `user` (a record: method id →
+-- {source [, balance]}), or nil if the profile was not looked up.
+local function methods_of(ledger, user)
+  local profile = user ~= nil and ledger.record("user", user) or nil
+  return profile and profile.payment
 end
 
--- The methods get_user_details listed for `user`, as an array (empty if the
--- profile was not looked up).
-local function methods_of(ledger, user)
-  local prefix = "user." .. tostring(user) .. ".payment."
-  local names = {}
-  for _, key in ipairs(ledger.keys("fact", prefix)) do
-    local method = string.match(string.sub(key, #prefix + 1), "^(.+)%.source$")
-    if method ~= nil then
-      names[#names + 1] = method
-    end
-  end
-  return names
+-- The source of `method` as a payment method of `user` (nil if not one).
+local function source_of(ledger, user, method)
+  return user ~= nil and ledger.fact(std.key("user", user, "payment", method, "source")) or nil
 end
 
 -- The user a tool output showed owning `method` (a profile listing it, or an
 -- order paid with it), preferring `user` itself; nil if no output showed it.
 local function owner_of(ledger, method, user)
-  local found = nil
-  local suffix = ".payment." .. tostring(method) .. ".source"
-  for _, key in ipairs(ledger.keys("fact", "user.")) do
-    if string.sub(key, -#suffix) == suffix then
-      local holder = string.sub(key, #"user." + 1, -#suffix - 1)
-      if holder == user then
-        return user
-      end
-      found = found or holder
-    end
+  local pm, holders = std.escape(method), {}
+  for holder in ledger.each("fact", "user.{u}.payment." .. pm .. ".source") do
+    holders[#holders + 1] = holder
   end
-  local marker = ".paid_with." .. tostring(method)
-  for _, key in ipairs(ledger.keys("fact", "order.")) do
-    if string.sub(key, -#marker) == marker then
-      local order_id = string.sub(key, #"order." + 1, -#marker - 1)
-      local holder = ledger.fact("order." .. order_id .. ".user_id")
-      if holder == user then
-        return user
-      end
-      found = found or holder
-    end
+  for order_id in ledger.each("fact", "order.{o}.paid_with." .. pm) do
+    holders[#holders + 1] = ledger.record("order", order_id).user_id
   end
-  return found
-end
-
-local function money(x)
-  return string.format("%.2f", x)
+  return std.contains(holders, user) and user or holders[1]
 end
 
 rule {
@@ -66,20 +44,16 @@ rule {
   priority = 45,
   description = "Pay or refund only with a payment method of the authenticated user.",
   check = function(call, ledger)
-    local user = conversation_user(ledger)
-    if user == nil then
-      return allow()  -- retail.auth_before_action or retail.single_user denies
-    end
-    local method = tostring(call.args.payment_method_id)
-    if source_of(ledger, user, method) ~= nil then
+    -- No user: retail.auth_before_action or retail.single_user denies.
+    local user, method = conversation_user(ledger), tostring(call.args.payment_method_id)
+    if user == nil or source_of(ledger, user, method) ~= nil then
       return allow()
     end
-    local owner = owner_of(ledger, method, user)
-    local methods = methods_of(ledger, user)
-    if owner == user or (owner == nil and #methods == 0) then
+    local owner, methods = owner_of(ledger, method, user), methods_of(ledger, user)
+    if owner == user or (owner == nil and methods == nil) then
       return allow()
     end
-    local own = #methods > 0 and " (" .. table.concat(methods, ", ") .. ")" or ""
+    local own = methods and " (" .. table.concat(std.keys(methods), ", ") .. ")" or ""
     return deny(method .. " is not a payment method of " .. user .. ": use one of the " ..
                 "user's own payment methods" .. own)
   end,
@@ -92,7 +66,7 @@ rule {
   description = "The new payment method of an order must differ from its original one.",
   check = function(call, ledger)
     local order_id = tostring(call.args.order_id)
-    local original = ledger.fact("order." .. order_id .. ".original_payment_method")
+    local original = ledger.fact(std.key("order", order_id, "original_payment_method"))
     if original ~= nil and original == call.args.payment_method_id then
       return deny("order " .. order_id .. " is already paid with " .. tostring(original) ..
                   ": the new payment method must be a different one; ask the user which " ..
@@ -107,20 +81,20 @@ rule {
 local function amount_due(call, ledger)
   local order_id = tostring(call.args.order_id)
   if call.tool == "modify_pending_order_payment" then
-    return ledger.fact("order." .. order_id .. ".total")
+    return ledger.fact(std.key("order", order_id, "total"))
   end
+  local order = ledger.record("order", order_id) or {}
   local old, new = string_list(call.args.item_ids), string_list(call.args.new_item_ids)
-  if old == nil or new == nil or #old ~= #new then
+  if order.item == nil or old == nil or new == nil or #old ~= #new then
     return nil
   end
   local due = 0
   for i = 1, #old do
-    local was = ledger.fact("order." .. order_id .. ".item." .. old[i] .. ".price")
-    local now = ledger.fact("item." .. new[i] .. ".price")
-    if type(was) ~= "number" or type(now) ~= "number" then
+    local was, now = order.item[old[i]], ledger.record("item", new[i])
+    if type(was and was.price) ~= "number" or type(now and now.price) ~= "number" then
       return nil
     end
-    due = due + now - was
+    due = due + now.price - was.price
   end
   return due
 end
@@ -133,17 +107,16 @@ rule {
   description = "A gift card must have enough balance for what it pays: the order total, or "
              .. "the price difference of the new items.",
   check = function(call, ledger)
-    local user = conversation_user(ledger)
-    local method = tostring(call.args.payment_method_id)
-    if user == nil or source_of(ledger, user, method) ~= "gift_card" then
+    local user, method = conversation_user(ledger), tostring(call.args.payment_method_id)
+    if source_of(ledger, user, method) ~= "gift_card" then
       return allow()
     end
     local due = amount_due(call, ledger)
-    local balance = ledger.fact("user." .. user .. ".payment." .. method .. ".balance")
+    local balance = ledger.fact(std.key("user", user, "payment", method, "balance"))
     if type(due) == "number" and type(balance) == "number" and balance + 1e-9 < due then
-      return deny("gift card " .. method .. " has a balance of " .. money(balance) ..
-                  ", less than the " .. money(due) .. " it would have to pay: ask the user " ..
-                  "for another payment method")
+      return deny(string.format("gift card %s has a balance of %.2f, less than the %.2f it " ..
+                                "would have to pay: ask the user for another payment method",
+                                method, balance, due))
     end
     return allow()
   end,
@@ -156,11 +129,9 @@ rule {
   description = "A refund goes to the original payment method of the order or to an existing "
              .. "gift card of the user.",
   check = function(call, ledger)
-    local order_id = tostring(call.args.order_id)
-    local method = tostring(call.args.payment_method_id)
-    local original = ledger.fact("order." .. order_id .. ".original_payment_method")
-    local user = conversation_user(ledger)
-    local source = user ~= nil and source_of(ledger, user, method) or nil
+    local order_id, method = tostring(call.args.order_id), tostring(call.args.payment_method_id)
+    local original = ledger.fact(std.key("order", order_id, "original_payment_method"))
+    local source = source_of(ledger, conversation_user(ledger), method)
     if original == nil or original == method or source == nil or source == "gift_card" then
       return allow()
     end

@@ -303,3 +303,40 @@ TEST_CASE("a pack without extract.json replays, and policy test says when it has
   CHECK(f.exit_code == 1);
   CHECK_THAT(f.err, Catch::Contains("matches --filter no such case"));
 }
+
+TEST_CASE("policy check and policy test show what rules wrote with log(), not in the reason") {
+  const std::string dir = TempDir() + "/logging";
+  WriteFile(dir + "/pack.json", R"({"name": "logging", "tools": {"writes": ["cancel_order"]}})");
+  WriteFile(dir + "/rules.lua", R"(
+rule { id = "l.status", tools = {"cancel_order"}, check = function(call, ledger)
+  local order = ledger.record("order", call.args.order_id)
+  log("order", call.args.order_id, "is", order and order.status)
+  if order and order.status == "pending" then return allow() end
+  return deny("only pending orders can be cancelled")
+end }
+)");
+  WriteFile(dir + "/tests/cases.json", R"({"cases": [
+    {"name": "expects allow but the order is delivered",
+     "state": {"facts": {"order.#W.1.status": "delivered"}},
+     "call": {"tool": "cancel_order", "arguments": {"order_id": "#W.1"}},
+     "expect": {"decision": "allow"}}]})");
+  const std::string state = TempDir() + "/log-state.json";
+  const std::string call = TempDir() + "/log-call.json";
+  // The id holds a dot: the state gives its escaped key, the rule its plain id.
+  WriteFile(state, R"({"facts": {"order.#W%2E1.status": "delivered"}})");
+  WriteFile(call, R"({"tool": "cancel_order", "arguments": {"order_id": "#W.1"}})");
+  CliRun check =
+      RunCli({"policy", "check", "--rules", dir, "--state", state, "--call", call, "--json"});
+  INFO(check.out << check.err);
+  CHECK(check.exit_code == 1);
+  nlohmann::json d = check.LastJson();
+  CHECK(d["reason"] == "only pending orders can be cancelled");
+  CHECK(d["rules"][0]["log"] == nlohmann::json::array({"order #W.1 is delivered"}));
+
+  // The test case's state uses the unescaped key: the record is not found,
+  // and the log line shows it (what log() is for).
+  CliRun test = RunCli({"policy", "test", dir});
+  INFO(test.out << test.err);
+  CHECK(test.exit_code == 1);
+  CHECK_THAT(test.out, Catch::Contains("  log l.status: order #W.1 is nil"));
+}

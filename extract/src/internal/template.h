@@ -60,7 +60,11 @@ class Template {
 
   // Appends the rendering to `out`. Returns false if a placeholder did not
   // resolve to a scalar (string, number, boolean); `*unresolved` then names it.
-  bool Render(const MatchContext& ctx, std::string& out, std::string* unresolved) const;
+  // With `escape_ids` (key templates), what each placeholder substitutes is
+  // escaped as a key segment (taskledger/base/key_segment.h), so an id holding
+  // `.`, `{`, `}`, `*` or `%` stays one segment; literal text is kept as is.
+  bool Render(const MatchContext& ctx, std::string& out, std::string* unresolved,
+              bool escape_ids = false) const;
   // REQUIRES: is_single_pointer(). The node it points to, or nullptr.
   const nlohmann::json* ResolveSingle(const MatchContext& ctx) const;
 

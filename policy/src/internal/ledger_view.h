@@ -12,6 +12,9 @@
 // - per category, while the ViewKey stays the same, a Lua table of the scalar
 //   values (and absences) ledger.fact()/identifier()/... already looked up,
 //   so a repeated lookup is one Lua table read.
+// - the reverse value index of ledger.find() (internal/value_index.h),
+//   followed to each bound state by diffing in the same way.
+// The record API (ledger.record/each/find/provenance) is in record_view.cc.
 // Not thread-safe: belongs to one Sandbox.
 #pragma once
 
@@ -20,12 +23,21 @@
 #include <string>
 #include <unordered_map>
 
+#include "internal/value_index.h"
 #include "lua.hpp"
 #include "taskledger/base/tool_call.h"
 #include "taskledger/ledger/state.h"
 #include "taskledger/policy/checker.h"
 
 namespace taskledger::policy_internal {
+
+// Shared by the rule API's functions: raise a Lua error naming `fn` unless
+// the argument at `idx` is a category name / a string.
+Category CheckCategory(lua_State* L, int idx, const char* fn);
+std::string_view CheckKey(lua_State* L, int idx, const char* fn);
+// Pushes {value, turn, source, source_id, verified, rule [, expires_at_turn]
+// [, expires_at_ms]} for `e` (what ledger.entry returns).
+void PushEntryTable(lua_State* L, const Entry& e);
 
 class LedgerView {
  public:
@@ -40,6 +52,8 @@ class LedgerView {
   // Times the observed-value index was built from the whole state (not
   // counting incremental updates); tests check reuse with it.
   uint64_t index_builds() const { return index_builds_; }
+  // Times the reverse value index of ledger.find() was built whole.
+  uint64_t find_index_builds() const { return find_index_.builds(); }
 
  private:
   static LedgerView& Self(lua_State* L);
@@ -61,6 +75,25 @@ class LedgerView {
   static int Observed(lua_State* L);
   static int Confirmed(lua_State* L);
   static int Calls(lua_State* L);
+  // The record API (record_view.cc).
+  static int Record(lua_State* L);
+  static int Each(lua_State* L);
+  static int Find(lua_State* L);
+  static int Provenance(lua_State* L);
+  static int Now(lua_State* L);            // std.now(): the decision's clock
+  static int RecordedCalls(lua_State* L);  // history_view.cc
+  static constexpr int kDefaultRecordedCalls = 20;
+  static constexpr int kMaxRecordedCalls = 1000;
+  void InstallRecordApi(lua_State* L);
+  // Lazy record tables: an empty read-only table per (category, key prefix);
+  // reading a field looks it up in the bound state (record_view.cc).
+  static int RecordIndex(lua_State* L);
+  static int RecordPairs(lua_State* L);
+  void PushRecord(lua_State* L, Category c, const std::string& prefix);
+  // Reads the (category, prefix) of the record table at `idx`; false if it is none.
+  bool RecordTag(lua_State* L, int idx, Category& c, std::string& prefix);
+  // True if a live key of `c` starts with `prefix`.
+  bool HasLiveUnder(Category c, std::string_view prefix) const;
 
   const LedgerState* state_ = nullptr;
   const ProposedCall* call_ = nullptr;
@@ -78,6 +111,9 @@ class LedgerView {
   std::unordered_map<std::string, uint32_t> observed_;  // scalar key -> entries showing it
   std::string scratch_;                                 // Observed()'s key, reused
   uint64_t index_builds_ = 0;
+  ValueIndex find_index_;
+  int record_paths_ref_ = LUA_NOREF;  // weak table: record (sub)table -> "<category><key prefix>"
+  int record_meta_ref_ = LUA_NOREF;   // the metatable every record table shares
 
   // The value caches hold for now_ms in [from, until) of the bound view.
   bool cache_stale_[kCategoryCount] = {true, true, true, true};

@@ -8,6 +8,7 @@
 
 #include "internal/call_view.h"
 #include "internal/ledger_view.h"
+#include "internal/rule_log.h"
 #include "taskledger/pack/limits.h"
 #include "taskledger/pack/lua/compiled_pack.h"
 #include "taskledger/pack/rule_pack.h"
@@ -18,6 +19,7 @@ struct RuleRuntime {
   std::unique_ptr<lua::CompiledPack> compiled;
   LedgerView view;
   CallView call_view;
+  RuleLog log;
 };
 
 // Compiles `pack`'s Lua with the views installed. Errors as lua::CompilePack.

@@ -83,6 +83,9 @@ class RulePack {
   const std::vector<PackFile>& files() const { return files_; }
   // The *.lua files, sorted by path (the order a checker runs them in).
   const std::vector<const PackFile*>& lua_files() const { return lua_files_; }
+  // The lib/*.lua files (at any depth below lib/): libraries the pack's Lua
+  // loads with require("name") for lib/name.lua; never run on their own.
+  const std::vector<const PackFile*>& lib_files() const { return lib_files_; }
   // pack.json, parsed.
   const nlohmann::json& manifest() const { return manifest_; }
   // extract.json, parsed; nullptr if the pack has none.
@@ -113,6 +116,7 @@ class RulePack {
   std::string version_;
   std::vector<PackFile> files_;
   std::vector<const PackFile*> lua_files_;
+  std::vector<const PackFile*> lib_files_;
   nlohmann::json manifest_;
   std::optional<nlohmann::json> extract_;
   std::map<std::string, nlohmann::json> tests_;

@@ -35,6 +35,9 @@ struct RuleEvaluation {
   Outcome outcome = Outcome::kDeny;
   std::string reason;
   bool error = false;
+  // What the rule wrote with log(...) during this check (bounded; see
+  // docs/rule-api.md). For the decision record and `policy check`, never the prompt.
+  std::vector<std::string> log = {};
   bool operator==(const RuleEvaluation&) const = default;
 };
 
@@ -70,7 +73,7 @@ struct DecisionContext {
 
 // The decision-log record (staged into the turn record; see docs/rule-api.md):
 // {conversation, turn, version_seen, staged_seen, tool, call_id, args_hash,
-//  rules: [{id, outcome, reason[, error]}], decision, rule, reason,
+//  rules: [{id, outcome, reason[, error][, log]}], decision, rule, reason,
 //  pack_version, read_only, latency_us}
 nlohmann::json DecisionLogRecord(const PolicyDecision& d, const ProposedCall& call,
                                  const DecisionContext& ctx);

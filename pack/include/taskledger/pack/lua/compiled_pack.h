@@ -34,6 +34,7 @@ struct CompiledPack {
   std::vector<CompiledRule> rules;            // priority descending, then id
   std::vector<CompiledExtractor> extractors;  // file order, then declaration order
   std::string loading_file;                   // the file whose top level is running
+  std::vector<const PackFile*> lib_files;     // lib/*.lua, loaded by require()
 };
 
 // Creates a sandbox and runs `lua_files` (in the given order) in it. Errors:
@@ -41,8 +42,12 @@ struct CompiledPack {
 // LimitExceeded if the top level ran out of budget or memory.
 // `install`, if given, runs in the sandbox before the files do (the policy
 // checker installs the rule API's `ledger` and `call` objects with it).
+// Every sandbox gets `std` (lua_std.h), a `log` that discards (the checker
+// replaces it) and `require(name)`, which runs `lib/<name>.lua` of
+// `lib_files` once (its result is cached; a library may not write globals).
 Result<std::unique_ptr<CompiledPack>> CompilePack(
     const std::vector<const PackFile*>& lua_files, const CheckerLimits& limits,
-    const std::function<void(lua_State*)>& install = nullptr);
+    const std::function<void(lua_State*)>& install = nullptr,
+    const std::vector<const PackFile*>& lib_files = {});
 
 }  // namespace taskledger::lua

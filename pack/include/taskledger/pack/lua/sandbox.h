@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -90,6 +91,10 @@ class Sandbox {
   bool declaring() const { return declaring_; }
   // Inside Protected(): defines global `name` as the value at the top (pops it).
   void DefineGlobal(const char* name);
+  // Lets a pack's top level declare its own global `name` once, replacing the
+  // builtin (for builtins added after 0.1, such as `log` and `std`, which a
+  // 0.1 pack may already define for itself).
+  void AllowOverride(std::string name) { overridable_.push_back(std::move(name)); }
 
   // After an error: collects garbage so a memory bomb's leftovers are gone.
   void Recover();
@@ -123,6 +128,7 @@ class Sandbox {
   std::chrono::steady_clock::time_point deadline_;
   int env_ref_ = LUA_NOREF;
   std::string tripped_what_;
+  std::vector<std::string> overridable_;
 };
 
 // The Sandbox that owns `L` (stored in the state's extra space).

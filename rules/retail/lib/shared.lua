@@ -1,13 +1,27 @@
--- Helpers the retail rules share. Every top-level Lua file of a pack runs in
--- one sandbox, and a global declared at a file's top level is visible to the
--- rules of every file (docs/rule-api.md, "Sandbox"), so these two are
--- declared once here rather than copied into each file that needs them.
+-- Helpers the retail rules share: a pack library (docs/rule-api.md, "Pack
+-- libraries: require"), loaded by the files that use it with
+-- `local shared = require("shared")` rather than leaked to them as globals.
 -- Pure functions.
+
+local M = {}
+
+-- The user ids authenticated in this conversation (the verified identifiers
+-- user.authenticated.<id>), sorted.
+function M.users(ledger)
+  local users = {}
+  for _, key in ipairs(ledger.keys("identifier", "user.authenticated.")) do
+    if ledger.verified("identifier", key) then
+      users[#users + 1] = tostring(ledger.identifier(key))
+    end
+  end
+  table.sort(users)
+  return users
+end
 
 -- The user this conversation serves: its one authenticated user, or nil when
 -- none or several were authenticated (retail.auth_before_action and
 -- retail.single_user deny those calls; see identity.lua).
-function conversation_user(ledger)
+function M.conversation_user(ledger)
   local keys = ledger.keys("identifier", "user.authenticated.")
   if #keys ~= 1 or not ledger.verified("identifier", keys[1]) then
     return nil
@@ -17,7 +31,7 @@ end
 
 -- The JSON array `value` (call arguments are read-only views: tables or
 -- userdata proxies) as a plain array of strings, or nil if it is not an array.
-function string_list(value)
+function M.string_list(value)
   local kind = type(value)
   if kind ~= "table" and kind ~= "userdata" then
     return nil
@@ -28,3 +42,5 @@ function string_list(value)
   end
   return out
 end
+
+return M

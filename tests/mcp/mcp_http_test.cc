@@ -98,12 +98,12 @@ class Listening {
     return s.str();
   }
 
-  http::ClientResponse Post(const std::string& body, http::Headers extra = {},
+  http::ClientResponse Post(const std::string& body, const http::Headers& extra = {},
                             bool with_token = true, const std::string& type = "application/json") {
     http::Headers h;
     if (!http::HasHeader(extra, "Accept")) h.emplace_back("Accept", "application/json");
     if (with_token) h.emplace_back("Authorization", std::string("Bearer ") + kToken);
-    for (auto& e : extra) h.push_back(e);
+    for (const auto& e : extra) h.push_back(e);
     auto r = client_->Send("POST", "/mcp", h, body, type);
     REQUIRE(r.has_value());
     return std::move(r).value();
@@ -200,7 +200,7 @@ TEST_CASE("mcp http: hostile requests get the right status and reach no server",
   CHECK(status(list, {{"Mcp-Session-Id", s}, {"Origin", "https://evil.example"}}) == 403);
   CHECK(l.ServerLog() == before);  // none of it was forwarded
   // The session still works after all that.
-  CHECK(l.Call(s, 10, "tools/list", json::object())["result"]["tools"].size() > 0);
+  CHECK_FALSE(l.Call(s, 10, "tools/list", json::object())["result"]["tools"].empty());
 }
 
 TEST_CASE("mcp http: a blocked write answers on an SSE stream and never runs", "[mcp][http]") {

@@ -180,9 +180,9 @@ TEST_CASE("mcp http: hostile requests get the right status and reach no server",
   Listening l(4096);
   std::string s = l.Initialize();
   const std::string before = l.ServerLog();
-  auto status = [&](const std::string& body, http::Headers h = {},
+  auto status = [&](const std::string& body, const http::Headers& h = {},
                     const std::string& type = "application/json") {
-    return l.Post(body, std::move(h), true, type).status;
+    return l.Post(body, h, true, type).status;
   };
   const http::Headers in_session = {{"Mcp-Session-Id", s}};
   const std::string list = R"({"jsonrpc":"2.0","id":9,"method":"tools/list"})";

@@ -9,6 +9,11 @@
 namespace taskledger::mcp::proxy_internal {
 
 bool MakePipe(int fds[2]) {
+#if TASKLEDGER_LINUX_CALLS
+  return ::pipe2(fds, O_CLOEXEC) == 0;
+#else
+  // Not atomic: a fork on another thread in between can inherit these; the
+  // child's loop in ServerProcess::Start marks everything close-on-exec.
   if (::pipe(fds) != 0) return false;
   for (int i = 0; i < 2; ++i) {
     if (::fcntl(fds[i], F_SETFD, FD_CLOEXEC) != 0) {
@@ -20,6 +25,7 @@ bool MakePipe(int fds[2]) {
     }
   }
   return true;
+#endif
 }
 
 bool WriteAll(int fd, std::string_view data) {

@@ -15,6 +15,11 @@ import { createRequire } from "node:module";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { randomUUID } from "node:crypto";
+import { createServer } from "node:http";
+import { z } from "zod";
 
 const [taskledger, rules, store, workdir] = process.argv.slice(2);
 const require = createRequire(import.meta.url);
@@ -199,6 +204,58 @@ await check("--upstream with a wrong token: the upstream's 401 comes back as an 
 });
 await chained.close();
 await http.close();
+
+// The SDK's own Streamable HTTP server as the upstream: one read tool and one
+// write tool (names the mcp-filesystem pack knows), sessions by the SDK.
+const sdkCalls = [];
+const sdkTransports = {};
+const sdkServer = createServer(async (req, res) => {
+  let body = "";
+  for await (const chunk of req) body += chunk;
+  const sid = req.headers["mcp-session-id"];
+  let t = sid && sdkTransports[sid];
+  if (!t) {
+    t = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => { sdkTransports[id] = t; },
+    });
+    const server = new McpServer({ name: "sdk-http-upstream", version: "1.0.0" });
+    server.registerTool("read_text_file", { inputSchema: { path: z.string() } }, async ({ path: p }) => {
+      sdkCalls.push(["read_text_file", p]);
+      return { content: [{ type: "text", text: `sdk says: ${p}` }] };
+    });
+    server.registerTool("write_file", { inputSchema: { path: z.string(), content: z.string() } },
+                        async ({ path: p }) => {
+      sdkCalls.push(["write_file", p]);
+      return { content: [{ type: "text", text: "written" }] };
+    });
+    await server.connect(t);
+  }
+  await t.handleRequest(req, res, body ? JSON.parse(body) : undefined);
+});
+await new Promise((resolve) => sdkServer.listen(0, "127.0.0.1", resolve));
+const sdkUrl = `http://127.0.0.1:${sdkServer.address().port}/mcp`;
+const viaSdk = new Client({ name: "taskledger-e2e-sdk-upstream", version: "1.0.0" });
+await viaSdk.connect(new StdioClientTransport({
+  command: taskledger,
+  args: ["mcp-proxy", "--rules", rules, "--store", store, "--upstream", sdkUrl],
+  stderr: "inherit",
+}));
+
+await check("--upstream to the SDK's StreamableHTTPServerTransport: a read is relayed (SSE answers)", async () => {
+  const r = await viaSdk.callTool({ name: "read_text_file", arguments: { path: "/srv/a.txt" } });
+  assert.notEqual(r.isError, true, text(r));
+  assert.equal(text(r), "sdk says: /srv/a.txt");
+});
+
+await check("--upstream to the SDK server: a policy-breaking write is blocked and never sent", async () => {
+  const r = await viaSdk.callTool({ name: "write_file", arguments: { path: "/srv/.env", content: "x" } });
+  assert.equal(r.isError, true);
+  assert.match(text(r), /fs\.no_hidden_paths/);
+  assert.deepEqual(sdkCalls.map((c) => c[0]), ["read_text_file"]);
+});
+await viaSdk.close();
+sdkServer.close();
 
 await check("the listener stops on SIGTERM with exit 0", async () => {
   assert.equal(await stop(front.child), 0);

@@ -72,6 +72,7 @@ Result<std::unique_ptr<Client>> Client::Open(const std::string& origin, ClientOp
   split(options.read_timeout_ms, [&c](time_t s, time_t us) { c.set_read_timeout(s, us); });
   split(options.write_timeout_ms, [&c](time_t s, time_t us) { c.set_write_timeout(s, us); });
   c.set_keep_alive(true);
+  c.set_tcp_nodelay(true);  // see server.cc: no delayed-ACK wait per request
 #ifdef CPPHTTPLIB_OPENSSL_SUPPORT
   c.enable_server_certificate_verification(true);
 #endif

@@ -110,6 +110,11 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
   int threads = options.worker_threads > 0 ? options.worker_threads : 1;
   s.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   s.set_payload_max_length(options.max_body_bytes);
+  // Headers and body go out in separate writes: with Nagle on, the second
+  // waits for the peer's delayed ACK (~40 ms per request).
+  s.set_tcp_nodelay(true);
+  // httplib's default closes a kept-alive connection after 5 requests.
+  s.set_keep_alive_max_count(1000);
   s.set_read_timeout(options.read_timeout_ms / 1000, (options.read_timeout_ms % 1000) * 1000);
   s.set_write_timeout(options.write_timeout_ms / 1000, (options.write_timeout_ms % 1000) * 1000);
   s.set_exception_handler(

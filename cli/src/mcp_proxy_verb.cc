@@ -1,11 +1,18 @@
-// `taskledger mcp-proxy --rules DIR [--store URL] [--conversation ID] -- CMD ...`
-// runs an MCP server (CMD) behind the gating proxy (mcp_proxy/proxy.h) on
-// this process's stdin/stdout, so any MCP client gets the ledger, the policy
-// gate and the command ledger by launching this instead of the server.
-// stdout belongs to the protocol: everything else goes to stderr.
-// Exit: 0 the client closed the connection, 1 the server exited first,
-// 2 bad usage, a broken pack, an unreachable store or a server that cannot
+// `taskledger mcp-proxy --rules DIR [--store URL] [--conversation ID]
+//      [--listen HOST:PORT [--require-token T]] (-- CMD ... | --upstream URL)`
+// runs an MCP server behind the gating proxy (mcp_proxy/proxy.h), so any MCP
+// client gets the ledger, the policy gate and the command ledger by talking
+// to this instead of the server. The server is a child on stdio (CMD) or a
+// Streamable HTTP endpoint (--upstream); the client talks on this process's
+// stdin/stdout, or over Streamable HTTP with --listen (http_listener.h: one
+// gated session, i.e. one conversation `<conversation>-<session id>`, per
+// MCP session). On stdio, stdout belongs to the protocol: everything else
+// goes to stderr.
+// Exit: 0 the client closed the connection (stdio) or the listener was
+// stopped, 1 the server exited first (stdio), 2 bad usage, a broken pack, an
+// unreachable store, an address that cannot be bound or a server that cannot
 // start. SIGINT, SIGTERM and SIGHUP end the run as if the client had closed.
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -13,12 +20,14 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli_common.h"
 #include "taskledger/commands/command_ledger.h"
 #include "taskledger/commands/memory_command_store.h"
 #include "taskledger/commands/redis_command_store.h"
+#include "taskledger/mcp_proxy/http_listener.h"
 #include "taskledger/mcp_proxy/proxy.h"
 #include "taskledger/pack/rule_pack.h"
 #include "taskledger/session/session.h"
@@ -32,6 +41,12 @@ struct McpProxyOptions {
   std::string rules;
   std::string conversation;
   std::vector<std::string> server;
+  std::string upstream;
+  std::string upstream_token;
+  std::string listen;
+  std::string require_token;
+  std::vector<std::string> allow_origins;
+  size_t max_sessions = 64;
   int64_t call_timeout_ms = 300'000;
   size_t max_message_bytes = 16u << 20;
   std::string state_format = "markdown";
@@ -57,41 +72,60 @@ Result<std::unique_ptr<CommandStore>> OpenCommandStore(const std::string& url) {
   return OpenRedisCommandStore(redis);
 }
 
-int RunMcpProxy(const McpProxyOptions& o) {
-  StateBlockFormat format = StateBlockFormat::kMarkdown;
-  if (o.state_format == "plain")
-    format = StateBlockFormat::kPlain;
-  else if (o.state_format == "xml")
-    format = StateBlockFormat::kXml;
-  else if (o.state_format == "json")
-    format = StateBlockFormat::kJson;
-  else if (o.state_format != "markdown") {
-    return ReportError("mcp-proxy", Status::InvalidArgument(
-                                        "--state-format must be plain, markdown, xml or json"));
+// "HOST:PORT", "[::1]:PORT" or just "PORT" (loopback).
+bool ParseListen(const std::string& text, std::string& host, int& port) {
+  size_t colon = text.rfind(':');
+  std::string port_text = colon == std::string::npos ? text : text.substr(colon + 1);
+  host = colon == std::string::npos ? "127.0.0.1" : text.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
   }
-  auto pack = RulePack::Load(o.rules);
-  if (!pack) return ReportError("cannot load rule pack " + o.rules, pack.error());
-  std::unique_ptr<Store> store = OpenStoreOrReport(o.common);
-  if (!store) return kExitUsage;
-  auto command_store = OpenCommandStore(o.common.store);
-  if (!command_store)
-    return ReportError("cannot open the command store " + o.common.store, command_store.error());
+  if (host.empty()) host = "127.0.0.1";
+  if (port_text.empty() || port_text.size() > 5 ||
+      port_text.find_first_not_of("0123456789") != std::string::npos) {
+    return false;
+  }
+  port = std::stoi(port_text);
+  return port <= 65535;
+}
 
-  ConversationId id{o.common.tenant,
-                    o.conversation.empty() ? DefaultConversation() : o.conversation};
-  auto session = Session::Open(*store, id, std::move(pack).value());
-  if (!session) return ReportError("cannot open conversation " + id.conversation, session.error());
-  CommandLedgerOptions ledger_options;
-  ledger_options.worker_id = "mcp-proxy-" + std::to_string(::getpid());
-  CommandLedger commands(**command_store, SystemClock(), ledger_options);
+// What every proxy of this run shares: the pack's folder, the stores.
+struct Shared {
+  std::unique_ptr<Store> store;
+  std::unique_ptr<CommandStore> command_store;
+  StateBlockFormat format = StateBlockFormat::kMarkdown;
+};
 
+mcp::ProxyOptions BaseProxyOptions(const McpProxyOptions& o, const Shared& shared,
+                                   const ConversationId& id) {
   mcp::ProxyOptions options;
   options.server_command = o.server;
+  options.upstream_url = o.upstream;
+  if (!o.upstream_token.empty()) {
+    options.upstream_headers.emplace_back("Authorization", "Bearer " + o.upstream_token);
+  }
   options.run = RunId{id.tenant, id.conversation};
   options.call_timeout_ms = o.call_timeout_ms;
   options.max_message_bytes = o.max_message_bytes;
-  options.state_block.format = format;
-  mcp::GatingProxy proxy(**session, commands, options);
+  options.state_block.format = shared.format;
+  return options;
+}
+
+CommandLedgerOptions LedgerOptions(const std::string& suffix) {
+  CommandLedgerOptions ledger_options;
+  ledger_options.worker_id = "mcp-proxy-" + std::to_string(::getpid()) + suffix;
+  return ledger_options;
+}
+
+int RunStdio(const McpProxyOptions& o, Shared& shared) {
+  auto pack = RulePack::Load(o.rules);
+  if (!pack) return ReportError("cannot load rule pack " + o.rules, pack.error());
+  ConversationId id{o.common.tenant,
+                    o.conversation.empty() ? DefaultConversation() : o.conversation};
+  auto session = Session::Open(*shared.store, id, std::move(pack).value());
+  if (!session) return ReportError("cannot open conversation " + id.conversation, session.error());
+  CommandLedger commands(*shared.command_store, SystemClock(), LedgerOptions(""));
+  mcp::GatingProxy proxy(**session, commands, BaseProxyOptions(o, shared, id));
 
   std::cerr << "taskledger mcp-proxy: conversation " << id.conversation << " (tenant " << id.tenant
             << "), store " << o.common.store << std::endl;
@@ -110,16 +144,117 @@ int RunMcpProxy(const McpProxyOptions& o) {
   return report->end == mcp::ProxyReport::End::kClientClosed ? kExitOk : kExitCheckFailed;
 }
 
+int RunListener(const McpProxyOptions& o, Shared& shared) {
+  mcp::ListenerOptions listen;
+  if (!ParseListen(o.listen, listen.host, listen.port)) {
+    return ReportError("mcp-proxy",
+                       Status::InvalidArgument("--listen must be HOST:PORT, not " + o.listen));
+  }
+  listen.require_token = o.require_token;
+  listen.allowed_origins = o.allow_origins;
+  listen.max_sessions = o.max_sessions;
+  listen.max_body_bytes = o.max_message_bytes;
+  // The pack is checked once up front; each session loads its own copy.
+  if (auto pack = RulePack::Load(o.rules); !pack) {
+    return ReportError("cannot load rule pack " + o.rules, pack.error());
+  }
+  const std::string prefix = o.conversation.empty() ? "mcp" : o.conversation;
+  auto factory = [&o, &shared, prefix](
+                     const std::string& session_id,
+                     const std::string& authorization) -> Result<mcp::GatedSession> {
+    auto pack = RulePack::Load(o.rules);
+    if (!pack) return pack.error();
+    ConversationId id{o.common.tenant, prefix + "-" + session_id};
+    auto session = Session::Open(*shared.store, id, std::move(pack).value());
+    if (!session) return session.error();
+    mcp::GatedSession parts;
+    parts.session = std::move(session).value();
+    parts.commands = std::make_unique<CommandLedger>(*shared.command_store, SystemClock(),
+                                                     LedgerOptions("-" + session_id.substr(0, 8)));
+    parts.options = BaseProxyOptions(o, shared, id);
+    // Without a token of the proxy's own, the client's credentials are the
+    // upstream's to check.
+    if (!o.upstream.empty() && o.upstream_token.empty() && o.require_token.empty() &&
+        !authorization.empty()) {
+      parts.options.upstream_headers.emplace_back("Authorization", authorization);
+    }
+    std::cerr << "taskledger mcp-proxy: MCP session " << session_id << " is conversation "
+              << id.conversation << " (tenant " << id.tenant << ")" << std::endl;
+    return parts;
+  };
+
+  // Signals are taken by sigwait on this thread; every thread started from
+  // here on inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&signals, sig);
+  ::pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+  mcp::HttpListener listener(listen, factory);
+  auto port = listener.Bind();
+  if (!port) return ReportError("mcp-proxy", port.error());
+  std::string host =
+      listen.host.find(':') != std::string::npos ? "[" + listen.host + "]" : listen.host;
+  std::cerr << "taskledger mcp-proxy: listening on http://" << host << ":" << *port
+            << "/mcp, store " << o.common.store << std::endl;
+  Result<mcp::ListenerReport> report = Status::Internal("not served");
+  std::thread serving([&listener, &report] {
+    report = listener.Serve();
+    ::kill(::getpid(), SIGTERM);  // wakes the sigwait below if Serve ended on its own
+  });
+  int sig = 0;
+  ::sigwait(&signals, &sig);
+  listener.Stop();
+  serving.join();
+  if (!report) return ReportError("mcp-proxy", report.error());
+  std::cerr << "taskledger mcp-proxy: stopped; " << report->sessions_opened << " sessions, "
+            << report->calls_forwarded << " calls forwarded, " << report->calls_blocked
+            << " blocked, " << report->calls_uncertain << " uncertain, " << report->refused
+            << " requests refused" << std::endl;
+  return kExitOk;
+}
+
+int RunMcpProxy(const McpProxyOptions& o) {
+  Shared shared;
+  if (o.state_format == "plain")
+    shared.format = StateBlockFormat::kPlain;
+  else if (o.state_format == "xml")
+    shared.format = StateBlockFormat::kXml;
+  else if (o.state_format == "json")
+    shared.format = StateBlockFormat::kJson;
+  else if (o.state_format != "markdown") {
+    return ReportError("mcp-proxy", Status::InvalidArgument(
+                                        "--state-format must be plain, markdown, xml or json"));
+  }
+  if (o.server.empty() == o.upstream.empty()) {
+    return ReportError(
+        "mcp-proxy", Status::InvalidArgument("give the MCP server either as a command after -- or "
+                                             "as --upstream URL (one of the two)"));
+  }
+  if (!o.require_token.empty() && o.listen.empty()) {
+    return ReportError("mcp-proxy", Status::InvalidArgument("--require-token needs --listen"));
+  }
+  shared.store = OpenStoreOrReport(o.common);
+  if (!shared.store) return kExitUsage;
+  auto command_store = OpenCommandStore(o.common.store);
+  if (!command_store)
+    return ReportError("cannot open the command store " + o.common.store, command_store.error());
+  shared.command_store = std::move(command_store).value();
+  return o.listen.empty() ? RunStdio(o, shared) : RunListener(o, shared);
+}
+
 }  // namespace
 
 void AddMcpProxyVerb(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<McpProxyOptions>();
   CLI::App* verb = app.add_subcommand(
-      "mcp-proxy", "Run an MCP server behind the ledger and the policy gate (stdio)");
+      "mcp-proxy",
+      "Run an MCP server behind the ledger and the policy gate (stdio or Streamable HTTP)");
   AddCommonOptions(*verb, options->common);
   verb->add_option("--rules", options->rules, "Rule pack folder (rules/<pack>)")->required();
   verb->add_option("--conversation", options->conversation,
-                   "Conversation id in the store (default: mcp-<time>-<pid>)");
+                   "Conversation id in the store (default: mcp-<time>-<pid>); with --listen, "
+                   "the prefix of each session's (default: mcp)");
   verb->add_option("--call-timeout-ms", options->call_timeout_ms,
                    "Longest wait for the server's answer to a tools/call (0: none)")
       ->capture_default_str();
@@ -129,7 +264,24 @@ void AddMcpProxyVerb(CLI::App& app, int& exit_code) {
   verb->add_option("--state-format", options->state_format,
                    "Form of the taskledger://state resource: plain, markdown, xml, json")
       ->capture_default_str();
-  verb->add_option("server", options->server, "The MCP server command, after --")->required();
+  verb->add_option("--listen", options->listen,
+                   "Serve MCP over Streamable HTTP on HOST:PORT (endpoint /mcp) instead of "
+                   "stdio; PORT 0 picks a free one");
+  verb->add_option("--require-token", options->require_token,
+                   "With --listen: require 'Authorization: Bearer TOKEN' on every request")
+      ->envname("TASKLEDGER_MCP_TOKEN");
+  verb->add_option("--allow-origin", options->allow_origins,
+                   "With --listen: an Origin allowed besides loopback ones (repeatable)");
+  verb->add_option("--max-sessions", options->max_sessions,
+                   "With --listen: most MCP sessions open at once")
+      ->capture_default_str();
+  verb->add_option("--upstream", options->upstream,
+                   "The MCP server's Streamable HTTP URL (http:// or https://), instead of a "
+                   "command");
+  verb->add_option("--upstream-token", options->upstream_token,
+                   "Sent to --upstream as 'Authorization: Bearer TOKEN'")
+      ->envname("TASKLEDGER_UPSTREAM_TOKEN");
+  verb->add_option("server", options->server, "The MCP server command, after --");
   verb->callback([options, &exit_code] { exit_code = RunMcpProxy(*options); });
 }
 

@@ -4,7 +4,10 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include "internal/pipes.h"
+#if TASKLEDGER_LINUX_CALLS
 #include <sys/prctl.h>
+#endif
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,19 +43,24 @@ Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(const std::vector<st
   args.push_back(nullptr);
 
   int to_child[2], from_child[2], exec_error[2];
-  if (::pipe2(to_child, O_CLOEXEC) != 0) return Status::Unavailable(std::strerror(errno));
-  if (::pipe2(from_child, O_CLOEXEC) != 0) {
+  if (!MakePipe(to_child)) return Status::Unavailable(std::strerror(errno));
+  if (!MakePipe(from_child)) {
     int e = errno;
     ::close(to_child[0]);
     ::close(to_child[1]);
     return Status::Unavailable(std::strerror(e));
   }
-  if (::pipe2(exec_error, O_CLOEXEC) != 0) {
+  if (!MakePipe(exec_error)) {
     int e = errno;
     for (int fd : {to_child[0], to_child[1], from_child[0], from_child[1]}) ::close(fd);
     return Status::Unavailable(std::strerror(e));
   }
   const pid_t parent = ::getpid();
+#if !TASKLEDGER_LINUX_CALLS
+  // sysconf is not async-signal-safe: the child's bound is taken here.
+  long max_fd = ::sysconf(_SC_OPEN_MAX);
+  if (max_fd < 0 || max_fd > 65536) max_fd = 65536;
+#endif
   pid_t pid = ::fork();
   if (pid < 0) {
     int e = errno;
@@ -63,8 +71,11 @@ Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(const std::vector<st
   }
   if (pid == 0) {
     ::setpgid(0, 0);
+#if TASKLEDGER_LINUX_CALLS
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);  // the proxy died before prctl
+#endif
+    // The proxy died before prctl (or, without it, before the exec).
+    if (::getppid() != parent) ::_exit(127);
     // The proxy ignores SIGPIPE; an ignored signal stays ignored across exec,
     // and a server should see the default.
     ::signal(SIGPIPE, SIG_DFL);
@@ -75,7 +86,11 @@ Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(const std::vector<st
     ::dup2(from_child[1], STDOUT_FILENO);
     // Whatever else the proxy holds open (store connections, the client's
     // other descriptors) is none of the server's business.
+#if TASKLEDGER_LINUX_CALLS
     ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+#else
+    for (long fd = 3; fd < max_fd; ++fd) ::fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
+#endif
     ::execvp(args[0], args.data());
     int e = errno;
     ssize_t ignored = ::write(exec_error[1], &e, sizeof e);

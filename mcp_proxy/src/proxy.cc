@@ -12,7 +12,9 @@
 #include <iostream>
 #include <vector>
 
+#include "internal/http_upstream.h"
 #include "internal/impl.h"
+#include "internal/pipes.h"
 
 namespace taskledger::mcp {
 namespace {
@@ -42,9 +44,11 @@ GatingProxy::Impl::Impl(Session& s, CommandLedger& c, ProxyOptions o)
       from_client(options.max_message_bytes),
       from_server(options.max_message_bytes) {
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0) {
+  if (proxy_internal::MakePipe(fds)) {
     wake_read = fds[0];
     wake_write = fds[1];
+    proxy_internal::SetNonBlocking(wake_read);
+    proxy_internal::SetNonBlocking(wake_write);
   }
 }
 
@@ -257,11 +261,21 @@ void GatingProxy::Impl::Pump(int timeout_ms) {
 }
 
 Result<ProxyReport> GatingProxy::Impl::Run(int in, int out) {
-  if (options.server_command.empty()) return Status::InvalidArgument("no MCP server command given");
+  if (options.server_command.empty() && options.upstream_url.empty()) {
+    return Status::InvalidArgument("no MCP server command or URL given");
+  }
   ::signal(SIGPIPE, SIG_IGN);
-  auto started = proxy_internal::ServerProcess::Start(options.server_command);
-  if (!started) return started.error();
-  server = std::move(started).value();
+  if (!options.upstream_url.empty()) {
+    auto started = proxy_internal::HttpUpstream::Start(
+        options.upstream_url, options.upstream_headers, options.max_message_bytes,
+        [this](const std::string& line) { Log(line); });
+    if (!started) return started.error();
+    server = std::move(started).value();
+  } else {
+    auto started = proxy_internal::ServerProcess::Start(options.server_command);
+    if (!started) return started.error();
+    server = std::move(started).value();
+  }
   client_in = in;
   client_out = out;
   int in_flags = proxy_internal::SetNonBlocking(client_in);

@@ -1,12 +1,12 @@
 #!/bin/sh
 # End-to-end test of `taskledger mcp-proxy` (tests/mcp/CMakeLists.txt):
-#   run_e2e.sh SOURCE_DIR NPM_DIR TASKLEDGER RULES
+#   run_e2e.sh SOURCE_DIR NPM_DIR TASKLEDGER RULES [SCRIPT]
 # Installs the pinned npm packages into NPM_DIR (npm ci, once per lock file),
 # uses the redis at $TASKLEDGER_TEST_REDIS_URL or starts a private
-# redis-server on a unix socket, and runs e2e_filesystem.mjs. Exit 77 (ctest:
+# redis-server on a unix socket, and runs SCRIPT (default e2e_filesystem.mjs). Exit 77 (ctest:
 # skipped) when node/npm/redis-server is missing or npm cannot install.
 set -u
-src=$1 npm_dir=$2 taskledger=$3 rules=$4
+src=$1 npm_dir=$2 taskledger=$3 rules=$4 script=${5:-e2e_filesystem.mjs}
 
 skip() { echo "SKIPPED: $*"; exit 77; }
 command -v node >/dev/null 2>&1 || skip "node is not installed (apt-get install nodejs npm)"
@@ -43,4 +43,4 @@ if [ -z "$store" ]; then
 fi
 
 mkdir -p "$work/ws"
-cd "$npm_dir" && node e2e_filesystem.mjs "$taskledger" "$rules" "$store" "$work/ws"
+cd "$npm_dir" && node "$script" "$taskledger" "$rules" "$store" "$work/ws"

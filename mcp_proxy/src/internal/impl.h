@@ -68,7 +68,7 @@ struct GatingProxy::Impl {
   ProxyOptions options;
   ProxyReport report;
 
-  std::unique_ptr<proxy_internal::ServerProcess> server;
+  std::unique_ptr<proxy_internal::Upstream> server;
   int client_in = -1, client_out = -1;
   int wake_read = -1, wake_write = -1;  // self-pipe for RequestStop
   std::atomic<bool> stop_requested{false};

@@ -3,8 +3,8 @@
 // of any MCP server, so an unmodified MCP client gets all three.
 //
 // Both sides speak JSON-RPC 2.0, one message per line. The proxy starts the
-// server as a child process and relays every message untouched (same bytes),
-// except:
+// server as a child process (or reaches it over Streamable HTTP,
+// `upstream_url`) and relays every message untouched (same bytes), except:
 //   - tools/call requests are gated one at a time, in arrival order (a call
 //     decided later sees the outcome of the calls before it). A call the gate
 //     does not allow never reaches the server: the client gets a tool result
@@ -35,6 +35,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "taskledger/base/status.h"
@@ -45,8 +46,14 @@
 namespace taskledger::mcp {
 
 struct ProxyOptions {
-  // argv of the MCP server; argv[0] is looked up in PATH. Required.
+  // argv of the MCP server; argv[0] is looked up in PATH. Required unless
+  // `upstream_url` is set.
   std::vector<std::string> server_command;
+  // An MCP server reached over Streamable HTTP (http:// or https://) instead
+  // of a child process; `upstream_headers` go with every request to it (e.g.
+  // {"Authorization", "Bearer ..."}). Its session ends (DELETE) with the run.
+  std::string upstream_url;
+  std::vector<std::pair<std::string, std::string>> upstream_headers;
   // The run under which environment-changing calls are recorded as commands;
   // normally tenant and conversation of the session.
   RunId run;
@@ -96,8 +103,9 @@ class GatingProxy {
 
   // Starts the server and relays between the client's (`client_in`,
   // `client_out`) descriptors and it until either side is gone, then stops
-  // the server. The descriptors are not closed. Errors: InvalidArgument (no
-  // server command), Unavailable (the server could not be started); every
+  // the server. The descriptors are not closed (they may be one socket).
+  // Errors: InvalidArgument (no server command or URL, or a bad URL),
+  // Unavailable (the server could not be started); every
   // problem after the start ends the run and is described in the report.
   Result<ProxyReport> Run(int client_in, int client_out);
 

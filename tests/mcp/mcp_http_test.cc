@@ -1,0 +1,241 @@
+// HttpListener (mcp-proxy --listen) against the fake MCP server over real
+// loopback HTTP: one conversation per MCP session, the bearer token, hostile
+// requests answered with the right status and never forwarded, and answers as
+// JSON or as an SSE stream.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "taskledger/commands/memory_command_store.h"
+#include "taskledger/http/client.h"
+#include "taskledger/http/sse.h"
+#include "taskledger/ledger/memory_store.h"
+#include "taskledger/mcp_proxy/http_listener.h"
+
+namespace taskledger {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+std::shared_ptr<const RulePack> Pack() {
+  std::vector<PackFile> files = {
+      {"pack.json", R"({"name": "fake", "tools": {"read_only": ["echo"],
+                      "writes": ["touch"]}, "unknown_tools": "deny"})"},
+      {"extract.json", R"({"tools": {"echo": [{"id": "echo.value", "path": "/echo/value",
+                          "category": "fact", "key": "echoed"}]}})"},
+      {"policy.lua", R"(
+rule {
+  id = "fake.no_forbidden",
+  tools = {"touch"},
+  check = function(call, ledger)
+    if string.find(call.args.path or "", "forbidden", 1, true) then
+      return deny("paths containing 'forbidden' are off limits")
+    end
+    return allow()
+  end,
+})"}};
+  auto pack = RulePack::FromFiles(std::move(files));
+  REQUIRE(pack.has_value());
+  return std::move(pack).value();
+}
+
+const char* kToken = "s3cret";
+
+// A listener on a free loopback port, serving on its own thread, with the
+// test as its HTTP client.
+class Listening {
+ public:
+  explicit Listening(size_t max_body = 1 << 20)
+      : dir_(fs::temp_directory_path() / ("tl-mcp-http-" + std::to_string(::getpid()))) {
+    fs::create_directories(dir_);
+    ::setenv("FAKE_MCP_LOG", log_path().c_str(), 1);
+    store_ = NewMemoryStore();
+    commands_ = NewMemoryCommandStore();
+    mcp::ListenerOptions options;
+    options.require_token = kToken;
+    options.max_body_bytes = max_body;
+    options.log = [](std::string_view) {};
+    listener_ = std::make_unique<mcp::HttpListener>(
+        options, [this](const std::string& id, const std::string&) -> Result<mcp::GatedSession> {
+          auto session = Session::Open(*store_, ConversationId{"t", "h-" + id}, Pack());
+          if (!session) return session.error();
+          mcp::GatedSession parts;
+          parts.session = std::move(session).value();
+          parts.commands = std::make_unique<CommandLedger>(*commands_, SystemClock());
+          parts.options.server_command = {FAKE_MCP_SERVER};
+          parts.options.run = RunId{"t", "h-" + id};
+          parts.options.log = [](std::string_view) {};
+          return parts;
+        });
+    auto port = listener_->Bind();
+    REQUIRE(port.has_value());
+    port_ = *port;
+    thread_ = std::thread([this] { (void)listener_->Serve(); });
+    auto client = http::Client::Open("http://127.0.0.1:" + std::to_string(port_));
+    REQUIRE(client.has_value());
+    client_ = std::move(client).value();
+  }
+  ~Listening() {
+    listener_->Stop();
+    thread_.join();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  std::string log_path() const { return (dir_ / "server.log").string(); }
+  std::string ServerLog() const {
+    std::ifstream in(log_path());
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+  http::ClientResponse Post(const std::string& body, const http::Headers& extra = {},
+                            bool with_token = true, const std::string& type = "application/json") {
+    http::Headers h;
+    if (!http::HasHeader(extra, "Accept")) h.emplace_back("Accept", "application/json");
+    if (with_token) h.emplace_back("Authorization", std::string("Bearer ") + kToken);
+    for (const auto& e : extra) h.push_back(e);
+    auto r = client_->Send("POST", "/mcp", h, body, type);
+    REQUIRE(r.has_value());
+    return std::move(r).value();
+  }
+  http::ClientResponse Raw(const std::string& method, http::Headers extra) {
+    extra.emplace_back("Authorization", std::string("Bearer ") + kToken);
+    auto r = client_->Send(method, "/mcp", extra, "", "");
+    REQUIRE(r.has_value());
+    return std::move(r).value();
+  }
+  // Opens a session; returns its id.
+  std::string Initialize() {
+    auto r = Post(json{{"jsonrpc", "2.0"},
+                       {"id", 1},
+                       {"method", "initialize"},
+                       {"params",
+                        {{"protocolVersion", "2025-06-18"},
+                         {"capabilities", json::object()},
+                         {"clientInfo", {{"name", "t"}, {"version", "1"}}}}}}
+                      .dump());
+    REQUIRE(r.status == 200);
+    std::string id = r.Header("Mcp-Session-Id");
+    REQUIRE(id.size() == 32);
+    return id;
+  }
+  json Call(const std::string& session, int id, const std::string& method, json params) {
+    auto r =
+        Post(json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}.dump(),
+             {{"Mcp-Session-Id", session}});
+    REQUIRE(r.status == 200);
+    return json::parse(r.body);
+  }
+
+ private:
+  fs::path dir_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<CommandStore> commands_;
+  std::unique_ptr<mcp::HttpListener> listener_;
+  int port_ = 0;
+  std::thread thread_;
+  std::unique_ptr<http::Client> client_;
+};
+
+std::string StateOf(Listening& l, const std::string& session) {
+  json r = l.Call(session, 50, "resources/read", {{"uri", "taskledger://state"}});
+  return r["result"]["contents"][0]["text"].get<std::string>();
+}
+
+}  // namespace
+
+TEST_CASE("mcp http: each MCP session is a conversation of its own", "[mcp][http]") {
+  Listening l;
+  std::string a = l.Initialize();
+  std::string b = l.Initialize();
+  CHECK(a != b);
+  json echoed = l.Call(a, 2, "tools/call", {{"name", "echo"}, {"arguments", {{"value", "kiwi"}}}});
+  CHECK(echoed["result"]["structuredContent"]["echo"]["value"] == "kiwi");
+  CHECK(StateOf(l, a).find("kiwi") != std::string::npos);
+  CHECK(StateOf(l, b).find("kiwi") == std::string::npos);
+}
+
+TEST_CASE("mcp http: without the bearer token nothing is served or forwarded", "[mcp][http]") {
+  Listening l;
+  std::string init = R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{}})";
+  auto missing = l.Post(init, {}, false);
+  CHECK(missing.status == 401);
+  CHECK(missing.Header("WWW-Authenticate") == "Bearer");
+  auto wrong = l.Post(init, {{"Authorization", "Bearer s3cres"}}, false);
+  CHECK(wrong.status == 401);
+  CHECK(l.ServerLog().empty());  // no server was even started
+}
+
+TEST_CASE("mcp http: hostile requests get the right status and reach no server", "[mcp][http]") {
+  Listening l(4096);
+  std::string s = l.Initialize();
+  const std::string before = l.ServerLog();
+  auto status = [&](const std::string& body, const http::Headers& h = {},
+                    const std::string& type = "application/json") {
+    return l.Post(body, h, true, type).status;
+  };
+  const http::Headers in_session = {{"Mcp-Session-Id", s}};
+  const std::string list = R"({"jsonrpc":"2.0","id":9,"method":"tools/list"})";
+  CHECK(status(std::string(8192, ' '), in_session) == 413);
+  auto bad = l.Post("{nope", in_session);
+  CHECK(bad.status == 400);
+  CHECK(json::parse(bad.body)["error"]["code"] == -32700);
+  CHECK(status("[" + list + "]", in_session) == 400);
+  CHECK(status("42", in_session) == 400);
+  CHECK(status(R"({"jsonrpc":"2.0","id":3,"method":7})", in_session) == 400);
+  CHECK(status(list, in_session, "text/plain") == 415);
+  CHECK(status(list) == 400);                                // no session id
+  CHECK(status(list, {{"Mcp-Session-Id", "0123"}}) == 404);  // not a session
+  CHECK(status(list, {{"Mcp-Session-Id", s}, {"MCP-Protocol-Version", "1999-01-01"}}) == 400);
+  CHECK(status(list, {{"Mcp-Session-Id", s}, {"Origin", "https://evil.example"}}) == 403);
+  CHECK(l.ServerLog() == before);  // none of it was forwarded
+  // The session still works after all that.
+  CHECK_FALSE(l.Call(s, 10, "tools/list", json::object())["result"]["tools"].empty());
+}
+
+TEST_CASE("mcp http: a blocked write answers on an SSE stream and never runs", "[mcp][http]") {
+  Listening l;
+  std::string s = l.Initialize();
+  std::string body =
+      json{{"jsonrpc", "2.0"},
+           {"id", 4},
+           {"method", "tools/call"},
+           {"params", {{"name", "touch"}, {"arguments", {{"path", "/tmp/forbidden-x"}}}}}}
+          .dump();
+  auto r = l.Post(body, {{"Mcp-Session-Id", s}, {"Accept", "application/json, text/event-stream"}});
+  REQUIRE(r.status == 200);
+  CHECK(r.Header("Content-Type").rfind("text/event-stream", 0) == 0);
+  http::SseParser parser;
+  std::vector<json> events;
+  parser.Feed(r.body, [&](const http::SseEvent& e) { events.push_back(json::parse(e.data)); });
+  REQUIRE(events.size() == 1);
+  CHECK(events[0]["id"] == 4);
+  CHECK(events[0]["result"]["isError"] == true);
+  CHECK(events[0]["result"]["content"][0]["text"].get<std::string>().find("fake.no_forbidden") !=
+        std::string::npos);
+  CHECK(l.ServerLog().find("forbidden-x") == std::string::npos);
+  CHECK_FALSE(fs::exists("/tmp/forbidden-x"));
+}
+
+TEST_CASE("mcp http: DELETE ends the session and its id is then unknown", "[mcp][http]") {
+  Listening l;
+  std::string s = l.Initialize();
+  const std::string list = R"({"jsonrpc":"2.0","id":9,"method":"tools/list"})";
+  CHECK(l.Post(list, {{"Mcp-Session-Id", s}}).status == 200);
+  CHECK(l.Raw("DELETE", {{"Mcp-Session-Id", s}}).status == 200);
+  CHECK(l.Post(list, {{"Mcp-Session-Id", s}}).status == 404);
+  CHECK(l.Raw("DELETE", {{"Mcp-Session-Id", s}}).status == 404);
+  CHECK(l.Raw("GET", {{"Mcp-Session-Id", s}, {"Accept", "text/event-stream"}}).status == 404);
+}
+
+}  // namespace taskledger

@@ -170,7 +170,11 @@ bool Session::CommitBeforeWrite(const ProposedCall& call, CallResult& result,
 void Session::DenyForStore(const ProposedCall& call, const Status& why, CallResult& result) {
   PolicyDecision& d = result.decision;
   d.outcome = Outcome::kDeny;
-  if (why.code() == StatusCode::kConflict) {
+  if (why.code() == StatusCode::kInvalidArgument || why.code() == StatusCode::kLimitExceeded) {
+    d.rule_id = std::string(kInvalidCommandRule);
+    d.reason =
+        "the call cannot be recorded as a command (" + why.ToString() + "); no change was made";
+  } else if (why.code() == StatusCode::kConflict) {
     d.rule_id = std::string(kStateConflictRule);
     d.reason = "another writer changed this conversation's task state (" + why.ToString() +
                "); no change was made";
@@ -316,6 +320,12 @@ std::string DenialMessage(const ProposedCall& call, const PolicyDecision& decisi
     return "Error: the call " + call.tool + " was not made: " + reason + " (" + rule +
            "). The policy allowed it, but taskledger does not run calls while the task state "
            "cannot be saved. Tell the user nothing was changed and try again later.";
+  }
+  if (rule == kInvalidCommandRule) {
+    return "Error: the call " + call.tool + " was not made: " + reason + " (" + rule +
+           "). The policy allowed it, but taskledger runs a write only once it is recorded, and "
+           "this call was refused as invalid input; the same call will be refused again. Tell "
+           "the user nothing was changed.";
   }
   if (rule == kStateConflictRule) {
     return "Error: the call " + call.tool + " was not made: " + reason + " (" + rule +

@@ -108,6 +108,11 @@ class ExtractionRules;
 // a decision (see the file comment).
 inline constexpr std::string_view kStoreUnavailableRule = "taskledger.store_unavailable";
 inline constexpr std::string_view kStateConflictRule = "taskledger.state_conflict";
+// The rule id of a write the policy allowed but the command ledger refused to
+// record because its input is invalid (InvalidArgument / LimitExceeded from
+// the reservation: an empty step, an argument too large); the store is fine
+// and retrying the same call gets the same answer.
+inline constexpr std::string_view kInvalidCommandRule = "taskledger.invalid_command";
 
 // What a read-only call does while the store is unreachable.
 enum class StoreDownReads {
@@ -332,6 +337,9 @@ class Session {
   // `consumed` receives the confirmation the commit consumed, if any.
   bool CommitBeforeWrite(const ProposedCall& call, CallResult& result,
                          std::optional<Entry>* consumed = nullptr);
+  // Turns `result` into the session's own denial for `why`: kInvalidCommandRule
+  // (InvalidArgument, LimitExceeded), kStateConflictRule (Conflict), else
+  // kStoreUnavailableRule.
   void DenyForStore(const ProposedCall& call, const Status& why, CallResult& result);
   // Authorize after Check: the write-ahead commit or the store ping, and the
   // "denied" call record of a call that may not run.

@@ -58,6 +58,9 @@ Result<std::unique_ptr<Session>> Session::Open(Store& store, ConversationId id,
   std::unique_ptr<Session> session(new Session(store, std::move(ledger).value(), std::move(pack),
                                                std::move(owned), checker, std::move(extractor),
                                                clock, options));
+  if (options.commands.journal && options.commands.store == nullptr) {
+    return Status::InvalidArgument("a session journal needs a command store (commands.store)");
+  }
   if (SessionCommandOptions& c = options.commands; c.store != nullptr) {
     const ConversationId& conv = session->id();
     RunId run = c.run ? *c.run : RunId{conv.tenant, conv.conversation};
@@ -69,6 +72,8 @@ Result<std::unique_ptr<Session>> Session::Open(Store& store, ConversationId id,
     ledger_options.observer = c.observer;
     session->commands_ = std::make_unique<Commands>(*c.store, std::move(run), clock,
                                                     std::move(ledger_options), std::move(c));
+    Commands& cmd = *session->commands_;
+    if (cmd.options.journal) cmd.journal.emplace(cmd.store, cmd.run);
     if (Status recovered = session->RecoverCommands(); !recovered.ok()) return recovered;
   }
   return session;

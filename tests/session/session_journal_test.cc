@@ -102,6 +102,26 @@ TEST_CASE("journal: a loop resumed after a crash replays the model and the clock
   CHECK(again->journal()->replayed_steps() == 4);
 }
 
+TEST_CASE("journal: a loop that crashed after its last step replays all of it, write included") {
+  Fixture f(GENERATE(as<std::string>{}, "memory", "redis"));
+  Loop loop(f);
+  Model model;
+  Backend backend;
+  std::string said;
+  {
+    auto first = loop.Open();
+    said = loop.Run(*first, model, backend, "#A1", /*crash=*/false);
+  }  // died before EndTurn
+  auto resumed = loop.Open();
+  // The write's result reaches the model's next request as the first run saw
+  // it (not "already done"), so the recorded answer still matches.
+  CHECK(loop.Run(*resumed, model, backend, "#A1", false) == said);
+  CHECK(model.asked == 2);
+  CHECK(backend.keys.size() == 1);
+  CHECK(resumed->journal()->replayed_steps() == 4);
+  CHECK(Calls(*resumed).back().outcome == "deduplicated");
+}
+
 TEST_CASE("journal: a resumed loop that asks something else at a step is stopped, naming it") {
   Fixture f(GENERATE(as<std::string>{}, "memory", "redis"));
   Loop loop(f);

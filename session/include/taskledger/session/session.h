@@ -74,7 +74,9 @@
 // by opening a session on the same run and running the loop again from its
 // start: journaled steps return what was recorded (the model is not asked
 // again, the clock and the random source are not read), writes already made
-// return their recorded outcome through the command ledger, so the resumed
+// return their recorded outcome through the command ledger (with a journal,
+// a succeeded write's message is its recorded output, as the first run saw
+// it, not "Already done"), so the resumed
 // loop takes the same branches and continues live where the record ends. A
 // step asked with another request than the one recorded at its position is
 // a Divergence error naming the position. Extraction from replayed

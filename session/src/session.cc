@@ -57,6 +57,9 @@ Result<std::unique_ptr<Session>> Session::Open(Store& store, ConversationId id,
   std::unique_ptr<Session> session(new Session(store, std::move(ledger).value(), std::move(pack),
                                                std::move(owned), checker, std::move(extractor),
                                                clock, options));
+  if (options.commands.journal && options.commands.store == nullptr) {
+    return Status::InvalidArgument("a session journal needs a command store (commands.store)");
+  }
   if (SessionCommandOptions& c = options.commands; c.store != nullptr) {
     const ConversationId& conv = session->id();
     RunId run = c.run ? *c.run : RunId{conv.tenant, conv.conversation};
@@ -68,6 +71,8 @@ Result<std::unique_ptr<Session>> Session::Open(Store& store, ConversationId id,
     ledger_options.observer = c.observer;
     session->commands_ = std::make_unique<Commands>(*c.store, std::move(run), clock,
                                                     std::move(ledger_options), std::move(c));
+    Commands& cmd = *session->commands_;
+    if (cmd.options.journal) cmd.journal.emplace(cmd.store, cmd.run);
     if (Status recovered = session->RecoverCommands(); !recovered.ok()) return recovered;
   }
   return session;
@@ -169,7 +174,11 @@ bool Session::CommitBeforeWrite(const ProposedCall& call, CallResult& result,
 void Session::DenyForStore(const ProposedCall& call, const Status& why, CallResult& result) {
   PolicyDecision& d = result.decision;
   d.outcome = Outcome::kDeny;
-  if (why.code() == StatusCode::kConflict) {
+  if (why.code() == StatusCode::kInvalidArgument || why.code() == StatusCode::kLimitExceeded) {
+    d.rule_id = std::string(kInvalidCommandRule);
+    d.reason =
+        "the call cannot be recorded as a command (" + why.ToString() + "); no change was made";
+  } else if (why.code() == StatusCode::kConflict) {
     d.rule_id = std::string(kStateConflictRule);
     d.reason = "another writer changed this conversation's task state (" + why.ToString() +
                "); no change was made";
@@ -315,6 +324,12 @@ std::string DenialMessage(const ProposedCall& call, const PolicyDecision& decisi
     return "Error: the call " + call.tool + " was not made: " + reason + " (" + rule +
            "). The policy allowed it, but taskledger does not run calls while the task state "
            "cannot be saved. Tell the user nothing was changed and try again later.";
+  }
+  if (rule == kInvalidCommandRule) {
+    return "Error: the call " + call.tool + " was not made: " + reason + " (" + rule +
+           "). The policy allowed it, but taskledger runs a write only once it is recorded, and "
+           "this call was refused as invalid input; the same call will be refused again. Tell "
+           "the user nothing was changed.";
   }
   if (rule == kStateConflictRule) {
     return "Error: the call " + call.tool + " was not made: " + reason + " (" + rule +

@@ -220,6 +220,12 @@ void Session::ReportCommand(const ProposedCall& call, const Command& c, CallResu
                                       : &c.evidence;
       result.output = ToolOutput{*out, false};
       result.message_is_error = false;
+      if (commands_->journal) {
+        // A journaled loop replaying its turn must see what the call first
+        // returned, or every later journaled step would diverge.
+        result.message = OutputText(*out);
+        break;
+      }
       result.message = "Already done: " + tool +
                        " with these arguments already succeeded in this run and was not run "
                        "again (" +

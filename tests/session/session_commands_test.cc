@@ -269,3 +269,27 @@ TEST_CASE("session commands: a write whose lease fails does not run and keeps th
   REQUIRE(retried.command.has_value());
   CHECK(retried.command->state == CommandState::kSucceeded);
 }
+
+TEST_CASE(
+    "session commands: a write refused as invalid input is reported as such, not as a store "
+    "outage") {
+  Fixture f(GENERATE(as<std::string>{}, "memory", "redis"));
+  SessionOptions options;
+  options.commands.store = f.commands.get();
+  options.commands.step_of = [](const ProposedCall&) { return std::string(); };  // a bug
+  auto opened = Session::Open(*f.ledger_store, f.conv, RefundPack(), options);
+  REQUIRE(opened.has_value());
+  Backend backend;
+  CallResult r = (*opened)->HandleToolCall(Ship("c1"), backend.executor());
+  CHECK_FALSE(r.executed);
+  CHECK(backend.keys.empty());
+  CHECK(r.decision.rule_id == kInvalidCommandRule);
+  CHECK(r.decision_record["rule"] == std::string(kInvalidCommandRule));
+  CHECK_THAT(r.message, Catch::Contains("command needs a step") &&
+                            Catch::Contains("refused again") && !Catch::Contains("unreachable") &&
+                            !Catch::Contains("try again later"));
+  CHECK(Calls(**opened).back().outcome == "denied");
+  auto listed = f.commands->ListCommands(f.run());
+  REQUIRE(listed.has_value());
+  CHECK(listed->empty());
+}

@@ -24,6 +24,7 @@ struct Session::Commands {
   RunId run;
   CommandLedger ledger;
   SessionCommandOptions options;
+  std::optional<Journal> journal;  // SessionCommandOptions::journal
 };
 
 namespace session_internal {

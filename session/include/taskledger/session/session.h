@@ -66,6 +66,22 @@
 // crash before its lease is not run by itself: it runs when the model
 // proposes the call again. Open fails if the guard cannot run (store down).
 //
+// Journal (SessionCommandOptions::journal, with a command store): the loop
+// passes each model response and every other non-deterministic value (clock
+// readings, random ids) through Journaled() / JournaledNowMs() /
+// JournaledRandom(). Each is recorded in the command store under the run at
+// the next position before the loop sees it. A loop that crashed is resumed
+// by opening a session on the same run and running the loop again from its
+// start: journaled steps return what was recorded (the model is not asked
+// again, the clock and the random source are not read), writes already made
+// return their recorded outcome through the command ledger (with a journal,
+// a succeeded write's message is its recorded output, as the first run saw
+// it, not "Already done"), so the resumed
+// loop takes the same branches and continues live where the record ends. A
+// step asked with another request than the one recorded at its position is
+// a Divergence error naming the position. Extraction from replayed
+// messages re-applies the same values to the task state.
+//
 // Read-only calls never wait for the store unless
 // SessionOptions::store_down_reads is kDeny; then each one first checks that
 // the store answers (one Head round trip) and is denied with
@@ -92,6 +108,7 @@
 #include "taskledger/commands/command.h"
 #include "taskledger/commands/command_ledger.h"
 #include "taskledger/commands/command_store.h"
+#include "taskledger/commands/journal.h"
 #include "taskledger/commands/tool_binding.h"
 #include "taskledger/ledger/ledger.h"
 #include "taskledger/ledger/store.h"
@@ -108,6 +125,11 @@ class ExtractionRules;
 // a decision (see the file comment).
 inline constexpr std::string_view kStoreUnavailableRule = "taskledger.store_unavailable";
 inline constexpr std::string_view kStateConflictRule = "taskledger.state_conflict";
+// The rule id of a write the policy allowed but the command ledger refused to
+// record because its input is invalid (InvalidArgument / LimitExceeded from
+// the reservation: an empty step, an argument too large); the store is fine
+// and retrying the same call gets the same answer.
+inline constexpr std::string_view kInvalidCommandRule = "taskledger.invalid_command";
 
 // What a read-only call does while the store is unreachable.
 enum class StoreDownReads {
@@ -142,6 +164,10 @@ struct SessionCommandOptions {
   // returns the recorded outcome. Return something that varies (a turn, a
   // call id) for tools a run may legitimately repeat.
   std::function<std::string(const ProposedCall&)> step_of;
+  // Journal the loop's non-deterministic values (Session::Journaled,
+  // JournaledNowMs, JournaledRandom) in `store` under the run: see the file
+  // comment. Open fails with InvalidArgument if set without a store.
+  bool journal = false;
   // Called after each durable step of a command (CommandLedgerOptions::observer):
   // "reserved", "leased", "outcome", "reconciled". For tracing and crash tests.
   std::function<void(std::string_view point, const Command&)> observer;
@@ -282,6 +308,29 @@ class Session {
   Result<std::vector<CallResult>> ResumeApproved(const ToolExecutor& execute);
   Result<std::vector<CallResult>> ResumeApproved(const ContextToolExecutor& execute);
 
+  // The journal (SessionCommandOptions::journal): the value recorded at the
+  // run's next journal position for (kind, request), or, when nothing is
+  // recorded there yet, the one `produce` returns (recorded before it is
+  // returned; a failing `produce` records nothing). Use it for every model
+  // response (`request` = what the model is asked) and anything else a
+  // resumed loop must see again unchanged. A session opened later on the same
+  // run starts at position 1 again: a loop resumed after a crash, run from
+  // its start, gets the recorded values without `produce` being called.
+  // Errors: FailedPrecondition without a journal; Divergence when `kind` or
+  // `request` differ from what is recorded at that position (the message
+  // names the position and both requests; every later journaled call fails
+  // the same way: the loop no longer follows its record); the command
+  // store's (Unavailable, Timeout).
+  Result<nlohmann::json> Journaled(const std::string& kind, const nlohmann::json& request,
+                                   const std::function<Result<nlohmann::json>()>& produce);
+  // The session clock's reading, journaled (kind "clock").
+  Result<int64_t> JournaledNowMs();
+  // A draw from `rng` (a random id, say), journaled (kind "random").
+  Result<uint64_t> JournaledRandom(const std::function<uint64_t()>& rng);
+  // Null without a journal. replayed_steps() counts the values answered
+  // from the record since the session opened.
+  const Journal* journal() const;
+
   // Records the output of a call that was allowed (extraction, StageCall with
   // "ok"/"error", confirmation consumed for an environment-changing call if
   // Authorize has not already done so).
@@ -332,6 +381,9 @@ class Session {
   // `consumed` receives the confirmation the commit consumed, if any.
   bool CommitBeforeWrite(const ProposedCall& call, CallResult& result,
                          std::optional<Entry>* consumed = nullptr);
+  // Turns `result` into the session's own denial for `why`: kInvalidCommandRule
+  // (InvalidArgument, LimitExceeded), kStateConflictRule (Conflict), else
+  // kStoreUnavailableRule.
   void DenyForStore(const ProposedCall& call, const Status& why, CallResult& result);
   // Authorize after Check: the write-ahead commit or the store ping, and the
   // "denied" call record of a call that may not run.

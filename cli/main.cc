@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   AddMetricsVerb(app, exit_code);
   AddCommandsVerb(app, exit_code);
   AddMcpProxyVerb(app, exit_code);
+  AddPackVerb(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

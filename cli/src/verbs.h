@@ -14,5 +14,6 @@ void AddPolicyVerb(CLI::App& app, int& exit_code);
 void AddRenderVerb(CLI::App& app, int& exit_code);
 void AddMetricsVerb(CLI::App& app, int& exit_code);
 void AddMcpProxyVerb(CLI::App& app, int& exit_code);
+void AddPackVerb(CLI::App& app, int& exit_code);
 
 }  // namespace taskledger::cli

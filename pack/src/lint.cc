@@ -1,0 +1,351 @@
+// Static checks on a rule pack (see include/taskledger/pack/lint.h): tool
+// coverage from pack.json, rule{} and extract.json, and a best-effort scan of
+// the Lua source for ledger reads no extraction rule produces.
+#include "taskledger/pack/lint.h"
+
+#include <algorithm>
+#include <cctype>
+#include <optional>
+#include <set>
+#include <string_view>
+
+namespace taskledger {
+
+namespace {
+
+bool Overlap(const std::string& a, const std::string& b) {
+  return GlobMatch(a, b) || GlobMatch(b, a);
+}
+
+std::vector<std::string> ManifestList(const RulePack& pack, const char* list) {
+  std::vector<std::string> out;
+  const nlohmann::json& m = pack.manifest();
+  if (!m.contains("tools") || !m["tools"].contains(list)) return out;
+  for (const auto& t : m["tools"][list]) {
+    if (t.is_string()) out.push_back(t.get<std::string>());
+  }
+  return out;
+}
+
+bool AnyOverlap(const std::string& pattern, const std::vector<std::string>& list) {
+  for (const std::string& e : list) {
+    if (Overlap(pattern, e)) return true;
+  }
+  return false;
+}
+
+// --- Lua source scan ------------------------------------------------------
+
+struct Token {
+  enum Kind { kName, kString, kConcat, kPunct, kOther } kind;
+  std::string text;
+};
+
+// Skips a long bracket [[...]] / [==[...]==] starting at s[i] == '['; returns
+// the contents and moves i past it, or nullopt if s[i] opens none.
+std::optional<std::string> LongBracket(std::string_view s, size_t& i) {
+  size_t j = i + 1, level = 0;
+  while (j < s.size() && s[j] == '=') ++j, ++level;
+  if (j >= s.size() || s[j] != '[') return std::nullopt;
+  const std::string close = "]" + std::string(level, '=') + "]";
+  size_t end = s.find(close, j + 1);
+  if (end == std::string_view::npos) end = s.size();
+  std::string body(s.substr(j + 1, end - j - 1));
+  i = std::min(s.size(), end + close.size());
+  return body;
+}
+
+std::vector<Token> Tokenize(std::string_view s) {
+  std::vector<Token> out;
+  size_t i = 0;
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  while (i < s.size()) {
+    const char c = s[i];
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      ++i;
+    } else if (s.substr(i, 2) == "--") {
+      i += 2;
+      if (i < s.size() && s[i] == '[' && LongBracket(s, i)) continue;
+      while (i < s.size() && s[i] != '\n') ++i;
+    } else if (c == '"' || c == '\'') {
+      std::string text;
+      for (++i; i < s.size() && s[i] != c && s[i] != '\n'; ++i) {
+        if (s[i] == '\\' && i + 1 < s.size()) ++i;
+        text += s[i];
+      }
+      ++i;
+      out.push_back({Token::kString, text});
+    } else if (c == '[' && (i + 1 < s.size()) && (s[i + 1] == '[' || s[i + 1] == '=')) {
+      size_t start = i;
+      if (auto body = LongBracket(s, i)) {
+        out.push_back({Token::kString, *body});
+      } else {
+        i = start + 1;
+        out.push_back({Token::kPunct, "["});
+      }
+    } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+      std::string name;
+      while (i < s.size()) {
+        if (ident(s[i])) {
+          name += s[i++];
+        } else if (s[i] == '.' && i + 1 < s.size() &&
+                   std::isalpha(static_cast<unsigned char>(s[i + 1]))) {
+          name += s[i++];
+        } else {
+          break;
+        }
+      }
+      out.push_back({Token::kName, name});
+    } else if (s.substr(i, 3) == "...") {
+      i += 3;
+      out.push_back({Token::kOther, "..."});
+    } else if (s.substr(i, 2) == "..") {
+      i += 2;
+      out.push_back({Token::kConcat, ".."});
+    } else if (std::isdigit(static_cast<unsigned char>(c))) {
+      while (i < s.size() && (ident(s[i]) || s[i] == '.')) ++i;
+      out.push_back({Token::kOther, "0"});
+    } else {
+      out.push_back({Token::kPunct, std::string(1, c)});
+      ++i;
+    }
+  }
+  return out;
+}
+
+using Span = std::pair<size_t, size_t>;  // [begin, end) into the tokens
+
+// The arguments of the call whose "(" is at tokens[open]; sets `end` past ")".
+std::vector<Span> CallArgs(const std::vector<Token>& t, size_t open, size_t& end) {
+  std::vector<Span> args;
+  int depth = 0;
+  size_t start = open + 1;
+  for (size_t i = open; i < t.size(); ++i) {
+    if (t[i].kind != Token::kPunct) continue;
+    const std::string& p = t[i].text;
+    if (p == "(" || p == "{" || p == "[") {
+      ++depth;
+    } else if (p == ")" || p == "}" || p == "]") {
+      if (--depth == 0) {
+        if (i > start) args.emplace_back(start, i);
+        end = i + 1;
+        return args;
+      }
+    } else if (p == "," && depth == 1) {
+      args.emplace_back(start, i);
+      start = i + 1;
+    }
+  }
+  end = t.size();
+  return args;
+}
+
+std::optional<std::string> ArgPattern(const std::vector<Token>& t, Span a);
+
+// std.key(a, b, c) as "a.b.c", a non-literal argument as "{?}".
+std::string KeyCallPattern(const std::vector<Token>& t, size_t open, size_t& end) {
+  std::string key;
+  for (const Span& a : CallArgs(t, open, end)) {
+    if (!key.empty()) key += '.';
+    const bool literal = a.second == a.first + 1 && t[a.first].kind == Token::kString;
+    key += literal ? t[a.first].text : "{?}";
+  }
+  return key;
+}
+
+// A key argument as a pattern: string literals kept, everything else "{?}";
+// nullopt when the argument holds no literal text at all.
+std::optional<std::string> ArgPattern(const std::vector<Token>& t, Span a) {
+  std::string out;
+  bool literal = false;
+  size_t i = a.first;
+  while (i < a.second) {
+    size_t piece_end = i;
+    int depth = 0;
+    while (piece_end < a.second && !(depth == 0 && t[piece_end].kind == Token::kConcat)) {
+      const std::string& p = t[piece_end].text;
+      if (t[piece_end].kind == Token::kPunct) depth += (p == "(" || p == "{" || p == "[") ? 1 : 0;
+      if (t[piece_end].kind == Token::kPunct) depth -= (p == ")" || p == "}" || p == "]") ? 1 : 0;
+      ++piece_end;
+    }
+    if (piece_end == i + 1 && t[i].kind == Token::kString) {
+      out += t[i].text;
+      literal = true;
+    } else if (t[i].kind == Token::kName && t[i].text == "std.key" && i + 1 < a.second &&
+               t[i + 1].text == "(") {
+      size_t end = i;
+      out += KeyCallPattern(t, i + 1, end);
+      literal = true;
+    } else {
+      out += "{?}";
+    }
+    i = piece_end + 1;
+  }
+  if (!literal) return std::nullopt;
+  return out;
+}
+
+std::vector<std::string> Segments(const std::string& key) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t dot = key.find('.');; dot = key.find('.', start)) {
+    out.push_back(key.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return out;
+}
+
+bool Wild(const std::string& seg) { return seg.find('{') != std::string::npos; }
+
+struct Template {
+  std::string category;
+  std::vector<std::string> segs;
+};
+
+// A read: `pattern` of `category` (empty: any), matching whole keys or (prefix)
+// the start of keys.
+bool Produced(const std::vector<Template>& templates, const std::string& category,
+              const std::string& pattern, bool prefix) {
+  std::vector<std::string> r = Segments(pattern);
+  if (prefix && !r.empty() && r.back().empty()) r.pop_back();
+  for (const Template& tp : templates) {
+    if (!category.empty() && tp.category != category) continue;
+    if (prefix ? tp.segs.size() < r.size() : tp.segs.size() != r.size()) continue;
+    bool match = true;
+    for (size_t i = 0; i < r.size() && match; ++i) {
+      const std::string& a = r[i];
+      const std::string& b = tp.segs[i];
+      const bool last_prefix = prefix && i + 1 == r.size();
+      match = Wild(a) || Wild(b) || a == b || (last_prefix && b.rfind(a, 0) == 0);
+    }
+    if (match) return true;
+  }
+  return false;
+}
+
+std::vector<Template> ExtractTemplates(const RulePack& pack) {
+  std::vector<Template> out;
+  const nlohmann::json* spec = pack.extract_spec();
+  if (spec == nullptr) return out;
+  auto add = [&out](const nlohmann::json& rule) {
+    if (!rule.is_object() || !rule.contains("key") || !rule["key"].is_string()) return;
+    out.push_back(
+        {rule.value("category", std::string()), Segments(rule["key"].get<std::string>())});
+  };
+  if (auto tools = spec->find("tools"); tools != spec->end() && tools->is_object()) {
+    for (const auto& [tool, rules] : tools->items()) {
+      for (const auto& r : rules) add(r);
+    }
+  }
+  if (auto user = spec->find("user"); user != spec->end() && user->is_array()) {
+    for (const auto& r : *user) add(r);
+  }
+  return out;
+}
+
+void LintKeys(const RulePack& pack, std::vector<LintFinding>& out) {
+  if (!pack.extractors().empty()) return;  // their keys are unknown until they run
+  const std::vector<Template> templates = ExtractTemplates(pack);
+  std::vector<const PackFile*> files = pack.lua_files();
+  files.insert(files.end(), pack.lib_files().begin(), pack.lib_files().end());
+  std::set<std::string> reported;
+  for (const PackFile* f : files) {
+    const std::vector<Token> t = Tokenize(f->contents);
+    for (size_t i = 0; i + 1 < t.size(); ++i) {
+      if (t[i].kind != Token::kName || t[i + 1].text != "(") continue;
+      const std::string& fn = t[i].text;
+      if (fn.rfind("ledger.", 0) != 0) continue;
+      const std::string method = fn.substr(7);
+      size_t end = i;
+      const std::vector<Span> args = CallArgs(t, i + 1, end);
+      auto literal = [&](size_t n) -> std::optional<std::string> {
+        if (n >= args.size()) return std::nullopt;
+        const Span a = args[n];
+        if (a.second != a.first + 1 || t[a.first].kind != Token::kString) return std::nullopt;
+        return t[a.first].text;
+      };
+      std::string category;
+      std::optional<std::string> pattern;
+      bool prefix = false;
+      if (method == "fact" || method == "identifier" || method == "constraint" ||
+          method == "condition") {
+        category = method;
+        if (!args.empty()) pattern = ArgPattern(t, args[0]);
+      } else if (method == "entry" || method == "verified" || method == "keys" ||
+                 method == "each" || method == "find") {
+        auto c = literal(0);
+        if (!c || args.size() < 2) continue;
+        category = *c;
+        pattern = ArgPattern(t, args[1]);
+        prefix = method == "keys";
+      } else if (method == "record") {
+        auto kind = literal(0);
+        if (!kind) continue;
+        category = args.size() > 2 ? literal(2).value_or("") : "fact";
+        pattern = *kind + ".{?}";
+        prefix = true;
+      }
+      if (!pattern || Produced(templates, category, *pattern, prefix)) continue;
+      const std::string subject = category + ":" + *pattern;
+      if (!reported.insert(subject).second) continue;
+      out.push_back({"key_never_extracted", subject,
+                     f->path + ": ledger." + method + " reads " +
+                         (category.empty() ? "" : category + " ") + "'" + *pattern + "'" +
+                         (prefix ? " (prefix)" : "") + ", which no extract.json rule writes"});
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<LintFinding> LintPack(const RulePack& pack) {
+  std::vector<LintFinding> out;
+  const std::vector<std::string> read_only = ManifestList(pack, "read_only");
+  const std::vector<std::string> writes = ManifestList(pack, "writes");
+  for (const std::string& w : writes) {
+    bool covered = false;
+    for (const RuleInfo& r : pack.rules()) {
+      covered = covered || AnyOverlap(w, r.tools);
+    }
+    if (!covered) {
+      out.push_back(
+          {"uncovered_write_tool", w,
+           "write tool '" + w + "' (pack.json) has no rule: its calls are allowed unchecked"});
+    }
+  }
+  for (const RuleInfo& r : pack.rules()) {
+    for (const std::string& g : r.tools) {
+      if (AnyOverlap(g, writes)) continue;
+      if (AnyOverlap(g, read_only)) {
+        out.push_back({"rule_on_read_only_tool", r.id,
+                       r.file + ": rule " + r.id + " names '" + g +
+                           "', which is read-only in pack.json: no rule runs for it"});
+      } else if (!pack.allow_unknown_tools()) {
+        out.push_back({"rule_matches_no_tool", r.id,
+                       r.file + ": rule " + r.id + " names '" + g +
+                           "', which matches no tool pack.json declares"});
+      }
+    }
+  }
+  if (!pack.allow_unknown_tools()) {
+    auto undeclared = [&](const std::string& tool, const std::string& where) {
+      if (AnyOverlap(tool, writes) || AnyOverlap(tool, read_only)) return;
+      out.push_back({"extraction_for_undeclared_tool", tool,
+                     where + " extracts from '" + tool +
+                         "', which pack.json does not declare (its calls are denied)"});
+    };
+    if (const nlohmann::json* spec = pack.extract_spec()) {
+      if (auto tools = spec->find("tools"); tools != spec->end() && tools->is_object()) {
+        for (const auto& [tool, rules] : tools->items()) undeclared(tool, "extract.json");
+      }
+    }
+    for (const ExtractorInfo& e : pack.extractors()) {
+      for (const std::string& tool : e.tools) undeclared(tool, e.file + ": extractor " + e.id);
+    }
+  }
+  LintKeys(pack, out);
+  return out;
+}
+
+}  // namespace taskledger

@@ -191,6 +191,16 @@ Result<std::shared_ptr<const RulePack>> RulePack::Build(std::vector<PackFile> fi
     }
     pack->allow_unknown_ = u == "allow";
   }
+  if (m.contains("denial_hint")) {
+    const nlohmann::json& h = m["denial_hint"];
+    if (!h.is_string() || h.get<std::string>().empty() ||
+        h.get<std::string>().size() > kMaxDenialHintBytes) {
+      return Status::InvalidArgument(
+          "pack.json: denial_hint must be a non-empty string of at most " +
+          std::to_string(kMaxDenialHintBytes) + " bytes");
+    }
+    pack->denial_hint_ = h.get<std::string>();
+  }
 
   // Run the Lua once now, so a broken pack fails to load instead of failing
   // every decision later.

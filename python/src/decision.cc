@@ -59,8 +59,14 @@ void RegisterDecisions(py::module_& m) {
       .def_readonly("latency_us", &PolicyDecision::latency_us)
       .def(
           "denial_message",
-          [](const PolicyDecision& d, const ProposedCall& call) { return DenialMessage(call, d); },
-          "call"_a, "The tool-result text telling the model why `call` did not run.")
+          [](const PolicyDecision& d, const ProposedCall& call,
+             const std::optional<std::string>& hint) {
+            return hint ? DenialMessage(call, d, *hint) : DenialMessage(call, d);
+          },
+          "call"_a, "hint"_a = py::none(),
+          "The tool-result text telling the model why `call` did not run, ending with `hint` "
+          "(what to do next: pass pack.denial_hint for the session's text; default: the "
+          "domain-neutral one).")
       .def("__bool__", &PolicyDecision::allowed)
       .def("__repr__", [](const PolicyDecision& d) {
         return "<taskledger.Decision " + std::string(OutcomeName(d.outcome)) +

@@ -150,6 +150,9 @@ void RegisterLedger(py::module_& m) {
       .def_property_readonly(
           "version", [](const PyPack& p) { return p.pack->version(); },
           "SHA-256 (hex) over the pack's files.")
+      .def_property_readonly(
+          "denial_hint", [](const PyPack& p) { return p.pack->denial_hint(); },
+          "What every denial tells the model to do next (pack.json \"denial_hint\").")
       .def_property_readonly("rules",
                              [](const PyPack& p) {
                                py::list out;

@@ -26,7 +26,9 @@ def test_quickstart_blocks_then_renders(store, tenant, subscription_pack):
     assert "verify_identity" in r2.decision.reason
     assert r2.is_error
     assert "cancel_subscription" in r2.message and "verify_identity" in r2.message
-    assert r2.message == r2.decision.denial_message(r2.call)
+    assert r2.message == r2.decision.denial_message(r2.call, subscription_pack.denial_hint)
+    assert r2.message == r2.decision.denial_message(r2.call)  # the pack keeps the default hint
+    assert r2.message.endswith("do not repeat the same call unchanged.")
     # The first deny decides; the rules after it do not run.
     assert [e.rule for e in r2.decision.rules] == ["subscription.identity_verified"]
     assert all(e.outcome == "deny" and not e.error for e in r2.decision.rules)

@@ -118,7 +118,7 @@ CallResult Session::Check(const ProposedCall& call) {
   ledger_->StageDecision(result.decision_record);
   last_decision_ = result.decision_record;
   if (!result.decision.allowed()) {
-    result.message = DenialMessage(call, result.decision);
+    result.message = DenialMessage(call, result.decision, pack_->denial_hint());
     result.message_is_error = true;
   }
   return result;
@@ -188,7 +188,7 @@ void Session::DenyForStore(const ProposedCall& call, const Status& why, CallResu
   }
   d.rules.push_back(RuleEvaluation{d.rule_id, Outcome::kDeny, d.reason, false});
   StageDecisionRecord(call, d, result);
-  result.message = DenialMessage(call, d);
+  result.message = DenialMessage(call, d, pack_->denial_hint());
   result.message_is_error = true;
 }
 
@@ -317,7 +317,8 @@ Result<uint64_t> Session::EndTurn() {
 
 Status Session::Rebase() { return ledger_->Rebase(); }
 
-std::string DenialMessage(const ProposedCall& call, const PolicyDecision& decision) {
+std::string DenialMessage(const ProposedCall& call, const PolicyDecision& decision,
+                          std::string_view hint) {
   std::string rule = decision.rule_id.empty() ? std::string("policy") : decision.rule_id;
   std::string reason = decision.reason.empty() ? std::string("no reason given") : decision.reason;
   if (rule == kStoreUnavailableRule) {
@@ -351,9 +352,7 @@ std::string DenialMessage(const ProposedCall& call, const PolicyDecision& decisi
   return "Error: policy violation, the call " + call.tool +
          " was blocked and made no change. "
          "Rule " +
-         rule + ": " + reason +
-         ". Resolve this first (for example, verify the user's identity, look up the missing "
-         "facts, or ask the user), then try again if it is still appropriate.";
+         rule + ": " + reason + ". " + std::string(hint);
 }
 
 }  // namespace taskledger

@@ -249,7 +249,7 @@ void Session::ReportCommand(const ProposedCall& call, const Command& c, CallResu
       } else {
         outcome = "awaiting_approval";
         result.message = (result.decision.outcome == Outcome::kRequireApproval
-                              ? DenialMessage(call, result.decision)
+                              ? DenialMessage(call, result.decision, pack_->denial_hint())
                               : "Not executed: " + tool + " needs approval by a human operator.") +
                          " The request is recorded (" + Where(c) +
                          ") and runs once an operator approves it.";
@@ -278,7 +278,7 @@ void Session::ReportCommand(const ProposedCall& call, const Command& c, CallResu
     case CommandState::kPending:
     case CommandState::kApproved:
       outcome = "awaiting_approval";
-      result.message = DenialMessage(call, result.decision);
+      result.message = DenialMessage(call, result.decision, pack_->denial_hint());
       break;
   }
   StageCallRecord(call, true, std::move(outcome));

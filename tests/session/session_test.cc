@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "session/session_support.h"
 #include "support/redis_server.h"
@@ -74,6 +75,51 @@ TEST_CASE("a denied call does not run and the model is told which rule and why")
   CHECK((*turns)[0].decisions[0]["decision"] == "deny");
   CHECK((*turns)[0].decisions[0]["rule"] == "shop.pending_only");
   CHECK((*turns)[0].decisions[0]["version_seen"] == 0);
+}
+
+TEST_CASE("a denial ends with the pack's denial_hint, or a hint that fits any domain") {
+  auto store = NewMemoryStore();
+  FakeTools tools;
+  // The shop pack has no denial_hint: the default names no domain's chores.
+  CallResult plain =
+      MustOpen(*store, "hint-default")->HandleToolCall(Cancel("#W1"), tools.executor());
+  CHECK_THAT(plain.message,
+             Catch::EndsWith(std::string(kDefaultDenialHint)) && !Catch::Contains("identity"));
+
+  std::vector<PackFile> files;
+  for (const auto& [path, text] : taskledger::testing::ShopPackFiles()) {
+    std::string contents = text;
+    if (path == "pack.json") {
+      contents.insert(contents.rfind('}'),
+                      R"(, "denial_hint": "Check the order's status with get_order first.")");
+    }
+    files.push_back({path, contents});
+  }
+  auto pack = RulePack::FromFiles(files);
+  REQUIRE(pack.has_value());
+  CHECK((*pack)->denial_hint() == "Check the order's status with get_order first.");
+  auto session = Session::Open(*store, ConversationId{"t", "hint-pack"}, *pack);
+  REQUIRE(session.has_value());
+  CallResult r = (*session)->HandleToolCall(Cancel("#W1"), tools.executor());
+  CHECK_THAT(r.message, Catch::Contains("shop.pending_only") &&
+                            Catch::EndsWith("is unknown. Check the order's status with get_order "
+                                            "first."));
+  CHECK(tools.calls == 0);
+
+  // A hint that is not a non-empty string of at most 1000 bytes refuses the pack.
+  for (const std::string& bad :
+       std::vector<std::string>{R"(, "denial_hint": 7)", R"(, "denial_hint": "")",
+                                R"(, "denial_hint": ")" + std::string(1001, 'x') + "\""}) {
+    std::vector<PackFile> broken = files;
+    for (PackFile& f : broken) {
+      if (f.path != "pack.json") continue;
+      f.contents = taskledger::testing::ShopPackFiles()[0].second;
+      f.contents.insert(f.contents.rfind('}'), bad);
+    }
+    auto refused = RulePack::FromFiles(broken);
+    REQUIRE_FALSE(refused.has_value());
+    CHECK_THAT(refused.error().message(), Catch::Contains("denial_hint"));
+  }
 }
 
 TEST_CASE("lookup, confirmation and write: the write runs once and consumes the yes") {

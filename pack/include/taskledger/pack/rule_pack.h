@@ -61,6 +61,14 @@ struct PackFile {
 // everything else matches itself. Case-sensitive.
 bool GlobMatch(std::string_view pattern, std::string_view name);
 
+// What a model is told to do next after a denial, when pack.json has no
+// "denial_hint": fits any domain.
+inline constexpr std::string_view kDefaultDenialHint =
+    "Resolve what the rule says first (for example, look up the missing facts or ask the "
+    "user), then try again if it is still appropriate; do not repeat the same call unchanged.";
+// The longest "denial_hint" pack.json may hold (bytes): it goes into every denial.
+inline constexpr size_t kMaxDenialHintBytes = 1000;
+
 class RulePack {
  public:
   // Loads rules/<pack>/ from `dir`. Errors: NotFound (no folder or no
@@ -101,6 +109,10 @@ class RulePack {
   ToolClass Classify(std::string_view tool) const;
   // pack.json "unknown_tools" == "allow" (default false: unknown tools are denied).
   bool allow_unknown_tools() const { return allow_unknown_; }
+  // pack.json "denial_hint" (kDefaultDenialHint without one): the sentence a
+  // denial's message ends with, telling the model what to do next in the
+  // pack's domain (DenialMessage in session.h).
+  const std::string& denial_hint() const { return denial_hint_; }
 
   // Rules and extractors the pack declares, rules in evaluation order
   // (priority descending, then id ascending).
@@ -123,6 +135,7 @@ class RulePack {
   std::vector<std::string> read_only_;
   std::vector<std::string> writes_;
   bool allow_unknown_ = false;
+  std::string denial_hint_{kDefaultDenialHint};
   int max_json_depth_ = kDefaultMaxJsonDepth;
   std::vector<RuleInfo> rules_;
   std::vector<ExtractorInfo> extractors_;

@@ -430,6 +430,9 @@ class Session {
 // The text a model reads for a call the gate did not let through: the tool,
 // the deciding rule and its reason, and what to do next (for the session's own
 // store denials: that nothing changed, and to try again later).
-std::string DenialMessage(const ProposedCall& call, const PolicyDecision& decision);
+// A policy denial ends with `hint`, what to do next: the session passes its
+// pack's denial_hint() (pack.json "denial_hint", kDefaultDenialHint without).
+std::string DenialMessage(const ProposedCall& call, const PolicyDecision& decision,
+                          std::string_view hint = kDefaultDenialHint);
 
 }  // namespace taskledger

@@ -17,8 +17,8 @@ namespace taskledger::cli {
 void AddCommonOptions(CLI::App& verb, CommonOptions& options) {
   verb.add_flag("--json", options.json, "Print machine-readable JSON");
   verb.add_option("--store", options.store,
-                  "Ledger store: memory (default), a redis:// / unix:// URL, or "
-                  "redis+cluster://HOST:PORT[,HOST:PORT...]")
+                  "Ledger store: memory (default), a redis:// / rediss:// / unix:// URL, or "
+                  "redis+cluster://HOST:PORT[,HOST:PORT...] (rediss+cluster:// for TLS)")
       ->capture_default_str();
   verb.add_option("--tenant", options.tenant, "Tenant namespace in the store")
       ->capture_default_str();

@@ -5,6 +5,7 @@
 #include "taskledger/redis/client.h"
 
 #include <hiredis/hiredis.h>
+#include <openssl/ssl.h>
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -15,6 +16,8 @@
 #include <cstdio>
 #include <cstring>
 #include <utility>
+
+#include "internal/tls.h"
 
 namespace taskledger::internal {
 namespace {
@@ -164,7 +167,15 @@ RedisClient::RedisClient(RedisEndpoint endpoint, RedisClientOptions options)
 
 RedisClient::~RedisClient() = default;
 
-void RedisClient::Disconnect() { context_.reset(); }
+void RedisClient::TlsDeleter::operator()(ssl_st* s) const { SSL_free(s); }
+void RedisClient::TlsDeleter::operator()(ssl_ctx_st* c) const { SSL_CTX_free(c); }
+
+void RedisClient::Drop() {
+  tls_.reset();  // no close_notify: the socket may be dead, and closing is enough
+  context_.reset();
+}
+
+void RedisClient::Disconnect() { Drop(); }
 
 std::string RedisClient::Where() const {
   if (endpoint_.unix_socket) return "unix:" + endpoint_.socket_path;
@@ -175,7 +186,7 @@ Status RedisClient::TransportFailure(std::string_view during) {
   int saved_errno = errno;
   int err = context_ ? context_->err : REDIS_ERR_OTHER;
   std::string detail = context_ ? context_->errstr : "no connection";
-  context_.reset();
+  Drop();
   std::string message = "redis " + Where() + ": " + std::string(during) + ": " + detail;
   // hiredis reports an expired SO_RCVTIMEO/SO_SNDTIMEO as an I/O error with
   // errno EAGAIN ("Resource temporarily unavailable"), and an expired connect
@@ -192,6 +203,17 @@ Status RedisClient::TransportFailure(std::string_view during) {
 Status RedisClient::Send(std::string_view during) {
   const char* p = out_.data();
   size_t left = out_.size();
+  if (tls_) {
+    std::string error;
+    if (!TlsWrite(tls_.get(), p, left, error)) {
+      int saved = errno;
+      context_->err = REDIS_ERR_IO;
+      std::snprintf(context_->errstr, sizeof(context_->errstr), "%s", error.c_str());
+      errno = saved;
+      return TransportFailure(during);
+    }
+    left = 0;
+  }
   while (left > 0) {
     ssize_t n = ::send(context_->fd, p, left, MSG_NOSIGNAL);
     if (n > 0) {
@@ -217,7 +239,7 @@ bool RedisClient::DropIfClosed() {
   if (!context_) return false;
   pollfd p{context_->fd, POLLIN | POLLRDHUP, 0};
   if (::poll(&p, 1, 0) == 0) return false;
-  context_.reset();
+  Drop();
   return true;
 }
 
@@ -235,6 +257,22 @@ Status RedisClient::Connect() {
     return TransportFailure("set timeout");
   }
   if (!endpoint_.unix_socket) redisEnableKeepAlive(context_.get());
+  if (endpoint_.tls) {
+    if (!tls_context_) {
+      auto made = MakeTlsContext(endpoint_);
+      if (!made) {
+        Drop();
+        return made.error();
+      }
+      tls_context_.reset(made->release());
+    }
+    auto session = TlsHandshake(tls_context_.get(), context_->fd, endpoint_, Where());
+    if (!session) {
+      Drop();
+      return session.error();
+    }
+    tls_.reset(session->release());
+  }
 
   std::vector<Argv> setup;
   if (!endpoint_.password.empty()) {
@@ -245,13 +283,28 @@ Status RedisClient::Connect() {
     }
   }
   if (endpoint_.db != 0) setup.push_back({"SELECT", std::to_string(endpoint_.db)});
+  // A TLS 1.3 server sends its session tickets after the handshake; one
+  // round trip reads them, so an idle connection is not mistaken for one
+  // the server wrote to (DropIfClosed).
+  if (tls_) setup.push_back({"PING"});
   if (setup.empty()) return Status::Ok();
   auto replies = Pipeline(setup);
-  if (!replies) return replies.error();
+  if (!replies) {
+    // TLS 1.3 finishes the client's handshake before the server has checked
+    // the client's certificate: a refusal shows up as the first exchange
+    // failing, so say what it most likely means.
+    if (endpoint_.tls && endpoint_.tls_cert_file.empty()) {
+      return Status(replies.error().code(),
+                    replies.error().message() +
+                        " (TLS: the server closed the connection right after the handshake; "
+                        "if it requires a client certificate, give ?cert=FILE&key=FILE)");
+    }
+    return replies.error();
+  }
   for (const Reply& r : *replies) {
     if (r.is_error()) {
       Status s = ServerErrorToStatus(r, "redis " + Where() + ": connection set-up");
-      context_.reset();
+      Drop();
       return s;
     }
   }
@@ -265,7 +318,7 @@ Result<Reply> RedisClient::Command(const Argv& argv) {
   if (Status s = Send("send"); !s.ok()) return s;
   errno = 0;
   void* raw = nullptr;
-  if (redisGetReply(context_.get(), &raw) != REDIS_OK || raw == nullptr) {
+  if (ReadOne(&raw) != REDIS_OK || raw == nullptr) {
     return TransportFailure(argv.empty() ? "command" : argv.front());
   }
   ReplyPtr reply(static_cast<redisReply*>(raw));
@@ -303,13 +356,41 @@ Result<std::vector<Reply>> RedisClient::Flush() {
   return ReadReplies(n, "pipeline");
 }
 
+int RedisClient::ReadOne(void** raw) {
+  if (!tls_) return redisGetReply(context_.get(), raw);
+  redisReader* reader = context_->reader;
+  while (true) {
+    if (redisReaderGetReply(reader, raw) != REDIS_OK) {
+      context_->err = reader->err;
+      std::snprintf(context_->errstr, sizeof(context_->errstr), "%s", reader->errstr);
+      return REDIS_ERR;
+    }
+    if (*raw != nullptr) return REDIS_OK;
+    char buf[16 * 1024];
+    size_t got = 0;
+    std::string error;
+    if (!TlsRead(tls_.get(), buf, sizeof(buf), got, error)) {
+      int saved = errno;
+      context_->err = REDIS_ERR_IO;
+      std::snprintf(context_->errstr, sizeof(context_->errstr), "%s", error.c_str());
+      errno = saved;
+      return REDIS_ERR;
+    }
+    if (redisReaderFeed(reader, buf, got) != REDIS_OK) {
+      context_->err = REDIS_ERR_OOM;
+      std::snprintf(context_->errstr, sizeof(context_->errstr), "out of memory");
+      return REDIS_ERR;
+    }
+  }
+}
+
 Result<std::vector<Reply>> RedisClient::ReadReplies(size_t n, std::string_view during) {
   errno = 0;
   std::vector<Reply> replies;
   replies.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     void* raw = nullptr;
-    if (redisGetReply(context_.get(), &raw) != REDIS_OK || raw == nullptr) {
+    if (ReadOne(&raw) != REDIS_OK || raw == nullptr) {
       return TransportFailure(during);
     }
     ReplyPtr reply(static_cast<redisReply*>(raw));

@@ -32,7 +32,7 @@ Result<std::unique_ptr<RedisRouter>> RedisRouter::Open(std::string_view url,
                                                        const RouterOptions& options) {
   std::vector<RedisEndpoint> seeds;
   RedisEndpoint credentials;
-  if (url.starts_with(kClusterScheme)) {
+  if (IsClusterUrl(url)) {
     auto parsed = ParseClusterUrl(url);
     if (!parsed) return parsed.error();
     seeds = std::move(parsed.value());

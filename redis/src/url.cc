@@ -1,4 +1,4 @@
-// ParseRedisUrl: turns the redis:// and unix:// URLs taskledger accepts into a
+// ParseRedisUrl: turns the redis://, rediss:// and unix:// URLs taskledger accepts into a
 // RedisEndpoint, with an InvalidArgument that names what is wrong. Pure and
 // thread-safe. (Lives apart from client.cc because it needs no hiredis.)
 #include <charconv>
@@ -126,20 +126,72 @@ Result<RedisEndpoint> ParseTcp(std::string_view rest) {
   return ep;
 }
 
-}  // namespace
+bool IsTlsOption(std::string_view key) {
+  return key == "ca" || key == "cert" || key == "key" || key == "sni";
+}
 
-Status TakeDurabilityQuery(std::string& url, uint32_t& replicas,
-                           std::chrono::milliseconds& replica_timeout) {
-  if (!url.starts_with("redis://") && !url.starts_with(kClusterScheme)) return Status::Ok();
-  size_t at = url.rfind('@');
-  size_t q = url.find('?', at == std::string::npos ? 0 : at);
-  if (q == std::string::npos) return Status::Ok();
-  std::string_view query = std::string_view(url).substr(q + 1);
+// Splits "...?query" at the first '?' after the user info (a password may
+// hold a '?'). The query is empty when there is none.
+void SplitQuery(std::string_view rest, std::string_view& before, std::string_view& query) {
+  size_t at = rest.rfind('@');
+  size_t q = rest.find('?', at == std::string_view::npos ? 0 : at);
+  before = rest.substr(0, q);
+  query = q == std::string_view::npos ? std::string_view() : rest.substr(q + 1);
+}
+
+// Applies a rediss:// query (ca, cert, key, sni; values percent-encoded).
+Status ParseTlsQuery(std::string_view query, RedisEndpoint& ep) {
+  ep.tls = true;
   while (!query.empty()) {
     std::string_view item = query.substr(0, query.find('&'));
     query = item.size() < query.size() ? query.substr(item.size() + 1) : std::string_view();
     auto eq = item.find('=');
     std::string_view key = item.substr(0, eq);
+    if (eq == std::string_view::npos || !IsTlsOption(key)) {
+      return Status::InvalidArgument("redis URL: unknown TLS option '" + std::string(item) +
+                                     "' (known: ca=FILE, cert=FILE, key=FILE, sni=NAME)");
+    }
+    auto value = PercentDecode(item.substr(eq + 1), key);
+    if (!value) return value.error();
+    if (value->empty()) {
+      return Status::InvalidArgument("redis URL: empty TLS option '" + std::string(key) + "'");
+    }
+    if (key == "ca") ep.tls_ca_file = std::move(value.value());
+    if (key == "cert") ep.tls_cert_file = std::move(value.value());
+    if (key == "key") ep.tls_key_file = std::move(value.value());
+    if (key == "sni") ep.tls_server_name = std::move(value.value());
+  }
+  if (ep.tls_cert_file.empty() != ep.tls_key_file.empty()) {
+    return Status::InvalidArgument("redis URL: a TLS client certificate needs both cert= and key=");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool IsClusterUrl(std::string_view url) {
+  return url.starts_with(kClusterScheme) || url.starts_with(kTlsClusterScheme);
+}
+
+Status TakeDurabilityQuery(std::string& url, uint32_t& replicas,
+                           std::chrono::milliseconds& replica_timeout) {
+  if (!url.starts_with("redis://") && !url.starts_with("rediss://") && !IsClusterUrl(url)) {
+    return Status::Ok();
+  }
+  size_t at = url.rfind('@');
+  size_t q = url.find('?', at == std::string::npos ? 0 : at);
+  if (q == std::string::npos) return Status::Ok();
+  std::string_view query = std::string_view(url).substr(q + 1);
+  std::string kept;  // the TLS options, for ParseRedisUrl / ParseClusterUrl
+  while (!query.empty()) {
+    std::string_view item = query.substr(0, query.find('&'));
+    query = item.size() < query.size() ? query.substr(item.size() + 1) : std::string_view();
+    auto eq = item.find('=');
+    std::string_view key = item.substr(0, eq);
+    if (IsTlsOption(key) && (url.starts_with("rediss") || url.starts_with(kTlsClusterScheme))) {
+      kept += (kept.empty() ? "" : "&") + std::string(item);
+      continue;
+    }
     int value = 0;
     if (eq == std::string_view::npos || !ParseBounded(item.substr(eq + 1), 0, 1 << 20, value)) {
       return Status::InvalidArgument("redis URL: '" + std::string(item) +
@@ -155,15 +207,22 @@ Status TakeDurabilityQuery(std::string& url, uint32_t& replicas,
     }
   }
   url.resize(q);
+  if (!kept.empty()) url += "?" + kept;
   return Status::Ok();
 }
 
 Result<std::vector<RedisEndpoint>> ParseClusterUrl(std::string_view url) {
-  if (!url.starts_with(kClusterScheme)) {
-    return Status::InvalidArgument("cluster URL must start with redis+cluster://, got '" +
-                                   std::string(url.substr(0, 40)) + "'");
+  if (!IsClusterUrl(url)) {
+    return Status::InvalidArgument(
+        "cluster URL must start with redis+cluster:// or rediss+cluster://, got '" +
+        std::string(url.substr(0, 40)) + "'");
   }
-  std::string_view rest = url.substr(kClusterScheme.size()), userinfo;
+  const bool tls = url.starts_with(kTlsClusterScheme);
+  std::string_view rest, query, userinfo;
+  SplitQuery(url.substr(tls ? kTlsClusterScheme.size() : kClusterScheme.size()), rest, query);
+  if (!tls && !query.empty()) {
+    return Status::InvalidArgument("redis URL: unknown option '?" + std::string(query) + "'");
+  }
   if (auto at = rest.rfind('@'); at != std::string_view::npos) {
     userinfo = rest.substr(0, at + 1);
     rest = rest.substr(at + 1);
@@ -178,6 +237,9 @@ Result<std::vector<RedisEndpoint>> ParseClusterUrl(std::string_view url) {
     if (ep->db != 0 || node.find('/') != std::string_view::npos) {
       return Status::InvalidArgument("redis URL: a cluster has no databases; drop the '/" +
                                      std::to_string(ep->db) + "'");
+    }
+    if (tls) {
+      if (Status s = ParseTlsQuery(query, ep.value()); !s.ok()) return s;
     }
     seeds.push_back(std::move(ep.value()));
     if (comma == std::string_view::npos) break;
@@ -198,14 +260,26 @@ Result<RedisEndpoint> ParseRedisUrl(std::string_view url) {
     return ParseTcp(url.substr(kRedis.size()));
   }
   if (url.starts_with(kUnix)) return ParseUnix(url.substr(kUnix.size()));
-  if (url.starts_with("rediss://")) {
-    return Status::InvalidArgument("redis URL: TLS (rediss://) is not supported by this build");
+  constexpr std::string_view kRediss = "rediss://";
+  if (url.starts_with(kRediss)) {
+    std::string_view rest, query;
+    SplitQuery(url.substr(kRediss.size()), rest, query);
+    std::string_view hosts = rest;
+    if (auto at = hosts.rfind('@'); at != std::string_view::npos) hosts = hosts.substr(at + 1);
+    if (hosts.find(',') != std::string_view::npos) {
+      return Status::InvalidArgument(
+          "redis URL: several nodes are a cluster: rediss+cluster://host:port,host:port");
+    }
+    auto ep = ParseTcp(rest);
+    if (!ep) return ep.error();
+    if (Status s = ParseTlsQuery(query, ep.value()); !s.ok()) return s;
+    return ep;
   }
-  if (url.starts_with(kClusterScheme)) {
+  if (IsClusterUrl(url)) {
     return Status::InvalidArgument(
         "redis URL: a redis+cluster:// URL names a cluster, not one node");
   }
-  return Status::InvalidArgument("redis URL must start with redis:// or unix://, got '" +
+  return Status::InvalidArgument("redis URL must start with redis://, rediss:// or unix://, got '" +
                                  std::string(url.substr(0, 40)) + "'");
 }
 

@@ -68,7 +68,7 @@ TEST_CASE("redis url: accepted forms and clear errors", "[redis]") {
   for (const char* bad :
        {"http://h:1", "redis://", "redis://h:0", "redis://h:70000", "redis://h:x", "redis://h:1/db",
         "redis://user@h", "redis://u:%zz@h", "unix://relative.sock", "unix:///s?timeout=1",
-        "rediss://h:1", "redis://[::1"}) {
+        "rediss://h:1?ca", "rediss://h:1?cert=/c.pem", "redis://[::1"}) {
     INFO(bad);
     auto r = ParseRedisUrl(bad);
     REQUIRE_FALSE(r.has_value());

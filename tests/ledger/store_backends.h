@@ -23,6 +23,7 @@
 
 #include "support/redis_cluster.h"
 #include "support/redis_server.h"
+#include "support/redis_tls.h"
 #include "taskledger/base/clock.h"
 #include "taskledger/ledger/memory_store.h"
 #include "taskledger/ledger/redis_store.h"
@@ -141,5 +142,6 @@ struct RedisBackendOn {
 };
 using RedisBackend = RedisBackendOn<&SharedRedisUrl>;
 using ClusterBackend = RedisBackendOn<&SharedRedisClusterUrl>;
+using TlsBackend = RedisBackendOn<&SharedTlsRedisUrl>;
 
 }  // namespace taskledger::testing

@@ -14,6 +14,8 @@ using namespace std::chrono_literals;
 // a 3-primary Redis Cluster instead.
 #ifdef TASKLEDGER_CLUSTER_TESTS
 #define TL_STORE_BACKENDS ClusterBackend
+#elif defined(TASKLEDGER_TLS_TESTS)
+#define TL_STORE_BACKENDS TlsBackend
 #else
 #define TL_STORE_BACKENDS MemoryBackend, RedisBackend
 #endif

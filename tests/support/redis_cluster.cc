@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
@@ -43,7 +44,19 @@ std::unique_ptr<RedisCluster> RedisCluster::Start(bool aof) {
       (std::filesystem::temp_directory_path() / "taskledger-cluster-XXXXXX").string();
   if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
   cluster->dir_ = pattern;
-  cluster->url_ = Shell(Script() + " start " + cluster->dir_ + (aof ? " --aof" : ""));
+  const std::string errors = cluster->dir_ + "/start.err";
+  try {
+    cluster->url_ =
+        Shell(Script() + " start " + cluster->dir_ + (aof ? " --aof" : "") + " 2>" + errors);
+  } catch (const std::runtime_error& e) {
+    // The script's message (a node's log tail when it did not start).
+    std::ifstream in(errors);
+    std::string why((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::error_code ignored;
+    std::filesystem::remove_all(cluster->dir_, ignored);
+    cluster->dir_.clear();
+    throw std::runtime_error(std::string(e.what()) + ": " + why);
+  }
   std::ifstream ports(cluster->dir_ + "/ports");
   for (int port = 0; ports >> port;) cluster->ports_.push_back(port);
   if (cluster->ports_.size() != 6) throw std::runtime_error("redis-cluster: expected 6 ports");

@@ -33,6 +33,8 @@
 #include "taskledger/base/status.h"
 
 struct redisContext;  // hiredis; only client.cc sees the definition
+struct ssl_st;        // OpenSSL; only client.cc and tls.cc see it
+struct ssl_ctx_st;
 
 namespace taskledger::internal {
 
@@ -45,23 +47,36 @@ struct RedisEndpoint {
   std::string user;         // empty: the default user (AUTH with password only)
   std::string password;     // empty: no AUTH
   int db = 0;               // SELECTed after connect when non-zero
+  // TLS (rediss://): the server's certificate is always verified.
+  bool tls = false;
+  std::string tls_ca_file;      // ?ca=: PEM CA bundle; empty: the system's CAs
+  std::string tls_cert_file;    // ?cert=: PEM client certificate (chain)
+  std::string tls_key_file;     // ?key=: PEM key of tls_cert_file
+  std::string tls_server_name;  // ?sni=: SNI + name checked; empty: host
 };
 
-// Accepts redis://[[user]:password@]host[:port][/db] and
-// unix:///path/to/socket[?db=N]; user and password may be percent-encoded.
+// Accepts redis://[[user]:password@]host[:port][/db],
+// rediss://...same...[?ca=FILE&cert=FILE&key=FILE&sni=NAME] (TLS; each
+// option optional, values percent-decoded) and unix:///path/to/socket[?db=N];
+// user and password may be percent-encoded.
 // InvalidArgument, with what is wrong, for anything else.
 Result<RedisEndpoint> ParseRedisUrl(std::string_view url);
 
 // Accepts redis+cluster://[[user]:password@]host:port[,host:port...]: the
 // seed nodes of a Redis Cluster, sharing the credentials (a cluster has only
-// database 0, so no /db). InvalidArgument for anything else.
+// database 0, so no /db); rediss+cluster://...[?ca=...] is the same over TLS,
+// every node with the same TLS options. InvalidArgument for anything else.
 Result<std::vector<RedisEndpoint>> ParseClusterUrl(std::string_view url);
 inline constexpr std::string_view kClusterScheme = "redis+cluster://";
+inline constexpr std::string_view kTlsClusterScheme = "rediss+cluster://";
+bool IsClusterUrl(std::string_view url);
 
-// The durability settings a redis:// or redis+cluster:// URL may carry as a
-// query: ?replicas=N[&replica_timeout_ms=T] (RedisOptions::replicas and
-// replica_timeout). Removes the query from `url` and sets what it names,
-// leaving the others; InvalidArgument for another key or a bad number.
+// The durability settings a redis:// or redis+cluster:// URL (or rediss
+// form) may carry as a query: ?replicas=N[&replica_timeout_ms=T]
+// (RedisOptions::replicas and replica_timeout). Removes them from `url` and
+// sets what they name, leaving the others; the TLS options of a rediss URL
+// (ca, cert, key, sni) stay in the URL. InvalidArgument for another key or a
+// bad number.
 // unix:// URLs (whose query is ?db=N) are left alone.
 Status TakeDurabilityQuery(std::string& url, uint32_t& replicas,
                            std::chrono::milliseconds& replica_timeout);
@@ -201,6 +216,11 @@ class RedisClient {
  private:
   // Converts the context's error into a Status and drops the connection.
   Status TransportFailure(std::string_view during);
+  // Drops the connection (TLS session first, then the socket).
+  void Drop();
+  // One reply from the connection (through TLS when on), hiredis-style:
+  // REDIS_OK with *raw set, or REDIS_ERR with context_->err/errstr set.
+  int ReadOne(void** raw);
   // Writes all of out_ to the socket. Requests are written here with
   // send(MSG_NOSIGNAL), never by hiredis (its output buffer stays empty, so
   // redisGetReply only reads): a write to a connection the server reset
@@ -218,6 +238,12 @@ class RedisClient {
     void operator()(redisContext* c) const;  // redisFree
   };
   std::unique_ptr<redisContext, ContextDeleter> context_;  // null: not connected
+  struct TlsDeleter {
+    void operator()(ssl_st* s) const;
+    void operator()(ssl_ctx_st* c) const;
+  };
+  std::unique_ptr<ssl_ctx_st, TlsDeleter> tls_context_;  // made at the first TLS connect
+  std::unique_ptr<ssl_st, TlsDeleter> tls_;              // non-null: context_ is over TLS
   std::string out_;     // the requests being sent, RESP-encoded; reused across calls
   std::string queued_;  // Queue()d requests not yet flushed (Connect may use out_)
   size_t queued_count_ = 0;

@@ -92,7 +92,10 @@ std::unique_ptr<Store> OpenUrl(const std::string& url, uint32_t snapshot_every,
   }
   if (connect_timeout <= 0 || command_timeout <= 0) RaiseInvalid("timeouts must be positive");
   Result<std::unique_ptr<Store>> store = Status::Internal("unset");
-  const bool redis = url.starts_with("redis://") || url.starts_with("unix://");
+  // redis://, rediss:// (TLS), redis+cluster://, rediss+cluster://, unix://
+  const bool redis = url.starts_with("redis://") || url.starts_with("rediss://") ||
+                     url.starts_with("redis+cluster://") || url.starts_with("rediss+cluster://") ||
+                     url.starts_with("unix://");
   {
     py::gil_scoped_release release;
     if (redis) {
@@ -336,7 +339,8 @@ void RegisterLedger(py::module_& m) {
       },
       "url"_a, "snapshot_every"_a = 16, "retention_seconds"_a = py::none(),
       "connect_timeout"_a = 1.0, "command_timeout"_a = 1.0,
-      "Opens \"memory\" or a redis:// / unix:// URL. Raises Unavailable, Timeout or "
+      "Opens \"memory\" or a redis:// / rediss:// / redis+cluster:// / unix:// URL. Raises "
+      "Unavailable, Timeout or "
       "InvalidArgument.");
   m.def(
       "render",

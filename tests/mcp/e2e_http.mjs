@@ -37,6 +37,8 @@ async function check(name, fn) {
   } catch (e) {
     failed++;
     console.log(`FAIL ${name}\n     ${e && e.stack ? e.stack.split("\n").slice(0, 4).join("\n     ") : e}`);
+    // fetch's "fetch failed" hides why (refused, reset, timeout): its cause says.
+    if (e && e.cause) console.log(`     cause: ${e.cause.code || ""} ${e.cause.message || e.cause}`);
   }
 }
 const text = (r) => (r.content || []).filter((c) => c.type === "text").map((c) => c.text).join("\n");
@@ -54,15 +56,23 @@ function listen(args) {
       const m = seen.match(/listening on (http:\/\/[^\s,]+)/);
       if (m) { clearTimeout(timer); resolve({ child, url: m[1] }); }
     });
-    child.on("exit", (code) => reject(new Error(`mcp-proxy exited with ${code}:\n${seen}`)));
+    child.on("exit", (code, signal) => {
+      // Said at once: a proxy that dies after listening explains every later failure.
+      console.log(`mcp-proxy ${args.join(" ").slice(0, 60)}... exited: code ${code}, signal ${signal}`);
+      reject(new Error(`mcp-proxy exited with ${code}:\n${seen}`));
+    });
   });
 }
 // Whatever goes wrong, no proxy is left running (it would keep node alive).
 const children = [];
 const bail = (e) => {
   console.log(`FAIL ${e && e.stack ? e.stack : e}`);
-  for (const c of children) c.kill("SIGKILL");
-  process.exit(1);
+  if (e && e.cause) console.log(`     cause: ${e.cause.code || ""} ${e.cause.message || e.cause}`);
+  // A moment for a crashed proxy's report (a sanitizer's, say) to reach stderr.
+  setTimeout(() => {
+    for (const c of children) c.kill("SIGKILL");
+    process.exit(1);
+  }, 3000);
 };
 process.on("uncaughtException", bail);
 process.on("unhandledRejection", bail);

@@ -195,8 +195,11 @@ int RunListener(const McpProxyOptions& o, Shared& shared) {
   if (!port) return ReportError("mcp-proxy", port.error());
   std::string host =
       listen.host.find(':') != std::string::npos ? "[" + listen.host + "]" : listen.host;
-  std::cerr << "taskledger mcp-proxy: listening on http://" << host << ":" << *port
-            << "/mcp, store " << o.common.store << std::endl;
+  // One write (std::cerr is unbuffered): a reader waiting for this line
+  // gets it whole.
+  std::cerr << ("taskledger mcp-proxy: listening on http://" + host + ":" + std::to_string(*port) +
+                "/mcp, store " + o.common.store + "\n")
+            << std::flush;
   Result<mcp::ListenerReport> report = Status::Internal("not served");
   std::thread serving([&listener, &report] {
     report = listener.Serve();

@@ -53,7 +53,8 @@ function listen(args) {
     child.stderr.on("data", (d) => {
       process.stderr.write(d);
       seen += d;
-      const m = seen.match(/listening on (http:\/\/[^\s,]+)/);
+      // Only a whole line: stderr may arrive cut anywhere ("…http://127.0.0.1" then ":PORT").
+      const m = seen.match(/listening on (http:\/\/[^\s,]+)[,\s]/);
       if (m) { clearTimeout(timer); resolve({ child, url: m[1] }); }
     });
     child.on("exit", (code, signal) => {

@@ -110,6 +110,17 @@ ContextToolExecutor PythonExecutor(const py::object& execute, const py::object* 
   };
 }
 
+// check / authorize: one of the session's decide-only calls, the GIL released
+// while it runs (it evaluates Lua and may talk to the store).
+PyCallResult Decide(PySession& s, CallResult (Session::*decide)(const ProposedCall&),
+                    ProposedCall call) {
+  PyCallResult r{std::move(call), {}};
+  Busy busy(s);
+  py::gil_scoped_release release;
+  r.result = ((*s.session).*decide)(r.call);
+  return r;
+}
+
 py::object Finish(PyCallResult&& r, std::optional<py::error_already_set>& raised,
                   const std::string& on_error) {
   if (!raised) return py::cast(std::move(r));
@@ -268,22 +279,14 @@ void RegisterSession(py::module_& m) {
       .def(
           "check",
           [](PySession& s, py::handle call_id, py::handle tool, py::handle arguments) {
-            PyCallResult r{MakeCall(call_id, tool, arguments), {}};
-            Busy busy(s);
-            py::gil_scoped_release release;
-            r.result = s.session->Check(r.call);
-            return r;
+            return Decide(s, &Session::Check, MakeCall(call_id, tool, arguments));
           },
           "call_id"_a, "tool"_a, "arguments"_a = py::none(),
           "Pure policy: the decision, staged in the turn; never runs or commits anything.")
       .def(
           "authorize",
           [](PySession& s, py::handle call_id, py::handle tool, py::handle arguments) {
-            PyCallResult r{MakeCall(call_id, tool, arguments), {}};
-            Busy busy(s);
-            py::gil_scoped_release release;
-            r.result = s.session->Authorize(r.call);
-            return r;
+            return Decide(s, &Session::Authorize, MakeCall(call_id, tool, arguments));
           },
           "call_id"_a, "tool"_a, "arguments"_a = py::none(),
           "For loops that run tools themselves: run the call only if result.decision.allowed, "

@@ -10,10 +10,7 @@
 //
 // usage: command_crash_driver WORKER_BINARY [KILLS=200]
 // Exit 0 when the kills reached KILLS, every point was hit, and every count is 0.
-#include <signal.h>
-#include <stdlib.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include <cstdlib>
 
 #include <chrono>
 #include <cstdio>
@@ -21,12 +18,11 @@
 #include <map>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "file_effect_service.h"
+#include "crash_harness.h"
 #include "support/redis_server.h"
 #include "taskledger/commands/journal.h"
 #include "taskledger/commands/redis_command_store.h"
@@ -36,39 +32,6 @@ using namespace taskledger;
 namespace {
 
 constexpr int kStepsPerRun = 6;
-
-struct Launch {
-  std::string point;  // empty: no scripted kill
-  int step = 0;
-  int random_kill_after_us = -1;  // >= 0: the driver kills it after this delay
-};
-
-// Returns the wait status of one worker process.
-int RunWorker(const std::string& binary, const std::string& url, const std::string& effects,
-              const std::string& run, const Launch& launch) {
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    if (!launch.point.empty()) {
-      ::setenv("TL_CRASH_POINT", launch.point.c_str(), 1);
-      ::setenv("TL_CRASH_STEP", std::to_string(launch.step).c_str(), 1);
-    } else {
-      ::unsetenv("TL_CRASH_POINT");
-    }
-    std::string steps = std::to_string(kStepsPerRun);
-    ::execl(binary.c_str(), binary.c_str(), url.c_str(), effects.c_str(), run.c_str(),
-            steps.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  if (launch.random_kill_after_us >= 0) {
-    std::this_thread::sleep_for(std::chrono::microseconds(launch.random_kill_after_us));
-    ::kill(pid, SIGKILL);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return status;
-}
-
-bool KilledBySigkill(int status) { return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL; }
 
 }  // namespace
 
@@ -81,21 +44,18 @@ int main(int argc, char** argv) {
   const int target_kills = argc > 2 ? std::atoi(argv[2]) : 200;
   try {
     auto redis = testing::RedisServer::Start();
-    char effects_template[] = "/tmp/taskledger-crash-XXXXXX";
-    if (::mkdtemp(effects_template) == nullptr) throw std::runtime_error("mkdtemp failed");
-    const std::string effects = effects_template;
+    const std::string effects = testing::MakeEffectsDir("taskledger-crash");
     std::mt19937 rng(12345);
     const std::vector<std::string> kPoints = {"after_reserve", "after_lease", "during_call",
                                               "after_effect", "after_outcome"};
-    std::map<std::string, int> kills_by_point;
-    int kills = 0, failed_workers = 0;
+    testing::CrashTally tally;
     std::vector<std::string> runs;
     auto start = std::chrono::steady_clock::now();
 
-    while (kills < target_kills) {
+    while (tally.kills < target_kills) {
       const std::string run = "run-" + std::to_string(runs.size() + 1);
       runs.push_back(run);
-      std::vector<Launch> schedule;
+      std::vector<testing::CrashLaunch> schedule;
       for (int k = 0; k < kStepsPerRun; ++k) {
         // Reachable in this order for one step; the fourth alternates between
         // "effect applied, outcome unrecorded" and "outcome recorded".
@@ -105,17 +65,11 @@ int main(int argc, char** argv) {
         schedule.push_back({k % 2 == 0 ? "after_effect" : "after_outcome", k, -1});
         schedule.push_back({"", 0, static_cast<int>(rng() % 20000)});
       }
-      for (const Launch& launch : schedule) {
-        int status = RunWorker(worker, redis->url(), effects, run, launch);
-        if (KilledBySigkill(status)) {
-          ++kills;
-          ++kills_by_point[launch.point.empty() ? "random" : launch.point];
-        } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-          ++failed_workers;
-        }
+      schedule.push_back({});  // the final, clean worker
+      for (const testing::CrashLaunch& launch : schedule) {
+        tally.Count(launch, testing::RunCrashWorker(worker, redis->url(), effects, run,
+                                                    kStepsPerRun, launch));
       }
-      int final_status = RunWorker(worker, redis->url(), effects, run, Launch{});
-      if (!WIFEXITED(final_status) || WEXITSTATUS(final_status) != 0) ++failed_workers;
     }
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -125,16 +79,10 @@ int main(int argc, char** argv) {
     options.url = redis->url();
     auto store = OpenRedisCommandStore(options);
     if (!store) throw std::runtime_error(store.error().ToString());
-    testing::FileEffectService service(effects);
-    std::map<std::string, int> effects_by_target;
-    std::map<std::string, std::string> effect_by_key;
-    for (const auto& e : service.All()) {
-      ++effects_by_target[e.target];
-      effect_by_key[e.idempotency_key] = e.external_id;
-    }
-    int duplicate_effects = 0, lost = 0, unresolved = 0, divergent = 0, escalated = 0;
-    int unevidenced = 0;
-    for (const auto& [target, n] : effects_by_target) duplicate_effects += n - 1;
+    const testing::EffectsSeen seen = testing::ReadEffects(effects);
+    const auto& effect_by_key = seen.external_id_by_key;
+    const int duplicate_effects = seen.duplicates;
+    int lost = 0, unresolved = 0, divergent = 0, escalated = 0, unevidenced = 0;
     for (const std::string& run : runs) {
       RunId id{"crash", run};
       auto commands = (*store)->ListCommands(id);
@@ -175,22 +123,17 @@ int main(int argc, char** argv) {
     }
     std::filesystem::remove_all(effects);
 
-    std::printf("runs=%zu steps/run=%d seconds=%.1f failed_workers=%d escalated=%d\n", runs.size(),
-                kStepsPerRun, seconds, failed_workers, escalated);
-    for (const auto& [point, n] : kills_by_point)
-      std::printf("  kills at %s: %d\n", point.c_str(), n);
-    bool every_point = true;
-    for (const auto& p : kPoints) every_point = every_point && kills_by_point[p] > 0;
-    nlohmann::ordered_json summary = {{"kills", kills},
+    nlohmann::ordered_json summary = {{"kills", tally.kills},
                                       {"duplicate_effects", duplicate_effects},
                                       {"lost_commands", lost},
                                       {"unresolved", unresolved},
                                       {"divergent_branches", divergent},
                                       {"unevidenced_successes", unevidenced},
-                                      {"failed_workers", failed_workers}};
-    std::printf("%s\n", summary.dump().c_str());
-    bool pass = kills >= target_kills && every_point && duplicate_effects == 0 && lost == 0 &&
-                unresolved == 0 && divergent == 0 && unevidenced == 0 && failed_workers == 0;
+                                      {"failed_workers", tally.failed_workers}};
+    testing::PrintCrashSummary(runs.size(), kStepsPerRun, seconds, escalated, tally, summary);
+    bool pass = tally.kills >= target_kills && tally.EveryPointHit(kPoints) &&
+                duplicate_effects == 0 && lost == 0 && unresolved == 0 && divergent == 0 &&
+                unevidenced == 0 && tally.failed_workers == 0;
     return pass ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "crash harness: %s\n", e.what());

@@ -12,10 +12,7 @@
 //
 // usage: session_crash_driver WORKER_BINARY [KILLS=200]
 // Exit 0 when the kills reached KILLS, every point was hit, and every count is 0.
-#include <signal.h>
-#include <stdlib.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include <cstdlib>
 
 #include <chrono>
 #include <cstdio>
@@ -23,12 +20,11 @@
 #include <map>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "commands/file_effect_service.h"
+#include "commands/crash_harness.h"
 #include "support/redis_server.h"
 #include "taskledger/commands/redis_command_store.h"
 
@@ -37,38 +33,6 @@ using namespace taskledger;
 namespace {
 
 constexpr int kStepsPerRun = 6;  // even steps ship, odd steps refund (approval)
-
-struct Launch {
-  std::string point;  // empty: no scripted kill
-  int step = 0;
-  int random_kill_after_us = -1;  // >= 0: the driver kills it after this delay
-};
-
-int RunWorker(const std::string& binary, const std::string& url, const std::string& effects,
-              const std::string& run, const Launch& launch) {
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    if (!launch.point.empty()) {
-      ::setenv("TL_CRASH_POINT", launch.point.c_str(), 1);
-      ::setenv("TL_CRASH_STEP", std::to_string(launch.step).c_str(), 1);
-    } else {
-      ::unsetenv("TL_CRASH_POINT");
-    }
-    std::string steps = std::to_string(kStepsPerRun);
-    ::execl(binary.c_str(), binary.c_str(), url.c_str(), effects.c_str(), run.c_str(),
-            steps.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  if (launch.random_kill_after_us >= 0) {
-    std::this_thread::sleep_for(std::chrono::microseconds(launch.random_kill_after_us));
-    ::kill(pid, SIGKILL);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return status;
-}
-
-bool KilledBySigkill(int status) { return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL; }
 
 }  // namespace
 
@@ -81,22 +45,19 @@ int main(int argc, char** argv) {
   const int target_kills = argc > 2 ? std::atoi(argv[2]) : 200;
   try {
     auto redis = testing::RedisServer::Start();
-    char effects_template[] = "/tmp/taskledger-session-crash-XXXXXX";
-    if (::mkdtemp(effects_template) == nullptr) throw std::runtime_error("mkdtemp failed");
-    const std::string effects = effects_template;
+    const std::string effects = testing::MakeEffectsDir("taskledger-session-crash");
     std::mt19937 rng(20);
     const std::vector<std::string> kPoints = {"after_reserve", "after_lease",   "during_call",
                                               "after_effect",  "after_outcome", "after_blocked",
                                               "after_approve"};
-    std::map<std::string, int> kills_by_point;
-    int kills = 0, failed_workers = 0;
+    testing::CrashTally tally;
     std::vector<std::string> runs;
     auto start = std::chrono::steady_clock::now();
 
-    while (kills < target_kills) {
+    while (tally.kills < target_kills) {
       const std::string run = "run-" + std::to_string(runs.size() + 1);
       runs.push_back(run);
-      std::vector<Launch> schedule;
+      std::vector<testing::CrashLaunch> schedule;
       for (int k = 0; k < kStepsPerRun; ++k) {
         std::vector<const char*> points = {"after_reserve", "after_lease", "during_call"};
         if (k % 2 == 1) points = {"after_blocked", "after_approve", "after_lease", "during_call"};
@@ -109,22 +70,18 @@ int main(int argc, char** argv) {
       // this fast would finish a scripted run between two random kills).
       const std::string random_run = run + "-random";
       runs.push_back(random_run);
-      std::vector<std::pair<std::string, Launch>> launches;
+      std::vector<std::pair<std::string, testing::CrashLaunch>> launches;
       launches.reserve(schedule.size() + 5);
-      for (const Launch& launch : schedule) launches.emplace_back(run, launch);
+      for (const testing::CrashLaunch& launch : schedule) launches.emplace_back(run, launch);
       for (int i = 0; i < 3; ++i) {
-        launches.emplace_back(random_run, Launch{"", 0, static_cast<int>(rng() % 15000)});
+        launches.emplace_back(random_run,
+                              testing::CrashLaunch{"", 0, static_cast<int>(rng() % 15000)});
       }
-      launches.emplace_back(run, Launch{});  // the final, clean workers
-      launches.emplace_back(random_run, Launch{});
+      launches.emplace_back(run, testing::CrashLaunch{});  // the final, clean workers
+      launches.emplace_back(random_run, testing::CrashLaunch{});
       for (const auto& [which, launch] : launches) {
-        int status = RunWorker(worker, redis->url(), effects, which, launch);
-        if (KilledBySigkill(status)) {
-          ++kills;
-          ++kills_by_point[launch.point.empty() ? "random" : launch.point];
-        } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-          ++failed_workers;
-        }
+        tally.Count(launch, testing::RunCrashWorker(worker, redis->url(), effects, which,
+                                                    kStepsPerRun, launch));
       }
     }
     double seconds =
@@ -134,16 +91,10 @@ int main(int argc, char** argv) {
     options.url = redis->url();
     auto store = OpenRedisCommandStore(options);
     if (!store) throw std::runtime_error(store.error().ToString());
-    testing::FileEffectService service(effects);
-    std::map<std::string, int> effects_by_target;
-    std::map<std::string, std::string> effect_by_key;
-    for (const auto& e : service.All()) {
-      ++effects_by_target[e.target];
-      effect_by_key[e.idempotency_key] = e.external_id;
-    }
-    int duplicate_effects = 0, lost = 0, unresolved = 0, duplicated_commands = 0, escalated = 0;
-    int unevidenced = 0;
-    for (const auto& [target, n] : effects_by_target) duplicate_effects += n - 1;
+    const testing::EffectsSeen seen = testing::ReadEffects(effects);
+    const auto& effect_by_key = seen.external_id_by_key;
+    const int duplicate_effects = seen.duplicates;
+    int lost = 0, unresolved = 0, duplicated_commands = 0, escalated = 0, unevidenced = 0;
     for (const std::string& run : runs) {
       auto commands = (*store)->ListCommands(RunId{"session-crash", run});
       if (!commands) throw std::runtime_error(commands.error().ToString());
@@ -177,23 +128,17 @@ int main(int argc, char** argv) {
     }
     std::filesystem::remove_all(effects);
 
-    std::printf("runs=%zu steps/run=%d seconds=%.1f failed_workers=%d escalated=%d\n", runs.size(),
-                kStepsPerRun, seconds, failed_workers, escalated);
-    for (const auto& [point, n] : kills_by_point)
-      std::printf("  kills at %s: %d\n", point.c_str(), n);
-    bool every_point = true;
-    for (const auto& p : kPoints) every_point = every_point && kills_by_point[p] > 0;
-    nlohmann::ordered_json summary = {{"kills", kills},
+    nlohmann::ordered_json summary = {{"kills", tally.kills},
                                       {"duplicate_effects", duplicate_effects},
                                       {"lost_commands", lost},
                                       {"unresolved", unresolved},
                                       {"duplicated_commands", duplicated_commands},
                                       {"unevidenced_successes", unevidenced},
-                                      {"failed_workers", failed_workers}};
-    std::printf("%s\n", summary.dump().c_str());
-    bool pass = kills >= target_kills && every_point && duplicate_effects == 0 && lost == 0 &&
-                unresolved == 0 && duplicated_commands == 0 && unevidenced == 0 &&
-                failed_workers == 0;
+                                      {"failed_workers", tally.failed_workers}};
+    testing::PrintCrashSummary(runs.size(), kStepsPerRun, seconds, escalated, tally, summary);
+    bool pass = tally.kills >= target_kills && tally.EveryPointHit(kPoints) &&
+                duplicate_effects == 0 && lost == 0 && unresolved == 0 &&
+                duplicated_commands == 0 && unevidenced == 0 && tally.failed_workers == 0;
     return pass ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "session crash harness: %s\n", e.what());

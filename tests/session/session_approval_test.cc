@@ -24,6 +24,11 @@ CommandLedger Operator(CommandStore& store) {
   return CommandLedger(store, SystemClock(), o);
 }
 
+// An operator approves the held command, as `commands approve RUN KEY` would.
+void ApproveAsOperator(Fixture& f, const Command& blocked) {
+  REQUIRE(Operator(*f.commands).Approve(f.run(), blocked.command_key, "alice", "ok").has_value());
+}
+
 // The model asks for a large refund; it is reserved blocked, not run.
 Command AskForLargeRefund(Session& session, Backend& backend, Fixture& f) {
   CallResult r = session.HandleToolCall(Refund("c1", 500), backend.executor());
@@ -88,7 +93,7 @@ TEST_CASE("approval: the model proposing the approved call again runs it, once")
   auto session = f.Open();
   Backend backend;
   Command blocked = AskForLargeRefund(*session, backend, f);
-  REQUIRE(Operator(*f.commands).Approve(f.run(), blocked.command_key, "alice", "ok").has_value());
+  ApproveAsOperator(f, blocked);
   CallResult r = session->HandleToolCall(Refund("c2", 500), backend.executor());
   CHECK(r.executed);
   CHECK(r.decision.rule_id == "taskledger.operator_approval");
@@ -127,7 +132,7 @@ TEST_CASE("approval: a crash between approval and execution neither loses nor re
   Backend backend;
   auto first = f.Open();
   Command blocked = AskForLargeRefund(*first, backend, f);
-  REQUIRE(Operator(*f.commands).Approve(f.run(), blocked.command_key, "alice", "ok").has_value());
+  ApproveAsOperator(f, blocked);
   // The first process dies here; a new one opens the same conversation.
   auto second = f.Open();
   REQUIRE(second->recovery().has_value());
@@ -149,7 +154,7 @@ TEST_CASE("approval: a crash during the approved call is reconciled on restart, 
   Backend backend;
   auto first = f.Open();
   Command blocked = AskForLargeRefund(*first, backend, f);
-  REQUIRE(Operator(*f.commands).Approve(f.run(), blocked.command_key, "alice", "ok").has_value());
+  ApproveAsOperator(f, blocked);
   // The approved call reaches the system, then the process dies before the
   // outcome is recorded: the executor opens the restarted session itself.
   std::unique_ptr<Session> restarted;
@@ -180,7 +185,7 @@ TEST_CASE("approval: an approved call found not to have happened after a crash r
   Backend backend;
   auto first = f.Open();
   Command blocked = AskForLargeRefund(*first, backend, f);
-  REQUIRE(Operator(*f.commands).Approve(f.run(), blocked.command_key, "alice", "ok").has_value());
+  ApproveAsOperator(f, blocked);
   // The process dies inside the approved call, before the request left it.
   std::unique_ptr<Session> restarted;
   auto dies = [&](const ProposedCall&, const ToolContext&) -> Result<ToolOutput> {

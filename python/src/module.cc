@@ -13,6 +13,7 @@ PYBIND11_MODULE(_core, m) {
   taskledger::py::RegisterDecisions(m);
   taskledger::py::RegisterLedgerView(m);
   taskledger::py::RegisterSession(m);
+  taskledger::py::RegisterSessionJournal(m);
   taskledger::py::RegisterReplay(m);
   taskledger::py::RegisterAdapters(m);
   taskledger::py::RegisterCommands(m);

@@ -53,12 +53,13 @@ ProposedCall MakeCall(pybind11::handle call_id, pybind11::handle tool, pybind11:
 std::string RenderState(const LedgerState& state, const std::string& format, size_t max_chars,
                         bool include_provenance, std::optional<int64_t> now_ms);
 
-void RegisterLedger(pybind11::module_& m);      // Store, State, Entry, Turn, RulePack
-void RegisterDecisions(pybind11::module_& m);   // Call, RuleEvaluation, Decision
-void RegisterLedgerView(pybind11::module_& m);  // Ledger (a session's ledger, read-only)
-void RegisterSession(pybind11::module_& m);     // Session, CallResult, SessionOptions
-void RegisterReplay(pybind11::module_& m);      // replay()
-void RegisterAdapters(pybind11::module_& m);    // openai_chat, openai_responses, anthropic, mcp
-void RegisterCommands(pybind11::module_& m);    // CommandLedger, PolicyChecker
+void RegisterLedger(pybind11::module_& m);          // Store, State, Entry, Turn, RulePack
+void RegisterDecisions(pybind11::module_& m);       // Call, RuleEvaluation, Decision
+void RegisterLedgerView(pybind11::module_& m);      // Ledger (a session's ledger, read-only)
+void RegisterSession(pybind11::module_& m);         // Session, CallResult, SessionOptions
+void RegisterSessionJournal(pybind11::module_& m);  // Session.journaled and friends
+void RegisterReplay(pybind11::module_& m);          // replay()
+void RegisterAdapters(pybind11::module_& m);        // openai_chat, openai_responses, anthropic, mcp
+void RegisterCommands(pybind11::module_& m);        // CommandLedger, PolicyChecker
 
 }  // namespace taskledger::py

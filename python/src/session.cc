@@ -212,7 +212,7 @@ void RegisterSession(py::module_& m) {
           "open",
           [](PyStore& store, const std::string& tenant, const std::string& conversation,
              const PyPack& pack, const std::optional<SessionOptions>& options,
-             const py::object& command_store, const py::object& lookup) {
+             const py::object& command_store, const py::object& lookup, bool journal) {
             auto s = std::make_shared<PySession>();
             s->store = store.store;
             s->pack = pack.pack;
@@ -220,6 +220,10 @@ void RegisterSession(py::module_& m) {
             if (!command_store.is_none()) {
               s->command_store = command_store.cast<PyCommandStore&>().store;
               o.commands.store = s->command_store.get();
+            }
+            if (journal) {
+              if (command_store.is_none()) RaiseInvalid("journal=True needs a command_store");
+              o.commands.journal = true;
             }
             if (!lookup.is_none()) {
               if (!PyCallable_Check(lookup.ptr())) RaiseInvalid("lookup must be callable");
@@ -250,10 +254,13 @@ void RegisterSession(py::module_& m) {
           },
           "store"_a, py::kw_only(), "tenant"_a = "default", "conversation"_a, "pack"_a,
           "options"_a = py::none(), "command_store"_a = py::none(), "lookup"_a = py::none(),
+          "journal"_a = false,
           "Opens (or resumes at its head) a conversation. With command_store, every write is a "
           "command of the run (tenant, conversation): reserved, leased, given its idempotency key "
           "(passed to an execute callable that takes an idempotency_key keyword) and settled; "
-          "lookup(command) -> LookupResult reconciles uncertain ones, also at open. Raises "
+          "lookup(command) -> LookupResult reconciles uncertain ones, also at open. journal=True "
+          "records model responses and "
+          "other non-deterministic values (journaled()) so a resumed loop replays them. Raises "
           "Unavailable, Timeout, Corruption, InvalidArgument.")
       .def(
           "record_user_message",

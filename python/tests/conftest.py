@@ -49,6 +49,16 @@ def store(request):
     return taskledger.open_store(REDIS_URL)
 
 
+@pytest.fixture(params=["memory", "redis"])
+def command_store(request):
+    """The memory command store and one on a real redis-server."""
+    if request.param == "memory":
+        return taskledger.MemoryCommandStore()
+    if not REDIS_URL:
+        pytest.skip("TASKLEDGER_TEST_REDIS_URL is not set (scripts/test sets it)")
+    return taskledger.open_command_store(REDIS_URL)
+
+
 @pytest.fixture
 def tenant():
     return "pytest-" + uuid.uuid4().hex[:12]

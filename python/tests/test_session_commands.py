@@ -11,16 +11,6 @@ import pytest
 
 import taskledger
 from taskledger import LookupResult
-from conftest import REDIS_URL
-
-
-@pytest.fixture(params=["memory", "redis"])
-def command_store(request):
-    if request.param == "memory":
-        return taskledger.MemoryCommandStore()
-    if not REDIS_URL:
-        pytest.skip("TASKLEDGER_TEST_REDIS_URL is not set (scripts/test sets it)")
-    return taskledger.open_command_store(REDIS_URL)
 
 
 def verified_session(store, command_store, pack, conversation, **kwargs):

@@ -10,16 +10,6 @@ import uuid
 import pytest
 
 import taskledger
-from conftest import REDIS_URL
-
-
-@pytest.fixture(params=["memory", "redis"])
-def command_store(request):
-    if request.param == "memory":
-        return taskledger.MemoryCommandStore()
-    if not REDIS_URL:
-        pytest.skip("TASKLEDGER_TEST_REDIS_URL is not set (scripts/test sets it)")
-    return taskledger.open_command_store(REDIS_URL)
 
 
 class Model:

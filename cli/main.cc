@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   AddCommandsVerb(app, exit_code);
   AddMcpProxyVerb(app, exit_code);
   AddPackVerb(app, exit_code);
+  AddServeVerb(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

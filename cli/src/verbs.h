@@ -15,5 +15,6 @@ void AddRenderVerb(CLI::App& app, int& exit_code);
 void AddMetricsVerb(CLI::App& app, int& exit_code);
 void AddMcpProxyVerb(CLI::App& app, int& exit_code);
 void AddPackVerb(CLI::App& app, int& exit_code);
+void AddServeVerb(CLI::App& app, int& exit_code);
 
 }  // namespace taskledger::cli

@@ -2,6 +2,7 @@
 // (see session.h).
 #include "taskledger/session/session.h"
 
+#include <atomic>
 #include <utility>
 
 #include "internal/session_commands.h"
@@ -73,7 +74,9 @@ Result<std::unique_ptr<Session>> Session::Open(Store& store, ConversationId id,
                                                     std::move(ledger_options), std::move(c));
     Commands& cmd = *session->commands_;
     if (cmd.options.journal) cmd.journal.emplace(cmd.store, cmd.run);
-    if (Status recovered = session->RecoverCommands(); !recovered.ok()) return recovered;
+    if (cmd.options.recover_on_open) {
+      if (Status recovered = session->RecoverCommands(); !recovered.ok()) return recovered;
+    }
   }
   return session;
 }
@@ -90,7 +93,13 @@ Session::Session(Store& store, std::unique_ptr<Ledger> ledger, std::shared_ptr<c
       extractor_(std::move(extractor)),
       clock_(&clock),
       commit_before_write_(options.commit_before_write),
-      store_down_reads_(options.store_down_reads) {}
+      store_down_reads_(options.store_down_reads) {
+  // A checker borrowed by many sessions, some on the same conversation (a
+  // service opening one per request), must never take one session's
+  // generation N for another's: each session gets a view epoch of its own.
+  static std::atomic<uint64_t> next_epoch{1};
+  view_epoch_ = next_epoch.fetch_add(1, std::memory_order_relaxed);
+}
 
 Session::~Session() = default;
 
@@ -107,7 +116,9 @@ void Session::ProposeAction(ProposedCall action) { proposed_ = std::move(action)
 
 CallResult Session::Check(const ProposedCall& call) {
   CallResult result;
-  ViewKey key{ledger_->id().tenant + "\x1f" + ledger_->id().conversation, ledger_->generation()};
+  ViewKey key{ledger_->id().tenant + "\x1f" + ledger_->id().conversation + "\x1f" +
+                  std::to_string(view_epoch_),
+              ledger_->generation()};
   result.decision = checker_->Check(call, ledger_->working(), key, clock_->NowMs());
   DecisionContext ctx;
   ctx.conversation = ledger_->id().conversation;

@@ -168,6 +168,12 @@ struct SessionCommandOptions {
   // JournaledNowMs, JournaledRandom) in `store` under the run: see the file
   // comment. Open fails with InvalidArgument if set without a store.
   bool journal = false;
+  // Run the startup guard (CommandLedger::Recover) in Open, as the file
+  // comment says. Off only for a caller that opens a session per request and
+  // runs the guard itself where it matters (taskledger serve runs it when a
+  // write is proposed, not when its outcome is reported): recovery() is then
+  // nullopt and expired leases stay as they are until a guard runs.
+  bool recover_on_open = true;
   // Called after each durable step of a command (CommandLedgerOptions::observer):
   // "reserved", "leased", "outcome", "reconciled". For tracing and crash tests.
   std::function<void(std::string_view point, const Command&)> observer;
@@ -252,6 +258,23 @@ struct CallResult {
   std::optional<Command> command;
 };
 
+// What a client that runs a call itself reports back (Session::ReportOutcome).
+struct ExternalOutcome {
+  enum class Kind {
+    kOk,         // the tool answered: `output`
+    kToolError,  // the tool refused: `output` says why
+    kNotMade,    // the call could not be made at all (nothing happened): `detail`
+    kUncertain,  // it may or may not have taken effect (timeout, crash): `detail`
+  };
+  Kind kind = Kind::kOk;
+  nlohmann::json output;
+  std::string detail;
+  // For a write under the command ledger: the command and the lease
+  // (fencing token) ProposeExternal handed out. Empty / 0 otherwise.
+  std::string command_key;
+  uint64_t fencing_token = 0;
+};
+
 class Session {
  public:
   // Opens conversation `id` in `store` (which must outlive the Session) under
@@ -307,6 +330,29 @@ class Session {
   // later call picks up where this one stopped.
   Result<std::vector<CallResult>> ResumeApproved(const ToolExecutor& execute);
   Result<std::vector<CallResult>> ResumeApproved(const ContextToolExecutor& execute);
+
+  // For a client that runs calls itself, in another process or request
+  // (taskledger serve; session_external.cc). ProposeExternal is Authorize,
+  // except that under the command ledger an environment-changing call the
+  // policy allows is reserved, written ahead and leased, not run: the result
+  // holds the leased command (command->state kLeased, its idempotency_key and
+  // fencing_token) and `executed` stays false; the caller runs the call with
+  // that key and reports it with ReportOutcome before the lease expires
+  // (SessionCommandOptions::lease_ms). A require_approval decision reserves it
+  // blocked, a settled command returns its recorded outcome, as
+  // HandleToolCall does. A command leased to a call with the same call id is
+  // handed out again (a client retrying its own proposal); under another id
+  // it is reported in progress.
+  CallResult ProposeExternal(const ProposedCall& call);
+  // Records what the caller's call did: extraction and the call record as
+  // HandleToolCall would stage them, and, for a leased command, its outcome
+  // (kUncertain is reconciled through the lookup, else escalated). Reporting
+  // the same lease again after its outcome was recorded only stages the call
+  // again (a retried request). Errors: NotFound (no such command),
+  // FailedPrecondition (the lease is not this one any more: it expired and
+  // was taken back), the command store's (Unavailable, Timeout); nothing is
+  // staged then.
+  Result<CallResult> ReportOutcome(const ProposedCall& call, const ExternalOutcome& outcome);
 
   // The journal (SessionCommandOptions::journal): the value recorded at the
   // run's next journal position for (kind, request), or, when nothing is
@@ -406,6 +452,8 @@ class Session {
   void ReportCommand(const ProposedCall& call, const Command& command, CallResult& result);
   // Stages the operator's approval of `command` as the decision that lets it run.
   void StageApproval(const ProposedCall& call, const Command& command, CallResult& result);
+  // ProposeExternal's command half: reserve, write ahead, lease (session_external.cc).
+  void ProposeCommand(const ProposedCall& call, CallResult& result);
   Status RecoverCommands();
   void StageDecisionRecord(const ProposedCall& call, const PolicyDecision& d, CallResult& result);
   void StageCallRecord(const ProposedCall& call, bool writes, std::string outcome);
@@ -421,6 +469,7 @@ class Session {
   bool commit_before_write_;
   StoreDownReads store_down_reads_;
   bool wrote_ahead_ = false;      // a write-ahead commit happened since the last EndTurn
+  uint64_t view_epoch_ = 0;       // unique per session: part of the checker's ViewKey
   nlohmann::json last_decision_;  // see last_decision()
   struct Commands;
   std::unique_ptr<Commands> commands_;  // null without a command store

@@ -1,0 +1,190 @@
+// `taskledger serve [--rules DIR] [--store URL] [--listen HOST:PORT]
+//      [--tokens FILE] [--access-log]` runs the Session API as an HTTP/JSON
+// service (serve/service.h; the API is docs/openapi.yaml, the deployment
+// docs/deploy.md). With no arguments: the memory store, 127.0.0.1:8420, and
+// a built-in pack that denies every tool (pass --rules for a real one).
+// `--store redis://...` makes the process stateless: any number of them over
+// one Redis serve any conversation.
+// Prints one line "taskledger serve: listening on http://HOST:PORT ..." to
+// stderr (in one write) once it accepts connections.
+// Exit: 0 stopped by SIGINT/SIGTERM, 2 bad usage, a broken pack or token
+// file, an unreachable store, or an address that cannot be bound.
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "cli_common.h"
+#include "taskledger/commands/memory_command_store.h"
+#include "taskledger/commands/redis_command_store.h"
+#include "taskledger/pack/rule_pack.h"
+#include "taskledger/serve/listener.h"
+#include "taskledger/serve/service.h"
+#include "verbs.h"
+
+namespace taskledger::cli {
+namespace {
+
+struct ServeOptions {
+  CommonOptions common;
+  std::string rules;
+  std::string listen = "127.0.0.1:8420";
+  std::string tokens;
+  bool access_log = false;
+  size_t max_body_bytes = 1u << 20;
+  int threads = 8;
+  int64_t lease_ms = 60'000;
+};
+
+// "HOST:PORT", "[::1]:PORT" or "PORT" (loopback).
+bool ParseHostPort(const std::string& text, std::string& host, int& port) {
+  size_t colon = text.rfind(':');
+  std::string port_text = colon == std::string::npos ? text : text.substr(colon + 1);
+  host = colon == std::string::npos ? "127.0.0.1" : text.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (host.empty()) host = "127.0.0.1";
+  if (port_text.empty() || port_text.size() > 5 ||
+      port_text.find_first_not_of("0123456789") != std::string::npos) {
+    return false;
+  }
+  port = std::stoi(port_text);
+  return port <= 65535;
+}
+
+// One grant per line: "TENANT SHA256HEX [operator]"; '#' starts a comment.
+Result<std::vector<serve::TokenGrant>> ReadTokens(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::InvalidArgument("cannot read the token file " + path);
+  std::vector<serve::TokenGrant> grants;
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    std::istringstream fields(line);
+    serve::TokenGrant g;
+    std::string role, extra;
+    if (!(fields >> g.tenant)) continue;
+    fields >> g.sha256 >> role >> extra;
+    if (g.sha256.size() != 64 || !extra.empty() || (!role.empty() && role != "operator")) {
+      return Status::InvalidArgument(path + ":" + std::to_string(number) +
+                                     ": expected \"TENANT SHA256HEX [operator]\"");
+    }
+    g.operator_role = role == "operator";
+    grants.push_back(std::move(g));
+  }
+  if (grants.empty()) return Status::InvalidArgument("the token file " + path + " grants nothing");
+  return grants;
+}
+
+// Without --rules: a pack that declares no tools, so every call is denied
+// (taskledger.unknown_tool). Never fail-open by default.
+Result<std::shared_ptr<const RulePack>> DefaultPack() {
+  return RulePack::FromFiles(
+      {{"pack.json", R"({"name": "serve-default", "unknown_tools": "deny"})"}});
+}
+
+int RunServe(const ServeOptions& o) {
+  std::string host;
+  int port = 0;
+  if (!ParseHostPort(o.listen, host, port)) {
+    return ReportError("serve", Status::InvalidArgument("--listen must be HOST:PORT or PORT"));
+  }
+  auto pack = o.rules.empty() ? DefaultPack() : RulePack::Load(o.rules);
+  if (!pack) return ReportError("cannot load rule pack " + o.rules, pack.error());
+  serve::ServiceOptions options;
+  options.default_tenant = o.common.tenant;
+  options.lease_ms = o.lease_ms;
+  options.max_body_bytes = o.max_body_bytes;
+  options.pack = *pack;
+  if (!o.tokens.empty()) {
+    auto grants = ReadTokens(o.tokens);
+    if (!grants) return ReportError("serve", grants.error());
+    options.tokens = std::move(grants).value();
+  }
+  auto store = OpenStoreOrReport(o.common);
+  if (!store) return kExitUsage;
+  Result<std::unique_ptr<CommandStore>> commands = Status::Internal("unset");
+  if (o.common.store.empty() || o.common.store == "memory") {
+    commands = NewMemoryCommandStore();
+  } else {
+    RedisOptions redis;
+    redis.url = o.common.store;
+    commands = OpenRedisCommandStore(redis);
+  }
+  if (!commands) return ReportError("cannot open the command store", commands.error());
+  options.store = store.get();
+  options.command_store = commands->get();
+  auto service = serve::Service::Create(std::move(options));
+  if (!service) return ReportError("serve", service.error());
+
+  serve::ListenerOptions listen;
+  listen.host = host;
+  listen.port = port;
+  listen.max_body_bytes = o.max_body_bytes;
+  listen.worker_threads = o.threads;
+  if (o.access_log) {
+    listen.access_log = [](const serve::AccessLogLine& l) {
+      std::cerr << ("access " + l.remote_addr + " " + l.method + " " + l.path + " " +
+                    std::to_string(l.status) + " " + std::to_string(l.micros) + "us\n");
+    };
+  }
+  // Signals are taken by sigwait on this thread; the server's threads inherit the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (int sig : {SIGINT, SIGTERM}) sigaddset(&signals, sig);
+  ::pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+  auto listener = serve::Listener::Bind(**service, listen);
+  if (!listener) return ReportError("serve", listener.error());
+  std::string shown = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+  std::cerr << ("taskledger serve: listening on http://" + shown + ":" +
+                std::to_string((*listener)->port()) + ", store " + o.common.store + ", pack " +
+                (*pack)->name() + " " + (*pack)->version() +
+                (o.rules.empty() ? " (built in: every tool is denied; pass --rules DIR)" : "") +
+                (o.tokens.empty() ? ", no tokens (tenant " + o.common.tenant + ")" : "") + "\n")
+            << std::flush;
+  Status served = Status::Ok();
+  std::thread serving([&listener, &served] {
+    served = (*listener)->Serve();
+    ::kill(::getpid(), SIGTERM);  // wakes the sigwait below if Serve ended on its own
+  });
+  int sig = 0;
+  ::sigwait(&signals, &sig);
+  (*service)->SetReady(false);
+  (*listener)->Stop();
+  serving.join();
+  if (!served.ok()) return ReportError("serve", served);
+  std::cerr << "taskledger serve: stopped" << std::endl;
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddServeVerb(CLI::App& app, int& exit_code) {
+  auto options = std::make_shared<ServeOptions>();
+  CLI::App* verb = app.add_subcommand("serve", "Serve the Session API over HTTP/JSON");
+  AddCommonOptions(*verb, options->common);
+  verb->add_option("--rules", options->rules,
+                   "Rule pack folder (default: a built-in pack that denies every tool)");
+  verb->add_option("--listen", options->listen, "HOST:PORT to listen on (default 127.0.0.1:8420)");
+  verb->add_option("--tokens", options->tokens,
+                   "Token file: lines \"TENANT SHA256HEX [operator]\" (sha256 of the token)");
+  verb->add_flag("--access-log", options->access_log,
+                 "Log each request to stderr (method, path, status, time; never a header)");
+  verb->add_option("--max-body-bytes", options->max_body_bytes, "Largest request body");
+  verb->add_option("--threads", options->threads, "Worker threads")->check(CLI::Range(1, 256));
+  verb->add_option("--lease-ms", options->lease_ms,
+                   "How long a proposed write stays leased to its client");
+  verb->callback([options, &exit_code] { exit_code = RunServe(*options); });
+}
+
+}  // namespace taskledger::cli

@@ -1,0 +1,114 @@
+// Service: the Session API as HTTP/JSON requests and responses, without the
+// transport (listener.h serves it over HTTP; tests and embedders may call
+// Handle directly). The routes, their bodies and status codes are described
+// in docs/openapi.yaml and docs/deploy.md ("The API").
+//
+// Stateless by construction: every request opens the conversation's Session
+// at the store's head, does its one operation and commits what it staged
+// before it is answered, so any process over the same store can serve the
+// next request of any conversation, and a process killed between two
+// requests loses nothing acknowledged. Two processes committing the same
+// conversation at once meet the store's optimistic concurrency (Conflict):
+// the loser opens the new head and does its operation again (up to
+// `conflict_retries` times; then 409). A write under the command ledger is
+// reserved, written ahead and leased by the proposal; the client runs it
+// with the idempotency key and reports the outcome (Session::ProposeExternal
+// and Session::ReportOutcome).
+//
+// Tenants: without tokens every request belongs to `default_tenant`. With
+// tokens, a request needs `Authorization: Bearer <token>`; the token decides
+// the tenant (401 without a known token), and approving or denying a held
+// command needs an operator token (403 otherwise). Tokens are kept as
+// SHA-256 digests and compared in constant time.
+//
+// Thread-safety: Handle may be called from many threads at once; each call
+// builds its own Session. The store, the command store and the pack are
+// shared and must outlive the Service.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "taskledger/commands/command_store.h"
+#include "taskledger/ledger/store.h"
+#include "taskledger/pack/rule_pack.h"
+
+namespace taskledger::serve {
+
+struct ServeRequest {
+  std::string method;  // "GET", "POST"
+  std::string path;    // without the query string
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+};
+
+struct ServeResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+};
+
+// A bearer token: its SHA-256 (lower-case hex; the token itself is never
+// kept), the tenant it reaches, and whether it may approve and deny.
+struct TokenGrant {
+  std::string sha256;
+  std::string tenant;
+  bool operator_role = false;
+};
+
+struct ServiceOptions {
+  Store* store = nullptr;                 // required
+  CommandStore* command_store = nullptr;  // required: writes go through the command ledger
+  std::shared_ptr<const RulePack> pack;   // required
+  std::string default_tenant = "default";
+  // Empty: no authentication (loopback development). Otherwise see the file comment.
+  std::vector<TokenGrant> tokens;
+  // How long a proposed write stays leased to the client before the startup
+  // guard of a later request may take it back (it then becomes uncertain).
+  int64_t lease_ms = 60'000;
+  int conflict_retries = 16;
+  // Upper bound on a request body the routes accept (the listener also
+  // refuses larger bodies before reading them).
+  size_t max_body_bytes = 1u << 20;
+};
+
+// One route: method and exact path (docs/openapi.yaml lists the same).
+struct RouteInfo {
+  std::string method;
+  std::string path;
+};
+
+class Service {
+ public:
+  // InvalidArgument when a required option is missing or a token grant is
+  // malformed; the pack's errors when its extract.json does not compile.
+  static Result<std::unique_ptr<Service>> Create(ServiceOptions options);
+  ~Service();
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+
+  // Answers one request: JSON bodies; errors are {"error": {"code", "message"}}
+  // with 400 (bad JSON or fields), 401, 403, 404 (unknown route, or unknown
+  // command), 405, 409 (conflict, lease lost), 413, 503 (store unreachable).
+  ServeResponse Handle(const ServeRequest& request);
+
+  // Every route Handle answers.
+  static const std::vector<RouteInfo>& Routes();
+
+  // /readyz answers 503 once this is false (draining before a shutdown).
+  void SetReady(bool ready);
+
+  struct Impl;  // serve/src/internal/service_impl.h (the route handlers share it)
+
+ private:
+  explicit Service(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// The SHA-256 hex digest a TokenGrant keeps for `token`.
+std::string HashToken(std::string_view token);
+
+}  // namespace taskledger::serve

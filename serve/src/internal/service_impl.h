@@ -1,0 +1,83 @@
+// Internal to serve/: what a Service keeps (options, the compiled
+// extraction rules, readiness, metrics), the per-request context the route
+// handlers receive, and the handlers themselves (conversation_routes.cc,
+// read_routes.cc, command_routes.cc). Handlers return the response body as
+// JSON or a Status that service.cc maps to an HTTP status and a JSON error.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "taskledger/base/status.h"
+#include "taskledger/serve/service.h"
+#include "taskledger/session/session.h"
+
+namespace taskledger::serve {
+
+// Counters /metrics reports (Prometheus text); relaxed atomics.
+struct Metrics {
+  std::atomic<uint64_t> requests{0};
+  std::array<std::atomic<uint64_t>, 6> by_class{};  // 1xx..5xx by status / 100, [0] unused
+  std::atomic<uint64_t> decisions_allow{0}, decisions_deny{0}, decisions_approval{0};
+  std::atomic<uint64_t> leases{0}, outcomes{0}, conflicts_retried{0};
+  std::atomic<uint64_t> latency_us_sum{0};
+  // Cumulative buckets (le 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250 ms, +Inf).
+  std::array<std::atomic<uint64_t>, 11> latency_buckets{};
+};
+
+struct Service::Impl {
+  ServiceOptions options;
+  std::shared_ptr<const ExtractionRules> extraction_rules;
+  std::atomic<bool> ready{true};
+  std::atomic<uint64_t> next_worker{1};
+  Metrics metrics;
+};
+
+// One request as a handler sees it: the caller's tenant and role, the body.
+struct RouteContext {
+  Service::Impl& service;
+  std::string tenant;
+  bool operator_role = false;
+  const nlohmann::json& body;
+};
+
+// Reads a required string field; InvalidArgument names it otherwise.
+Result<std::string> RequiredString(const nlohmann::json& body, const char* field);
+// The conversation the body names ("conversation"), in the caller's tenant.
+Result<ConversationId> ConversationOf(const RouteContext& ctx);
+
+// Opens `id` at its head for one operation, runs `op` on it, commits what it
+// staged, and does all of it again on a Conflict (another process wrote the
+// conversation first). `op` returns Conflict itself to ask for a retry.
+// `commands`: whether the session gets the command store, and whether its
+// startup guard runs (it reads every command of the run, so only opening a
+// conversation and proposing a write pay for it).
+enum class CommandUse { kNone, kUnguarded, kGuarded };
+Result<nlohmann::json> WithSession(const RouteContext& ctx, const ConversationId& id,
+                                   CommandUse commands,
+                                   const std::function<Result<nlohmann::json>(Session&)>& op);
+
+// Route handlers (each documented in docs/openapi.yaml under its path).
+Result<nlohmann::json> OpenConversation(const RouteContext& ctx);
+Result<nlohmann::json> RecordMessage(const RouteContext& ctx);
+Result<nlohmann::json> ProposeCall(const RouteContext& ctx);
+Result<nlohmann::json> ReportOutcome(const RouteContext& ctx);
+Result<nlohmann::json> EndTurn(const RouteContext& ctx);
+Result<nlohmann::json> RenderState(const RouteContext& ctx);
+Result<nlohmann::json> ReadVersions(const RouteContext& ctx);
+Result<nlohmann::json> ReadState(const RouteContext& ctx);
+Result<nlohmann::json> ReadDiff(const RouteContext& ctx);
+Result<nlohmann::json> ReadDecisions(const RouteContext& ctx);
+Result<nlohmann::json> ListCommands(const RouteContext& ctx);
+Result<nlohmann::json> ApproveCommand(const RouteContext& ctx);
+Result<nlohmann::json> DenyCommand(const RouteContext& ctx);
+
+// The command as the API shows it.
+nlohmann::json CommandJson(const Command& c);
+
+}  // namespace taskledger::serve

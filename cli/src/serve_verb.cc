@@ -1,5 +1,6 @@
 // `taskledger serve [--rules DIR] [--store URL] [--listen HOST:PORT]
-//      [--tokens FILE] [--access-log]` runs the Session API as an HTTP/JSON
+//      [--tokens FILE] [--tls-cert F --tls-key F [--tls-client-ca F]]
+//      [--access-log]` runs the Session API as an HTTP/JSON
 // service (serve/service.h; the API is docs/openapi.yaml, the deployment
 // docs/deploy.md). With no arguments: the memory store, 127.0.0.1:8420, and
 // a built-in pack that denies every tool (pass --rules for a real one).
@@ -36,6 +37,7 @@ struct ServeOptions {
   std::string rules;
   std::string listen = "127.0.0.1:8420";
   std::string tokens;
+  std::string tls_cert, tls_key, tls_client_ca;
   bool access_log = false;
   size_t max_body_bytes = 1u << 20;
   int threads = 8;
@@ -131,6 +133,14 @@ int RunServe(const ServeOptions& o) {
   listen.port = port;
   listen.max_body_bytes = o.max_body_bytes;
   listen.worker_threads = o.threads;
+  if (o.tls_cert.empty() != o.tls_key.empty() || (!o.tls_client_ca.empty() && o.tls_cert.empty())) {
+    return ReportError("serve",
+                       Status::InvalidArgument(
+                           "--tls-cert and --tls-key go together (--tls-client-ca needs both)"));
+  }
+  listen.tls_cert_file = o.tls_cert;
+  listen.tls_key_file = o.tls_key;
+  listen.tls_client_ca_file = o.tls_client_ca;
   if (o.access_log) {
     listen.access_log = [](const serve::AccessLogLine& l) {
       std::cerr << ("access " + l.remote_addr + " " + l.method + " " + l.path + " " +
@@ -146,7 +156,8 @@ int RunServe(const ServeOptions& o) {
   auto listener = serve::Listener::Bind(**service, listen);
   if (!listener) return ReportError("serve", listener.error());
   std::string shown = host.find(':') != std::string::npos ? "[" + host + "]" : host;
-  std::cerr << ("taskledger serve: listening on http://" + shown + ":" +
+  std::cerr << ("taskledger serve: listening on " +
+                std::string(o.tls_cert.empty() ? "http" : "https") + "://" + shown + ":" +
                 std::to_string((*listener)->port()) + ", store " + o.common.store + ", pack " +
                 (*pack)->name() + " " + (*pack)->version() +
                 (o.rules.empty() ? " (built in: every tool is denied; pass --rules DIR)" : "") +
@@ -178,6 +189,10 @@ void AddServeVerb(CLI::App& app, int& exit_code) {
   verb->add_option("--listen", options->listen, "HOST:PORT to listen on (default 127.0.0.1:8420)");
   verb->add_option("--tokens", options->tokens,
                    "Token file: lines \"TENANT SHA256HEX [operator]\" (sha256 of the token)");
+  verb->add_option("--tls-cert", options->tls_cert, "Serve HTTPS: PEM certificate chain file");
+  verb->add_option("--tls-key", options->tls_key, "Serve HTTPS: PEM private key file");
+  verb->add_option("--tls-client-ca", options->tls_client_ca,
+                   "Require client certificates signed by this CA (PEM)");
   verb->add_flag("--access-log", options->access_log,
                  "Log each request to stderr (method, path, status, time; never a header)");
   verb->add_option("--max-body-bytes", options->max_body_bytes, "Largest request body");

@@ -62,7 +62,7 @@ ServeProcess::ServeProcess(std::vector<std::string> args, bool add_listen) {
     args.push_back("127.0.0.1:0");
   }
   pid_ = Spawn(args, err_fd_);
-  const std::regex listening(R"(listening on http://127\.0\.0\.1:([0-9]+)[^\n]*\n)");
+  const std::regex listening(R"(listening on https?://127\.0\.0\.1:([0-9]+)[^\n]*\n)");
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   std::smatch m;
   while (!std::regex_search(err_, m, listening)) {

@@ -83,6 +83,7 @@ ServeProcess::~ServeProcess() {
 
 Reply ServeProcess::Send(const std::string& method, const std::string& path,
                          const std::string& body, const http::Headers& headers) {
+  REQUIRE(client_ != nullptr);  // not after Stop()
   auto r = client_->Send(method, path, headers, body, body.empty() ? "" : "application/json");
   REQUIRE(r.has_value());
   Reply out;
@@ -111,6 +112,9 @@ void ServeProcess::Kill9() {
 
 int ServeProcess::Stop() {
   if (pid_ <= 0) return -1;
+  // Close the kept-alive connection first: the server lets an idle one sit
+  // out its keep-alive timeout (5 s) before it finishes stopping.
+  client_.reset();
   ::kill(pid_, SIGTERM);
   int status = 0;
   ::waitpid(pid_, &status, 0);

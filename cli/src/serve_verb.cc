@@ -8,6 +8,8 @@
 // one Redis serve any conversation.
 // Prints one line "taskledger serve: listening on http://HOST:PORT ..." to
 // stderr (in one write) once it accepts connections.
+// SIGHUP loads --rules again: new requests run under the new pack, running
+// ones finish on theirs; a pack that fails to load keeps the old one serving.
 // Exit: 0 stopped by SIGINT/SIGTERM, 2 bad usage, a broken pack or token
 // file, an unreachable store, or an address that cannot be bound.
 #include <pthread.h>
@@ -94,6 +96,24 @@ Result<std::shared_ptr<const RulePack>> DefaultPack() {
       {{"pack.json", R"({"name": "serve-default", "unknown_tools": "deny"})"}});
 }
 
+// SIGHUP: load --rules again and switch new requests to it; on failure the
+// current pack keeps serving. One line on stderr either way.
+void Reload(const ServeOptions& o, serve::Service& service) {
+  if (o.rules.empty()) {
+    std::cerr << "taskledger serve: SIGHUP: no --rules to reload; the built-in pack stays\n";
+    return;
+  }
+  Status set = service.ReloadPack(o.rules);
+  const RulePack& now = *service.pack();
+  if (set.ok()) {
+    std::cerr << ("taskledger serve: reloaded " + o.rules + ": pack " + now.name() + " " +
+                  now.version() + "\n");
+  } else {
+    std::cerr << ("taskledger serve: reload of " + o.rules + " failed, still serving pack " +
+                  now.name() + " " + now.version() + ": " + set.ToString() + "\n");
+  }
+}
+
 int RunServe(const ServeOptions& o) {
   std::string host;
   int port = 0;
@@ -150,7 +170,7 @@ int RunServe(const ServeOptions& o) {
   // Signals are taken by sigwait on this thread; the server's threads inherit the mask.
   sigset_t signals;
   sigemptyset(&signals);
-  for (int sig : {SIGINT, SIGTERM}) sigaddset(&signals, sig);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&signals, sig);
   ::pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
   auto listener = serve::Listener::Bind(**service, listen);
@@ -169,7 +189,7 @@ int RunServe(const ServeOptions& o) {
     ::kill(::getpid(), SIGTERM);  // wakes the sigwait below if Serve ended on its own
   });
   int sig = 0;
-  ::sigwait(&signals, &sig);
+  while (::sigwait(&signals, &sig) == 0 && sig == SIGHUP) Reload(o, **service);
   (*service)->SetReady(false);
   (*listener)->Stop();
   serving.join();

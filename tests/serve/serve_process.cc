@@ -100,6 +100,19 @@ Reply ServeProcess::Post(const std::string& path, const nlohmann::json& body,
   return Send("POST", path, body.dump(), h);
 }
 
+void ServeProcess::Signal(int sig) {
+  if (pid_ > 0) ::kill(pid_, sig);
+}
+
+bool ServeProcess::WaitForStderr(const std::string& needle, int ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (err_.find(needle) == std::string::npos) {
+    if (pid_ <= 0 || std::chrono::steady_clock::now() >= deadline) return false;
+    if (!ReadSome(err_fd_, err_, 50)) return err_.find(needle) != std::string::npos;
+  }
+  return true;
+}
+
 void ServeProcess::Kill9() {
   if (pid_ <= 0) return;
   ::kill(pid_, SIGKILL);

@@ -101,6 +101,18 @@ class Service {
   // /readyz answers 503 once this is false (draining before a shutdown).
   void SetReady(bool ready);
 
+  // Switches to `pack` for the requests that start from now on; requests
+  // already running finish on the pack they started with, and every decision
+  // names its pack's version. The pack is compiled (extract.json, its Lua in
+  // a checker) first: if that fails, the current pack keeps serving and the
+  // error says why. Thread-safe.
+  Status SetPack(std::shared_ptr<const RulePack> pack);
+  // RulePack::Load(dir), then SetPack; a pack that does not load keeps the
+  // current one serving (the error says why). Both count in /metrics.
+  Status ReloadPack(const std::string& dir);
+  // The pack new requests run under.
+  std::shared_ptr<const RulePack> pack() const;
+
   struct Impl;  // serve/src/internal/service_impl.h (the route handlers share it)
 
  private:

@@ -44,6 +44,7 @@ struct ServeOptions {
   size_t max_body_bytes = 1u << 20;
   int threads = 8;
   int64_t lease_ms = 60'000;
+  int max_concurrent_per_tenant = 32;
 };
 
 // "HOST:PORT", "[::1]:PORT" or "PORT" (loopback).
@@ -126,6 +127,7 @@ int RunServe(const ServeOptions& o) {
   options.default_tenant = o.common.tenant;
   options.lease_ms = o.lease_ms;
   options.max_body_bytes = o.max_body_bytes;
+  options.max_concurrent_per_tenant = o.max_concurrent_per_tenant;
   options.pack = *pack;
   if (!o.tokens.empty()) {
     auto grants = ReadTokens(o.tokens);
@@ -217,6 +219,8 @@ void AddServeVerb(CLI::App& app, int& exit_code) {
                  "Log each request to stderr (method, path, status, time; never a header)");
   verb->add_option("--max-body-bytes", options->max_body_bytes, "Largest request body");
   verb->add_option("--threads", options->threads, "Worker threads")->check(CLI::Range(1, 256));
+  verb->add_option("--max-concurrent-per-tenant", options->max_concurrent_per_tenant,
+                   "Requests of one tenant answered at once; more get 429 (0: no limit)");
   verb->add_option("--lease-ms", options->lease_ms,
                    "How long a proposed write stays leased to its client");
   verb->callback([options, &exit_code] { exit_code = RunServe(*options); });

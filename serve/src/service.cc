@@ -293,6 +293,28 @@ ServeResponse Service::Handle(const ServeRequest& request) {
       tenant = grant->tenant;
       operator_role = grant->operator_role;
     }
+    // A slot among the tenant's concurrent requests, given back on return.
+    struct Slot {
+      Impl& impl;
+      std::string tenant;
+      bool held = false;
+      ~Slot() {
+        if (!held) return;
+        std::lock_guard<std::mutex> lock(impl.inflight_mu);
+        if (--impl.inflight[tenant] == 0) impl.inflight.erase(tenant);
+      }
+    } slot{*impl_, tenant};
+    if (const int max = impl_->options.max_concurrent_per_tenant; max > 0) {
+      std::lock_guard<std::mutex> lock(impl_->inflight_mu);
+      int& running = impl_->inflight[tenant];
+      if (running >= max) {
+        if (running == 0) impl_->inflight.erase(tenant);
+        return Error(429, "too_many_requests",
+                     "this tenant has " + std::to_string(max) + " requests running; retry");
+      }
+      ++running;
+      slot.held = true;
+    }
     if (route->needs_operator && !operator_role) {
       return Error(403, "forbidden", "approving or denying a command needs an operator token");
     }

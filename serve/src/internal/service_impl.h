@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -49,6 +50,8 @@ struct Service::Impl {
   mutable std::mutex pack_mu;
   std::shared_ptr<const LoadedPack> loaded;  // guarded by pack_mu
   std::atomic<uint64_t> reloads{0}, reloads_failed{0};
+  std::mutex inflight_mu;
+  std::map<std::string, int> inflight;  // tenant -> requests running; guarded by inflight_mu
   std::atomic<bool> ready{true};
   std::atomic<uint64_t> next_worker{1};
   Metrics metrics;

@@ -73,6 +73,9 @@ struct ServiceOptions {
   // Upper bound on a request body the routes accept (the listener also
   // refuses larger bodies before reading them).
   size_t max_body_bytes = 1u << 20;
+  // Requests of one tenant being answered at once; more are answered 429
+  // at once (no queue), so one tenant cannot hold every worker. 0: no limit.
+  int max_concurrent_per_tenant = 32;
 };
 
 // One route: method and exact path (docs/openapi.yaml lists the same).
@@ -92,7 +95,8 @@ class Service {
 
   // Answers one request: JSON bodies; errors are {"error": {"code", "message"}}
   // with 400 (bad JSON or fields), 401, 403, 404 (unknown route, or unknown
-  // command), 405, 409 (conflict, lease lost), 413, 503 (store unreachable).
+  // command), 405, 409 (conflict, lease lost), 413, 429 (the tenant has
+  // max_concurrent_per_tenant requests running), 503 (store unreachable).
   ServeResponse Handle(const ServeRequest& request);
 
   // Every route Handle answers.

@@ -1,5 +1,6 @@
 // `taskledger serve [--rules DIR] [--store URL] [--listen HOST:PORT]
-//      [--tokens FILE] [--access-log]` runs the Session API as an HTTP/JSON
+//      [--tokens FILE] [--tls-cert F --tls-key F [--tls-client-ca F]]
+//      [--access-log]` runs the Session API as an HTTP/JSON
 // service (serve/service.h; the API is docs/openapi.yaml, the deployment
 // docs/deploy.md). With no arguments: the memory store, 127.0.0.1:8420, and
 // a built-in pack that denies every tool (pass --rules for a real one).
@@ -7,6 +8,8 @@
 // one Redis serve any conversation.
 // Prints one line "taskledger serve: listening on http://HOST:PORT ..." to
 // stderr (in one write) once it accepts connections.
+// SIGHUP loads --rules again: new requests run under the new pack, running
+// ones finish on theirs; a pack that fails to load keeps the old one serving.
 // Exit: 0 stopped by SIGINT/SIGTERM, 2 bad usage, a broken pack or token
 // file, an unreachable store, or an address that cannot be bound.
 #include <pthread.h>
@@ -36,10 +39,12 @@ struct ServeOptions {
   std::string rules;
   std::string listen = "127.0.0.1:8420";
   std::string tokens;
+  std::string tls_cert, tls_key, tls_client_ca;
   bool access_log = false;
   size_t max_body_bytes = 1u << 20;
   int threads = 8;
   int64_t lease_ms = 60'000;
+  int max_concurrent_per_tenant = 32;
 };
 
 // "HOST:PORT", "[::1]:PORT" or "PORT" (loopback).
@@ -92,6 +97,24 @@ Result<std::shared_ptr<const RulePack>> DefaultPack() {
       {{"pack.json", R"({"name": "serve-default", "unknown_tools": "deny"})"}});
 }
 
+// SIGHUP: load --rules again and switch new requests to it; on failure the
+// current pack keeps serving. One line on stderr either way.
+void Reload(const ServeOptions& o, serve::Service& service) {
+  if (o.rules.empty()) {
+    std::cerr << "taskledger serve: SIGHUP: no --rules to reload; the built-in pack stays\n";
+    return;
+  }
+  Status set = service.ReloadPack(o.rules);
+  const RulePack& now = *service.pack();
+  if (set.ok()) {
+    std::cerr << ("taskledger serve: reloaded " + o.rules + ": pack " + now.name() + " " +
+                  now.version() + "\n");
+  } else {
+    std::cerr << ("taskledger serve: reload of " + o.rules + " failed, still serving pack " +
+                  now.name() + " " + now.version() + ": " + set.ToString() + "\n");
+  }
+}
+
 int RunServe(const ServeOptions& o) {
   std::string host;
   int port = 0;
@@ -104,6 +127,7 @@ int RunServe(const ServeOptions& o) {
   options.default_tenant = o.common.tenant;
   options.lease_ms = o.lease_ms;
   options.max_body_bytes = o.max_body_bytes;
+  options.max_concurrent_per_tenant = o.max_concurrent_per_tenant;
   options.pack = *pack;
   if (!o.tokens.empty()) {
     auto grants = ReadTokens(o.tokens);
@@ -131,6 +155,14 @@ int RunServe(const ServeOptions& o) {
   listen.port = port;
   listen.max_body_bytes = o.max_body_bytes;
   listen.worker_threads = o.threads;
+  if (o.tls_cert.empty() != o.tls_key.empty() || (!o.tls_client_ca.empty() && o.tls_cert.empty())) {
+    return ReportError("serve",
+                       Status::InvalidArgument(
+                           "--tls-cert and --tls-key go together (--tls-client-ca needs both)"));
+  }
+  listen.tls_cert_file = o.tls_cert;
+  listen.tls_key_file = o.tls_key;
+  listen.tls_client_ca_file = o.tls_client_ca;
   if (o.access_log) {
     listen.access_log = [](const serve::AccessLogLine& l) {
       std::cerr << ("access " + l.remote_addr + " " + l.method + " " + l.path + " " +
@@ -140,13 +172,14 @@ int RunServe(const ServeOptions& o) {
   // Signals are taken by sigwait on this thread; the server's threads inherit the mask.
   sigset_t signals;
   sigemptyset(&signals);
-  for (int sig : {SIGINT, SIGTERM}) sigaddset(&signals, sig);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&signals, sig);
   ::pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
   auto listener = serve::Listener::Bind(**service, listen);
   if (!listener) return ReportError("serve", listener.error());
   std::string shown = host.find(':') != std::string::npos ? "[" + host + "]" : host;
-  std::cerr << ("taskledger serve: listening on http://" + shown + ":" +
+  std::cerr << ("taskledger serve: listening on " +
+                std::string(o.tls_cert.empty() ? "http" : "https") + "://" + shown + ":" +
                 std::to_string((*listener)->port()) + ", store " + o.common.store + ", pack " +
                 (*pack)->name() + " " + (*pack)->version() +
                 (o.rules.empty() ? " (built in: every tool is denied; pass --rules DIR)" : "") +
@@ -158,7 +191,7 @@ int RunServe(const ServeOptions& o) {
     ::kill(::getpid(), SIGTERM);  // wakes the sigwait below if Serve ended on its own
   });
   int sig = 0;
-  ::sigwait(&signals, &sig);
+  while (::sigwait(&signals, &sig) == 0 && sig == SIGHUP) Reload(o, **service);
   (*service)->SetReady(false);
   (*listener)->Stop();
   serving.join();
@@ -178,10 +211,16 @@ void AddServeVerb(CLI::App& app, int& exit_code) {
   verb->add_option("--listen", options->listen, "HOST:PORT to listen on (default 127.0.0.1:8420)");
   verb->add_option("--tokens", options->tokens,
                    "Token file: lines \"TENANT SHA256HEX [operator]\" (sha256 of the token)");
+  verb->add_option("--tls-cert", options->tls_cert, "Serve HTTPS: PEM certificate chain file");
+  verb->add_option("--tls-key", options->tls_key, "Serve HTTPS: PEM private key file");
+  verb->add_option("--tls-client-ca", options->tls_client_ca,
+                   "Require client certificates signed by this CA (PEM)");
   verb->add_flag("--access-log", options->access_log,
                  "Log each request to stderr (method, path, status, time; never a header)");
   verb->add_option("--max-body-bytes", options->max_body_bytes, "Largest request body");
   verb->add_option("--threads", options->threads, "Worker threads")->check(CLI::Range(1, 256));
+  verb->add_option("--max-concurrent-per-tenant", options->max_concurrent_per_tenant,
+                   "Requests of one tenant answered at once; more get 429 (0: no limit)");
   verb->add_option("--lease-ms", options->lease_ms,
                    "How long a proposed write stays leased to its client");
   verb->callback([options, &exit_code] { exit_code = RunServe(*options); });

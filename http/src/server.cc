@@ -61,9 +61,21 @@ void Fill(const Response& from, httplib::Response& to) {
 
 }  // namespace
 
+// A plain server, or a TLS one when the options name a certificate.
+std::unique_ptr<httplib::Server> MakeServer(const TlsOptions& o) {
+  if (o.cert_file.empty()) return std::make_unique<httplib::Server>();
+  return std::make_unique<httplib::SSLServer>(
+      o.cert_file.c_str(), o.key_file.c_str(),
+      o.client_ca_file.empty() ? nullptr : o.client_ca_file.c_str());
+}
+
 struct Server::Impl {
+  Impl(const ServerOptions& o, TlsOptions t)
+      : options(o), tls(std::move(t)), owned(MakeServer(tls)), server(*owned) {}
   ServerOptions options;
-  httplib::Server server;
+  TlsOptions tls;
+  std::unique_ptr<httplib::Server> owned;
+  httplib::Server& server;
   // httplib closes its listening socket only in a stop() that reaches a
   // running listen loop, so Serve() and Stop() meet under `mu`, and a bound
   // socket is always served (if only for a moment) before it is let go.
@@ -104,8 +116,10 @@ struct Server::Impl {
   }
 };
 
-Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
-  impl_->options = options;
+Server::Server(ServerOptions options) : Server(options, TlsOptions{}) {}
+
+Server::Server(ServerOptions options, TlsOptions tls)
+    : impl_(std::make_unique<Impl>(options, std::move(tls))) {
   httplib::Server& s = impl_->server;
   int threads = options.worker_threads > 0 ? options.worker_threads : 1;
   s.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
@@ -155,6 +169,13 @@ void Server::Route(const std::string& method, const std::string& path, Handler h
 Result<int> Server::Bind(const std::string& host, int port) {
   if (port < 0 || port > 65535) return Status::InvalidArgument("port out of range");
   httplib::Server& s = impl_->server;
+  if (!s.is_valid()) {
+    // An SSLServer whose certificate, key or client CA did not load.
+    const TlsOptions& t = impl_->tls;
+    return Status::InvalidArgument(
+        "cannot use the TLS certificate " + t.cert_file + " with the key " + t.key_file +
+        (t.client_ca_file.empty() ? std::string() : " and the client CA " + t.client_ca_file));
+  }
   int bound = port;
   if (port == 0) {
     bound = s.bind_to_any_port(host);

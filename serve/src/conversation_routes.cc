@@ -101,7 +101,7 @@ Result<nlohmann::json> ProposeCall(const RouteContext& ctx) {
   if (!call) return call.error();
   if (call->id.empty()) return Status::InvalidArgument("\"call.id\" is required");
   Metrics& m = ctx.service.metrics;
-  const bool writes = ctx.service.options.pack->Classify(call->tool) != ToolClass::kReadOnly;
+  const bool writes = ctx.loaded->pack->Classify(call->tool) != ToolClass::kReadOnly;
   return WithSession(
       ctx, *id, writes ? CommandUse::kGuarded : CommandUse::kNone,
       [&](Session& s) -> Result<nlohmann::json> {

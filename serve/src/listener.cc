@@ -9,7 +9,7 @@
 namespace taskledger::serve {
 
 struct Listener::Impl {
-  explicit Impl(http::ServerOptions o) : server(o) {}
+  Impl(http::ServerOptions o, http::TlsOptions tls) : server(o, std::move(tls)) {}
   http::Server server;
   int port = 0;
 };
@@ -23,7 +23,8 @@ Result<std::unique_ptr<Listener>> Listener::Bind(Service& service, const Listene
   so.worker_threads = options.worker_threads;
   so.read_timeout_ms = options.read_timeout_ms;
   so.write_timeout_ms = options.write_timeout_ms;
-  auto impl = std::make_unique<Impl>(so);
+  http::TlsOptions tls{options.tls_cert_file, options.tls_key_file, options.tls_client_ca_file};
+  auto impl = std::make_unique<Impl>(so, std::move(tls));
   auto log = options.access_log;
   const size_t max_headers = options.max_headers;
   for (const RouteInfo& route : Service::Routes()) {

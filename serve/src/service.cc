@@ -96,61 +96,6 @@ bool ConstantTimeEqual(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
-std::string MetricsText(const Metrics& m) {
-  std::string out;
-  auto line = [&out](const std::string& name, uint64_t v) {
-    out += name + " " + std::to_string(v) + "\n";
-  };
-  out += "# HELP taskledger_serve_requests_total Requests answered, by status class.\n";
-  out += "# TYPE taskledger_serve_requests_total counter\n";
-  for (int c = 1; c <= 5; ++c) {
-    line("taskledger_serve_requests_total{class=\"" + std::to_string(c) + "xx\"}",
-         m.by_class[c].load(std::memory_order_relaxed));
-  }
-  out += "# HELP taskledger_serve_decisions_total Policy decisions on proposed calls.\n";
-  out += "# TYPE taskledger_serve_decisions_total counter\n";
-  line("taskledger_serve_decisions_total{outcome=\"allow\"}", m.decisions_allow.load());
-  line("taskledger_serve_decisions_total{outcome=\"deny\"}", m.decisions_deny.load());
-  line("taskledger_serve_decisions_total{outcome=\"require_approval\"}",
-       m.decisions_approval.load());
-  out += "# TYPE taskledger_serve_leases_total counter\n";
-  line("taskledger_serve_leases_total", m.leases.load());
-  out += "# TYPE taskledger_serve_outcomes_total counter\n";
-  line("taskledger_serve_outcomes_total", m.outcomes.load());
-  out +=
-      "# HELP taskledger_serve_conflict_retries_total Operations redone after another "
-      "writer moved the conversation's head.\n";
-  out += "# TYPE taskledger_serve_conflict_retries_total counter\n";
-  line("taskledger_serve_conflict_retries_total", m.conflicts_retried.load());
-  out += "# HELP taskledger_serve_request_seconds Time to answer a request.\n";
-  out += "# TYPE taskledger_serve_request_seconds histogram\n";
-  static const char* kLe[] = {"0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01",
-                              "0.025",   "0.05",   "0.1",   "0.25",   "+Inf"};
-  for (size_t i = 0; i < m.latency_buckets.size(); ++i) {
-    line(std::string("taskledger_serve_request_seconds_bucket{le=\"") + kLe[i] + "\"}",
-         m.latency_buckets[i].load());
-  }
-  out += "taskledger_serve_request_seconds_sum " +
-         std::to_string(static_cast<double>(m.latency_us_sum.load()) / 1e6) + "\n";
-  line("taskledger_serve_request_seconds_count", m.requests.load());
-  return out;
-}
-
-void Observe(Metrics& m, int status, std::chrono::steady_clock::duration took) {
-  auto us =
-      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(took).count());
-  m.requests.fetch_add(1, std::memory_order_relaxed);
-  if (status >= 100 && status < 600) m.by_class[status / 100].fetch_add(1);
-  m.latency_us_sum.fetch_add(us, std::memory_order_relaxed);
-  static const uint64_t kBoundUs[] = {250,   500,   1000,  2500,   5000,
-                                      10000, 25000, 50000, 100000, 250000};
-  for (size_t i = 0; i < m.latency_buckets.size(); ++i) {
-    if (i == m.latency_buckets.size() - 1 || us <= kBoundUs[i]) {
-      m.latency_buckets[i].fetch_add(1, std::memory_order_relaxed);
-    }
-  }
-}
-
 // A policy checker per worker thread for the service's pack: building one
 // runs the pack's Lua, which costs more than a whole request.
 PolicyChecker* ThreadChecker(const std::shared_ptr<const RulePack>& pack) {
@@ -166,6 +111,19 @@ PolicyChecker* ThreadChecker(const std::shared_ptr<const RulePack>& pack) {
     cached.pack = pack;
   }
   return cached.checker.get();
+}
+
+// Compiles what every request needs from `pack`, and checks that its Lua
+// loads, before any request may use it.
+Result<std::shared_ptr<const LoadedPack>> LoadPack(std::shared_ptr<const RulePack> pack) {
+  if (!pack) return Status::InvalidArgument("no rule pack");
+  auto rules = CompileExtractionRules(*pack);
+  if (!rules) return rules.error();
+  if (auto checker = PolicyChecker::Create(pack); !checker) return checker.error();
+  auto loaded = std::make_shared<LoadedPack>();
+  loaded->pack = std::move(pack);
+  loaded->extraction_rules = std::move(rules).value();
+  return std::shared_ptr<const LoadedPack>(std::move(loaded));
 }
 
 }  // namespace
@@ -203,9 +161,9 @@ Result<nlohmann::json> WithSession(const RouteContext& ctx, const ConversationId
       std::this_thread::sleep_for(std::chrono::microseconds(100 * attempt));
     }
     SessionOptions options;
-    options.checker = ThreadChecker(s.options.pack);
+    options.checker = ThreadChecker(ctx.loaded->pack);
     if (options.checker == nullptr) return Status::Internal("the rule pack does not load");
-    options.extraction_rules = s.extraction_rules;
+    options.extraction_rules = ctx.loaded->extraction_rules;
     if (commands != CommandUse::kNone) options.commands.store = s.options.command_store;
     options.commands.recover_on_open = commands == CommandUse::kGuarded;
     options.commands.lease_ms = s.options.lease_ms;
@@ -213,7 +171,7 @@ Result<nlohmann::json> WithSession(const RouteContext& ctx, const ConversationId
     // request must not take back the leases this one hands out.
     options.commands.worker_id =
         "serve-" + std::to_string(::getpid()) + "-" + std::to_string(s.next_worker.fetch_add(1));
-    auto session = Session::Open(*s.options.store, id, s.options.pack, options);
+    auto session = Session::Open(*s.options.store, id, ctx.loaded->pack, options);
     if (!session) return session.error();
     auto out = op(**session);
     if (!out && out.error().code() == StatusCode::kConflict) {
@@ -251,13 +209,36 @@ Result<std::unique_ptr<Service>> Service::Create(ServiceOptions options) {
     }
     if (g.tenant.empty()) return Status::InvalidArgument("a token grant needs a tenant");
   }
-  auto rules = CompileExtractionRules(*options.pack);
-  if (!rules) return rules.error();
+  auto loaded = LoadPack(options.pack);
+  if (!loaded) return loaded.error();
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
-  impl->extraction_rules = std::move(rules).value();
+  impl->loaded = std::move(loaded).value();
   return std::unique_ptr<Service>(new Service(std::move(impl)));
 }
+
+Status Service::SetPack(std::shared_ptr<const RulePack> pack) {
+  auto loaded = LoadPack(std::move(pack));
+  if (!loaded) {
+    impl_->reloads_failed.fetch_add(1, std::memory_order_relaxed);
+    return loaded.error();
+  }
+  std::lock_guard<std::mutex> lock(impl_->pack_mu);
+  impl_->loaded = std::move(loaded).value();
+  impl_->reloads.fetch_add(1, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+Status Service::ReloadPack(const std::string& dir) {
+  auto pack = RulePack::Load(dir);
+  if (!pack) {
+    impl_->reloads_failed.fetch_add(1, std::memory_order_relaxed);
+    return pack.error();
+  }
+  return SetPack(std::move(pack).value());
+}
+
+std::shared_ptr<const RulePack> Service::pack() const { return impl_->Loaded()->pack; }
 
 const std::vector<RouteInfo>& Service::Routes() {
   static const std::vector<RouteInfo> routes = [] {
@@ -287,7 +268,7 @@ ServeResponse Service::Handle(const ServeRequest& request) {
       if (request.path == "/metrics") {
         ServeResponse r;
         r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-        r.body = MetricsText(impl_->metrics);
+        r.body = MetricsText(*impl_);
         return r;
       }
       if (request.path == "/readyz" && !impl_->ready) {
@@ -312,6 +293,28 @@ ServeResponse Service::Handle(const ServeRequest& request) {
       tenant = grant->tenant;
       operator_role = grant->operator_role;
     }
+    // A slot among the tenant's concurrent requests, given back on return.
+    struct Slot {
+      Impl& impl;
+      std::string tenant;
+      bool held = false;
+      ~Slot() {
+        if (!held) return;
+        std::lock_guard<std::mutex> lock(impl.inflight_mu);
+        if (--impl.inflight[tenant] == 0) impl.inflight.erase(tenant);
+      }
+    } slot{*impl_, tenant};
+    if (const int max = impl_->options.max_concurrent_per_tenant; max > 0) {
+      std::lock_guard<std::mutex> lock(impl_->inflight_mu);
+      int& running = impl_->inflight[tenant];
+      if (running >= max) {
+        if (running == 0) impl_->inflight.erase(tenant);
+        return Error(429, "too_many_requests",
+                     "this tenant has " + std::to_string(max) + " requests running; retry");
+      }
+      ++running;
+      slot.held = true;
+    }
     if (route->needs_operator && !operator_role) {
       return Error(403, "forbidden", "approving or denying a command needs an operator token");
     }
@@ -327,7 +330,7 @@ ServeResponse Service::Handle(const ServeRequest& request) {
     if (body.is_discarded() || !body.is_object()) {
       return Error(400, "bad_json", "the request body must be a JSON object");
     }
-    RouteContext ctx{*impl_, tenant, operator_role, body};
+    RouteContext ctx{*impl_, impl_->Loaded(), tenant, operator_role, body};
     auto out = route->handler(ctx);
     if (!out) {
       const Status& e = out.error();
@@ -337,7 +340,7 @@ ServeResponse Service::Handle(const ServeRequest& request) {
     }
     return JsonResponse(200, *out);
   }();
-  Observe(impl_->metrics, response.status, std::chrono::steady_clock::now() - start);
+  ObserveRequest(impl_->metrics, response.status, std::chrono::steady_clock::now() - start);
   return response;
 }
 

@@ -62,7 +62,7 @@ ServeProcess::ServeProcess(std::vector<std::string> args, bool add_listen) {
     args.push_back("127.0.0.1:0");
   }
   pid_ = Spawn(args, err_fd_);
-  const std::regex listening(R"(listening on http://127\.0\.0\.1:([0-9]+)[^\n]*\n)");
+  const std::regex listening(R"(listening on https?://127\.0\.0\.1:([0-9]+)[^\n]*\n)");
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   std::smatch m;
   while (!std::regex_search(err_, m, listening)) {
@@ -83,6 +83,7 @@ ServeProcess::~ServeProcess() {
 
 Reply ServeProcess::Send(const std::string& method, const std::string& path,
                          const std::string& body, const http::Headers& headers) {
+  REQUIRE(client_ != nullptr);  // not after Stop()
   auto r = client_->Send(method, path, headers, body, body.empty() ? "" : "application/json");
   REQUIRE(r.has_value());
   Reply out;
@@ -99,6 +100,19 @@ Reply ServeProcess::Post(const std::string& path, const nlohmann::json& body,
   return Send("POST", path, body.dump(), h);
 }
 
+void ServeProcess::Signal(int sig) {
+  if (pid_ > 0) ::kill(pid_, sig);
+}
+
+bool ServeProcess::WaitForStderr(const std::string& needle, int ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (err_.find(needle) == std::string::npos) {
+    if (pid_ <= 0 || std::chrono::steady_clock::now() >= deadline) return false;
+    if (!ReadSome(err_fd_, err_, 50)) return err_.find(needle) != std::string::npos;
+  }
+  return true;
+}
+
 void ServeProcess::Kill9() {
   if (pid_ <= 0) return;
   ::kill(pid_, SIGKILL);
@@ -111,6 +125,9 @@ void ServeProcess::Kill9() {
 
 int ServeProcess::Stop() {
   if (pid_ <= 0) return -1;
+  // Close the kept-alive connection first: the server lets an idle one sit
+  // out its keep-alive timeout (5 s) before it finishes stopping.
+  client_.reset();
   ::kill(pid_, SIGTERM);
   int status = 0;
   ::waitpid(pid_, &status, 0);

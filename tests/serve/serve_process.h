@@ -36,6 +36,9 @@ class ServeProcess {
   Reply Send(const std::string& method, const std::string& path, const std::string& body,
              const http::Headers& headers = {});
   void Kill9();
+  void Signal(int sig);
+  // Reads stderr until it holds `needle` (true) or `ms` pass (false).
+  bool WaitForStderr(const std::string& needle, int ms);
   // SIGTERM and wait; returns the exit status (or -1).
   int Stop();
   // What the process wrote to stderr so far (after it stopped: all of it).

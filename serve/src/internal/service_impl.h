@@ -7,8 +7,11 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -30,9 +33,25 @@ struct Metrics {
   std::array<std::atomic<uint64_t>, 11> latency_buckets{};
 };
 
-struct Service::Impl {
-  ServiceOptions options;
+// The pack a request runs under, with its compiled extraction rules. A
+// request takes the current one when it starts and keeps it to its end, so
+// a reload (Service::SetPack) never changes the pack under a request.
+struct LoadedPack {
+  std::shared_ptr<const RulePack> pack;
   std::shared_ptr<const ExtractionRules> extraction_rules;
+};
+
+struct Service::Impl {
+  ServiceOptions options;  // options.pack is the first pack; `loaded` the current one
+  std::shared_ptr<const LoadedPack> Loaded() const {
+    std::lock_guard<std::mutex> lock(pack_mu);
+    return loaded;
+  }
+  mutable std::mutex pack_mu;
+  std::shared_ptr<const LoadedPack> loaded;  // guarded by pack_mu
+  std::atomic<uint64_t> reloads{0}, reloads_failed{0};
+  std::mutex inflight_mu;
+  std::map<std::string, int> inflight;  // tenant -> requests running; guarded by inflight_mu
   std::atomic<bool> ready{true};
   std::atomic<uint64_t> next_worker{1};
   Metrics metrics;
@@ -41,10 +60,15 @@ struct Service::Impl {
 // One request as a handler sees it: the caller's tenant and role, the body.
 struct RouteContext {
   Service::Impl& service;
+  std::shared_ptr<const LoadedPack> loaded;
   std::string tenant;
   bool operator_role = false;
   const nlohmann::json& body;
 };
+
+// /metrics text, and the bookkeeping of one answered request (metrics.cc).
+std::string MetricsText(const Service::Impl& service);
+void ObserveRequest(Metrics& m, int status, std::chrono::steady_clock::duration took);
 
 // Reads a required string field; InvalidArgument names it otherwise.
 Result<std::string> RequiredString(const nlohmann::json& body, const char* field);

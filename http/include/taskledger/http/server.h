@@ -30,9 +30,20 @@ struct ServerOptions {
   int write_timeout_ms = 30'000;
 };
 
+// HTTPS: PEM certificate chain and private key files. With a client CA file
+// too, every client must present a certificate it signed (the handshake
+// fails otherwise). Server::Bind fails with InvalidArgument if they do not load.
+struct TlsOptions {
+  std::string cert_file;
+  std::string key_file;
+  std::string client_ca_file;
+};
+
 class Server {
  public:
   explicit Server(ServerOptions options = {});
+  // An HTTPS server (see TlsOptions).
+  Server(ServerOptions options, TlsOptions tls);
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
@@ -40,7 +51,8 @@ class Server {
   // Registers `handler` for `method` on `path` (exact match). Before Serve().
   void Route(const std::string& method, const std::string& path, Handler handler);
   // Binds `host`:`port` (port 0: any free port) and returns the port bound.
-  // Unavailable if the address cannot be bound.
+  // Unavailable if the address cannot be bound; InvalidArgument if the TLS
+  // files do not load.
   Result<int> Bind(const std::string& host, int port);
   // Accepts and serves requests until Stop(). REQUIRES: Bind() succeeded.
   Status Serve();

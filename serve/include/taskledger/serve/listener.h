@@ -35,12 +35,15 @@ struct ListenerOptions {
   int read_timeout_ms = 10'000;
   int write_timeout_ms = 10'000;
   std::function<void(const AccessLogLine&)> access_log;
+  // HTTPS when set (PEM files); with a client CA, clients must present a
+  // certificate it signed. Bind fails with InvalidArgument if they do not load.
+  std::string tls_cert_file, tls_key_file, tls_client_ca_file;
 };
 
 class Listener {
  public:
   // Binds host:port. `service` must outlive the listener. Unavailable if the
-  // address cannot be bound.
+  // address cannot be bound; InvalidArgument if the TLS files do not load.
   static Result<std::unique_ptr<Listener>> Bind(Service& service, const ListenerOptions& options);
   ~Listener();
   Listener(const Listener&) = delete;

@@ -73,6 +73,9 @@ struct ServiceOptions {
   // Upper bound on a request body the routes accept (the listener also
   // refuses larger bodies before reading them).
   size_t max_body_bytes = 1u << 20;
+  // Requests of one tenant being answered at once; more are answered 429
+  // at once (no queue), so one tenant cannot hold every worker. 0: no limit.
+  int max_concurrent_per_tenant = 32;
 };
 
 // One route: method and exact path (docs/openapi.yaml lists the same).
@@ -92,7 +95,8 @@ class Service {
 
   // Answers one request: JSON bodies; errors are {"error": {"code", "message"}}
   // with 400 (bad JSON or fields), 401, 403, 404 (unknown route, or unknown
-  // command), 405, 409 (conflict, lease lost), 413, 503 (store unreachable).
+  // command), 405, 409 (conflict, lease lost), 413, 429 (the tenant has
+  // max_concurrent_per_tenant requests running), 503 (store unreachable).
   ServeResponse Handle(const ServeRequest& request);
 
   // Every route Handle answers.
@@ -100,6 +104,18 @@ class Service {
 
   // /readyz answers 503 once this is false (draining before a shutdown).
   void SetReady(bool ready);
+
+  // Switches to `pack` for the requests that start from now on; requests
+  // already running finish on the pack they started with, and every decision
+  // names its pack's version. The pack is compiled (extract.json, its Lua in
+  // a checker) first: if that fails, the current pack keeps serving and the
+  // error says why. Thread-safe.
+  Status SetPack(std::shared_ptr<const RulePack> pack);
+  // RulePack::Load(dir), then SetPack; a pack that does not load keeps the
+  // current one serving (the error says why). Both count in /metrics.
+  Status ReloadPack(const std::string& dir);
+  // The pack new requests run under.
+  std::shared_ptr<const RulePack> pack() const;
 
   struct Impl;  // serve/src/internal/service_impl.h (the route handlers share it)
 

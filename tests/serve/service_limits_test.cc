@@ -1,0 +1,106 @@
+// serve::Service called directly (no transport): a tenant with
+// max_concurrent_per_tenant requests running gets 429 for the next one while
+// another tenant is still served, and the slot comes back when a request
+// ends. A store whose reads can be held open keeps a request running.
+#include <catch2/catch.hpp>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "taskledger/base/digest.h"
+#include "taskledger/commands/memory_command_store.h"
+#include "taskledger/ledger/memory_store.h"
+#include "taskledger/serve/service.h"
+
+namespace taskledger {
+namespace {
+
+// A memory store whose ReadHead waits while `hold` is set.
+class HeldStore : public Store {
+ public:
+  Status CommitTurn(const ConversationId& id, const TurnRecord& turn,
+                    const LedgerState& after) override {
+    return inner_->CommitTurn(id, turn, after);
+  }
+  Result<uint64_t> Head(const ConversationId& id) override { return inner_->Head(id); }
+  Result<LedgerState> ReadVersion(const ConversationId& id, uint64_t version) override {
+    return inner_->ReadVersion(id, version);
+  }
+  Result<LedgerState> ReadHead(const ConversationId& id) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    ++waiting_;
+    cv_.notify_all();
+    cv_.wait(lock, [this] { return !hold_; });
+    --waiting_;
+    lock.unlock();
+    return inner_->ReadHead(id);
+  }
+  Result<std::vector<TurnRecord>> ReadTurns(const ConversationId& id, uint64_t first,
+                                            uint64_t last) override {
+    return inner_->ReadTurns(id, first, last);
+  }
+  Result<std::vector<std::string>> ListConversations(const std::string& tenant) override {
+    return inner_->ListConversations(tenant);
+  }
+  Status DropConversation(const ConversationId& id) override {
+    return inner_->DropConversation(id);
+  }
+  void Hold(bool on) {
+    std::lock_guard<std::mutex> lock(mu_);
+    hold_ = on;
+    cv_.notify_all();
+  }
+  void WaitForReader() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return waiting_ > 0; });
+  }
+
+ private:
+  std::unique_ptr<Store> inner_ = NewMemoryStore();
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool hold_ = false;
+  int waiting_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("serve: a tenant at its concurrent-request limit gets 429, others are served",
+          "[serve]") {
+  HeldStore store;
+  auto commands = NewMemoryCommandStore();
+  auto pack = RulePack::FromFiles({{"pack.json", R"({"name": "p", "unknown_tools": "deny"})"}});
+  REQUIRE(pack.has_value());
+  serve::ServiceOptions options;
+  options.store = &store;
+  options.command_store = commands.get();
+  options.pack = *pack;
+  options.max_concurrent_per_tenant = 1;
+  options.tokens = {{Sha256Hex("a-token"), "a", false}, {Sha256Hex("b-token"), "b", false}};
+  auto service = serve::Service::Create(options);
+  REQUIRE(service.has_value());
+  auto request = [](const std::string& token) {
+    return serve::ServeRequest{"POST",
+                               "/v1/message",
+                               {{"Authorization", "Bearer " + token}},
+                               R"({"conversation": "c", "text": "hello"})"};
+  };
+
+  store.Hold(true);
+  serve::ServeResponse held;
+  std::thread first([&] { held = (*service)->Handle(request("a-token")); });
+  store.WaitForReader();  // tenant a's request is running, inside the store
+  serve::ServeResponse refused = (*service)->Handle(request("a-token"));
+  CHECK(refused.status == 429);
+  CHECK(refused.body.find("too_many_requests") != std::string::npos);
+  serve::ServeResponse other_tenant;
+  std::thread other([&] { other_tenant = (*service)->Handle(request("b-token")); });
+  store.Hold(false);
+  first.join();
+  other.join();
+  CHECK(held.status == 200);
+  CHECK(other_tenant.status == 200);
+  CHECK((*service)->Handle(request("a-token")).status == 200);  // the slot came back
+}
+
+}  // namespace taskledger

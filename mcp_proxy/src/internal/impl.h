@@ -32,7 +32,7 @@ enum class Amend { kNone, kInitialize, kResourcesList, kPromptsList };
 
 struct GatingProxy::Impl {
   struct QueuedCall;
-  Impl(Session& s, CommandLedger& c, ProxyOptions o);
+  Impl(Session& s, ProxyOptions o);
   ~Impl();
 
   // --- mcp_proxy.cc: the loop -------------------------------------------
@@ -64,7 +64,6 @@ struct GatingProxy::Impl {
   nlohmann::json AmendResponse(Amend amend, nlohmann::json response);
 
   Session& session;
-  CommandLedger& commands;
   ProxyOptions options;
   ProxyReport report;
 

@@ -72,13 +72,14 @@ void GatingProxy::Impl::HandleToolsCall(const QueuedCall& queued) {
     return;
   }
   const ToolCall& call = parsed->calls.calls.front();
-  const std::string key = request_id.dump();
 
   std::optional<std::string> raw_response;  // the server's answer, relayed as it came
   bool client_cancelled = false;
-  // Forwards `line` and pumps the loop until the server answers; without an
-  // answer, says why (the call may or may not have taken effect).
-  auto forward = [&](const std::string& line) {
+  // Forwards `line` (a request with id `forward_id`) and pumps the loop until
+  // the server answers; without an answer, says why (the call may or may not
+  // have taken effect).
+  auto forward = [&](const std::string& line, const nlohmann::json& forward_id) {
+    const std::string key = forward_id.dump();
     in_flight = InFlight{key, std::nullopt, {}, false};
     SendToServer(line);
     ++report.calls_forwarded;
@@ -107,7 +108,7 @@ void GatingProxy::Impl::HandleToolsCall(const QueuedCall& queued) {
                     std::to_string(options.call_timeout_ms) + " ms";
         SendToServer(nlohmann::json{{"jsonrpc", "2.0"},
                                     {"method", "notifications/cancelled"},
-                                    {"params", {{"requestId", request_id}, {"reason", ambiguous}}}}
+                                    {"params", {{"requestId", forward_id}, {"reason", ambiguous}}}}
                          .dump());
         break;
       }
@@ -143,11 +144,55 @@ void GatingProxy::Impl::HandleToolsCall(const QueuedCall& queued) {
       params["_meta"]["taskledger/idempotencyKey"] = ctx.idempotency_key;
       line = forwarded.dump();
     }
-    auto [done, ambiguous] = forward(line);
+    auto [done, ambiguous] = forward(line, request_id);
     if (!done.response) return Status::Timeout(ambiguous);
     raw_response = std::move(done.response_line);
     return OutputOf(*done.response);
   };
+
+  // Approvals: before a write is gated, what an operator approved since runs
+  // (once: the session leases it) as a request of the proxy's own, and what
+  // an operator denied is reported. The client's call with the same tool and
+  // arguments as one of those (the retry after "waits for approval"), now or
+  // later in this process, is answered with its outcome and not gated again.
+  if (session.pack().Classify(call.tool) != ToolClass::kReadOnly) {
+    auto run_approved = [&](const ProposedCall& c, const ToolContext& ctx) -> Result<ToolOutput> {
+      if (server_gone) return Status::Unavailable("the MCP server is not running");
+      const nlohmann::json id = "taskledger-approved-" + ctx.command_key;
+      nlohmann::json params = {{"name", c.tool}, {"arguments", c.arguments}};
+      params["_meta"] = {{"taskledger/idempotencyKey", ctx.idempotency_key}};
+      auto [done, ambiguous] = forward(
+          nlohmann::json{
+              {"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"}, {"params", params}}
+              .dump(),
+          id);
+      if (!done.response) return Status::Timeout(ambiguous);
+      return OutputOf(*done.response);
+    };
+    auto resumed = session.ResumeApproved(ContextToolExecutor(run_approved));
+    if (!resumed) Log("cannot run the approved commands: " + resumed.error().ToString());
+    std::vector<CallResult> settled =
+        resumed ? std::move(resumed).value() : std::vector<CallResult>{};
+    for (CallResult& r : settled) {
+      if (!r.command) continue;
+      Log("operator-settled command " + r.command->command_key + ": " + r.message);
+      operator_settled[r.command->tool + " " + r.command->arguments.dump()] = std::move(r);
+    }
+    std::optional<CallResult> answer;
+    if (auto it = operator_settled.find(call.tool + " " + call.arguments.dump());
+        it != operator_settled.end()) {
+      answer = std::move(it->second);
+      operator_settled.erase(it);
+    }
+    if (answer) {
+      auto committed = session.EndTurn();
+      if (!committed)
+        Log("cannot commit the turn of call " + call.tool + ": " + committed.error().ToString());
+      SendToClient(ProduceToolsCallResult(
+          request_id, ToolResult{call.id, answer->message, answer->message_is_error}));
+      return;
+    }
+  }
 
   CallResult result = session.HandleToolCall(call, ContextToolExecutor(execute_with_key));
   // Committed before the client hears back: a client that has its answer can

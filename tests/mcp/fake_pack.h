@@ -1,6 +1,7 @@
 // The rule pack the MCP proxy tests gate the fake server (fake_mcp_server.cc)
-// with: read-only echo/spam, writes touch/refuse/crash/hang, rule
-// fake.no_forbidden denies a touch of a path containing "forbidden". Both
+// with: read-only echo/spam, writes touch/publish/refuse/crash/hang, rule
+// fake.no_forbidden denies a touch of a path containing "forbidden",
+// fake.needs_approval holds every publish (a touch too) for an operator. Both
 // in memory (FakePack) and as a folder the taskledger binary can load
 // (WriteFakePack). Tests only.
 #pragma once
@@ -19,7 +20,7 @@ namespace taskledger::testing {
 
 inline std::vector<PackFile> FakePackFiles() {
   return {{"pack.json", R"({"name": "fake", "tools": {"read_only": ["echo", "spam"],
-                      "writes": ["touch", "refuse", "crash", "hang"]}, "unknown_tools": "deny"})"},
+                      "writes": ["touch", "publish", "refuse", "crash", "hang"]}, "unknown_tools": "deny"})"},
           {"extract.json", R"({"tools": {"echo": [{"id": "echo.value", "path": "/echo/value",
                           "category": "fact", "key": "echoed"}]}})"},
           {"policy.lua", R"(
@@ -31,6 +32,13 @@ rule {
       return deny("paths containing 'forbidden' are off limits")
     end
     return allow()
+  end,
+}
+rule {
+  id = "fake.needs_approval",
+  tools = {"publish"},
+  check = function(call, ledger)
+    return require_approval("publishing needs an operator")
   end,
 })"}};
 }

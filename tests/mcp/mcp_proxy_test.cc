@@ -176,7 +176,7 @@ TEST_CASE("initialize gains the state resource and prompt; other messages pass u
   run.SendLine(list);
   json tools = run.Receive();
   CHECK(tools["id"] == "list-1");
-  CHECK(tools["result"]["tools"].size() == 6);
+  CHECK(tools["result"]["tools"].size() == 7);
   run.Request(2, "ping");
   CHECK(run.Receive()["result"] == json::object());
   run.Request(3, "resources/list");

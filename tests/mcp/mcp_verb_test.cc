@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -226,6 +227,82 @@ TEST_CASE("mcp-proxy on Redis: a proxied write is a command naming its rule, its
     CHECK(saw.find(c.idempotency_key) != std::string::npos);
   }
   CHECK((*commands)[0].step != (*commands)[1].step);
+}
+
+// `taskledger commands ARGS` on the Redis store; its exit code.
+int CommandsVerb(const std::vector<std::string>& args) {
+  std::string line = std::string(TASKLEDGER_CLI) + " commands";
+  for (const std::string& a : args) line += " '" + a + "'";
+  line += " >/dev/null 2>&1";
+  int status = std::system(line.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST_CASE("mcp-proxy: a held write runs once after commands approve, a denied one is told",
+          "[mcp]") {
+  std::string url = testing::SharedRedisUrl();
+  fs::path dir = FreshDir("approval");
+  std::string conversation =
+      "verb-approval-" + std::to_string(::getpid()) + "-" +
+      std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+  ProxyProcess proxy(dir, {"--store", url, "--tenant", "mcpverb", "--conversation", conversation});
+  proxy.Initialize();
+  std::string held = (dir / "approval-yes.txt").string();
+  std::string refused = (dir / "approval-no.txt").string();
+
+  json waits = proxy.Call(1, "publish", {{"path", held}});
+  CHECK(waits["result"]["isError"] == true);
+  CHECK_THAT(waits["result"]["content"][0]["text"].get<std::string>(),
+             Catch::Contains("fake.needs_approval") && Catch::Contains("approves it"));
+  json waits_too = proxy.Call(2, "publish", {{"path", refused}});
+  CHECK(waits_too["result"]["isError"] == true);
+  CHECK_FALSE(fs::exists(held));
+  CHECK(Count(proxy.ServerSaw(), "\"method\":\"tools/call\"") == 0);
+
+  RedisOptions redis;
+  redis.url = url;
+  auto store = OpenRedisCommandStore(redis);
+  REQUIRE(store.has_value());
+  RunId run{"mcpverb", conversation};
+  auto blocked = (*store)->ListCommands(run);
+  REQUIRE(blocked.has_value());
+  REQUIRE(blocked->size() == 2);
+  for (const Command& c : *blocked) CHECK(c.state == CommandState::kBlocked);
+  const std::string yes_key =
+      (*blocked)[0].target == held ? (*blocked)[0].command_key : (*blocked)[1].command_key;
+  const std::string no_key =
+      (*blocked)[0].target == held ? (*blocked)[1].command_key : (*blocked)[0].command_key;
+  const std::vector<std::string> where = {"--store", url, "--tenant", "mcpverb"};
+  auto verb = [&](const std::string& action, const std::string& key, const std::string& why) {
+    std::vector<std::string> args = {action, conversation, key, "--reason", why};
+    args.insert(args.end(), where.begin(), where.end());
+    return CommandsVerb(args);
+  };
+  REQUIRE(verb("approve", yes_key, "checked by ops") == 0);
+  REQUIRE(verb("deny", no_key, "not this one") == 0);
+
+  // The model retries with the same arguments: the approved call runs, once.
+  json ran = proxy.Call(3, "publish", {{"path", held}});
+  CHECK(ran["id"] == 3);
+  CHECK(ran["result"]["isError"] == false);
+  CHECK(fs::exists(held));
+  json told = proxy.Call(4, "publish", {{"path", refused}});
+  CHECK(told["result"]["isError"] == true);
+  CHECK_THAT(told["result"]["content"][0]["text"].get<std::string>(),
+             Catch::Contains("not this one"));
+  CHECK_FALSE(fs::exists(refused));
+  CHECK(proxy.Finish() == 0);
+  const std::string saw = proxy.ServerSaw();
+  CHECK(Count(saw, "\"method\":\"tools/call\"") == 1);
+  CHECK(saw.find("approval-no.txt") == std::string::npos);
+
+  auto settled = (*store)->ListCommands(run);
+  REQUIRE(settled.has_value());
+  REQUIRE(settled->size() == 2);  // the retries made no new commands
+  for (const Command& c : *settled) {
+    CHECK(c.state ==
+          (c.command_key == yes_key ? CommandState::kSucceeded : CommandState::kCancelled));
+  }
 }
 
 }  // namespace

@@ -102,6 +102,10 @@ struct GatingProxy::Impl {
   std::optional<InFlight> in_flight;
   // Ids of calls given up on (timeout, cancellation): a late answer is dropped.
   std::map<std::string, bool> abandoned;
+  // What an operator settled (approved and run, or denied) while the client
+  // was asking about another call, by tool and arguments: the answer for the
+  // client's retry of that call (calls.cc).
+  std::map<std::string, CallResult> operator_settled;
 };
 
 }  // namespace taskledger::mcp

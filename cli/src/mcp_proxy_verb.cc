@@ -24,7 +24,6 @@
 #include <vector>
 
 #include "cli_common.h"
-#include "taskledger/commands/command_ledger.h"
 #include "taskledger/commands/memory_command_store.h"
 #include "taskledger/commands/redis_command_store.h"
 #include "taskledger/mcp_proxy/http_listener.h"
@@ -96,25 +95,29 @@ struct Shared {
   StateBlockFormat format = StateBlockFormat::kMarkdown;
 };
 
-mcp::ProxyOptions BaseProxyOptions(const McpProxyOptions& o, const Shared& shared,
-                                   const ConversationId& id) {
+mcp::ProxyOptions BaseProxyOptions(const McpProxyOptions& o, const Shared& shared) {
   mcp::ProxyOptions options;
   options.server_command = o.server;
   options.upstream_url = o.upstream;
   if (!o.upstream_token.empty()) {
     options.upstream_headers.emplace_back("Authorization", "Bearer " + o.upstream_token);
   }
-  options.run = RunId{id.tenant, id.conversation};
   options.call_timeout_ms = o.call_timeout_ms;
   options.max_message_bytes = o.max_message_bytes;
   options.state_block.format = shared.format;
   return options;
 }
 
-CommandLedgerOptions LedgerOptions(const std::string& suffix) {
-  CommandLedgerOptions ledger_options;
-  ledger_options.worker_id = "mcp-proxy-" + std::to_string(::getpid()) + suffix;
-  return ledger_options;
+// The session writes every proxied write through the command ledger, under
+// the run {tenant, conversation}, leases held by this process (`suffix`
+// tells the MCP sessions of one listener apart).
+SessionOptions ProxySessionOptions(Shared& shared, const ConversationId& id,
+                                   const std::string& suffix) {
+  SessionOptions options;
+  options.commands =
+      mcp::McpCommandOptions(*shared.command_store, RunId{id.tenant, id.conversation},
+                             "mcp-proxy-" + std::to_string(::getpid()) + suffix);
+  return options;
 }
 
 int RunStdio(const McpProxyOptions& o, Shared& shared) {
@@ -122,10 +125,10 @@ int RunStdio(const McpProxyOptions& o, Shared& shared) {
   if (!pack) return ReportError("cannot load rule pack " + o.rules, pack.error());
   ConversationId id{o.common.tenant,
                     o.conversation.empty() ? DefaultConversation() : o.conversation};
-  auto session = Session::Open(*shared.store, id, std::move(pack).value());
+  auto session = Session::Open(*shared.store, id, std::move(pack).value(),
+                               ProxySessionOptions(shared, id, ""));
   if (!session) return ReportError("cannot open conversation " + id.conversation, session.error());
-  CommandLedger commands(*shared.command_store, SystemClock(), LedgerOptions(""));
-  mcp::GatingProxy proxy(**session, commands, BaseProxyOptions(o, shared, id));
+  mcp::GatingProxy proxy(**session, BaseProxyOptions(o, shared));
 
   std::cerr << "taskledger mcp-proxy: conversation " << id.conversation << " (tenant " << id.tenant
             << "), store " << o.common.store << std::endl;
@@ -165,13 +168,12 @@ int RunListener(const McpProxyOptions& o, Shared& shared) {
     auto pack = RulePack::Load(o.rules);
     if (!pack) return pack.error();
     ConversationId id{o.common.tenant, prefix + "-" + session_id};
-    auto session = Session::Open(*shared.store, id, std::move(pack).value());
+    auto session = Session::Open(*shared.store, id, std::move(pack).value(),
+                                 ProxySessionOptions(shared, id, "-" + session_id.substr(0, 8)));
     if (!session) return session.error();
     mcp::GatedSession parts;
     parts.session = std::move(session).value();
-    parts.commands = std::make_unique<CommandLedger>(*shared.command_store, SystemClock(),
-                                                     LedgerOptions("-" + session_id.substr(0, 8)));
-    parts.options = BaseProxyOptions(o, shared, id);
+    parts.options = BaseProxyOptions(o, shared);
     // Without a token of the proxy's own, the client's credentials are the
     // upstream's to check.
     if (!o.upstream.empty() && o.upstream_token.empty() && o.require_token.empty() &&

@@ -6,14 +6,14 @@
 // ways meanwhile, and further tools/call requests wait in the queue, so gating
 // is strictly sequential and each decision sees the outcome of the one before.
 //
-// A write is a command in one of two ways. If the session writes through the
-// command ledger itself (opened with SessionOptions::commands; session.run()
-// is set), the session reserves, leases and settles it, and the executor only
-// forwards the call with the idempotency key the session hands it; an
-// unanswered call is a Timeout, which the session records as uncertain (call
-// record and command alike), and the session's lookup reconciles it.
-// Otherwise the executor drives the proxy's own CommandLedger as below, with
-// ProxyOptions::lookup.
+// A write is a command of the session's command ledger (the proxy's session
+// always has one, see proxy.h): the session reserves it with its decision,
+// leases and settles it, and the executor only forwards the call with the
+// idempotency key the session hands it; an unanswered call is a Timeout,
+// which the session records as uncertain (call record and command alike), and
+// the session's lookup reconciles it. The same request sent again is the
+// same command (McpCommandOptions' step), so it returns the recorded outcome
+// and is not forwarded twice.
 #include <chrono>
 
 #include "internal/impl.h"
@@ -23,16 +23,6 @@ namespace taskledger::mcp {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// The natural key of what an environment-changing call changes: the first of
-// the usual MCP argument names that holds a string.
-std::string TargetOf(const nlohmann::json& arguments) {
-  for (const char* name : {"path", "destination", "uri", "url", "name", "id"}) {
-    auto it = arguments.find(name);
-    if (it != arguments.end() && it->is_string()) return it->get<std::string>();
-  }
-  return {};
-}
 
 // What a server's tools/call response means for the ledger: the structured
 // content if the tool gave one (extraction mappings address it), else the
@@ -66,10 +56,6 @@ ToolOutput OutputOf(const nlohmann::json& response) {
   return out;
 }
 
-std::string TextOf(const nlohmann::json& output) {
-  return output.is_string() ? output.get<std::string>() : output.dump();
-}
-
 }  // namespace
 
 void GatingProxy::Impl::HandleToolsCall(const QueuedCall& queued) {
@@ -86,14 +72,14 @@ void GatingProxy::Impl::HandleToolsCall(const QueuedCall& queued) {
     return;
   }
   const ToolCall& call = parsed->calls.calls.front();
-  const bool writes = session.pack().Classify(call.tool) != ToolClass::kReadOnly;
-  const std::string key = request_id.dump();
 
   std::optional<std::string> raw_response;  // the server's answer, relayed as it came
   bool client_cancelled = false;
-  // Forwards `line` and pumps the loop until the server answers; without an
-  // answer, says why (the call may or may not have taken effect).
-  auto forward = [&](const std::string& line) {
+  // Forwards `line` (a request with id `forward_id`) and pumps the loop until
+  // the server answers; without an answer, says why (the call may or may not
+  // have taken effect).
+  auto forward = [&](const std::string& line, const nlohmann::json& forward_id) {
+    const std::string key = forward_id.dump();
     in_flight = InFlight{key, std::nullopt, {}, false};
     SendToServer(line);
     ++report.calls_forwarded;
@@ -122,7 +108,7 @@ void GatingProxy::Impl::HandleToolsCall(const QueuedCall& queued) {
                     std::to_string(options.call_timeout_ms) + " ms";
         SendToServer(nlohmann::json{{"jsonrpc", "2.0"},
                                     {"method", "notifications/cancelled"},
-                                    {"params", {{"requestId", request_id}, {"reason", ambiguous}}}}
+                                    {"params", {{"requestId", forward_id}, {"reason", ambiguous}}}}
                          .dump());
         break;
       }
@@ -145,75 +131,8 @@ void GatingProxy::Impl::HandleToolsCall(const QueuedCall& queued) {
     return std::pair{std::move(done), std::move(ambiguous)};
   };
 
-  auto execute = [&](const ProposedCall& c) -> Result<ToolOutput> {
-    nlohmann::json forwarded = request;
-    std::optional<Command> leased;
-    if (writes) {
-      // Write-before-execute: the command exists and is leased before the
-      // server sees the call.
-      CommandSpec spec;
-      spec.run = options.run;
-      spec.step = "turn-" + std::to_string(session.ledger().turn()) + "/call-" + c.id;
-      spec.tool = c.tool;
-      spec.target = TargetOf(c.arguments);
-      spec.arguments = c.arguments;
-      // The decision this call was allowed by (already committed with the
-      // write-ahead turn, so no longer in the pending one).
-      spec.decision = session.last_decision();
-      spec.pack_version = session.pack().version();
-      ToolBinding binding;
-      binding.lookup = options.lookup ? options.lookup : [](const Command&) {
-        return LookupResult::Unknown("an MCP server offers no lookup of past calls");
-      };
-      commands.Bind(c.tool, std::move(binding));
-      auto reserved = commands.Reserve(spec);
-      if (!reserved)
-        return Status::Unavailable("cannot record the command before running it: " +
-                                   reserved.error().ToString());
-      if (reserved->state != CommandState::kPending && reserved->state != CommandState::kApproved) {
-        return Status::FailedPrecondition("the command " + reserved->command_key + " is already " +
-                                          std::string(CommandStateName(reserved->state)));
-      }
-      auto lease = commands.Lease(options.run, reserved->command_key);
-      if (!lease)
-        return Status::Unavailable("cannot lease the command: " + lease.error().ToString());
-      leased = std::move(lease).value();
-      nlohmann::json& params = forwarded["params"];
-      if (!params.contains("_meta") || !params["_meta"].is_object())
-        params["_meta"] = nlohmann::json::object();
-      params["_meta"]["taskledger/idempotencyKey"] = leased->idempotency_key;
-    }
-    if (server_gone) {
-      if (leased)
-        (void)commands.RecordOutcome(
-            *leased, ToolOutcome::Failed("the MCP server is not running; the call was not sent"));
-      return Status::Unavailable("the MCP server is not running");
-    }
-
-    auto [done, ambiguous] = forward(writes ? forwarded.dump() : queued.line);
-    if (!done.response) {
-      if (leased) {
-        auto recorded = commands.RecordOutcome(*leased, ToolOutcome::Ambiguous(ambiguous));
-        if (!recorded)
-          Log("cannot record the uncertain outcome of " + c.tool + ": " +
-              recorded.error().ToString());
-      }
-      return Status::Timeout(ambiguous);  // the session records it as uncertain
-    }
-    raw_response = std::move(done.response_line);
-    ToolOutput out = OutputOf(*done.response);
-    if (leased) {
-      ToolOutcome outcome = out.error ? ToolOutcome::Failed(TextOf(out.output))
-                                      : ToolOutcome::Succeeded("mcp:" + leased->idempotency_key,
-                                                               (*done.response)["result"]);
-      auto recorded = commands.RecordOutcome(*leased, outcome);
-      if (!recorded)
-        Log("cannot record the outcome of " + c.tool + ": " + recorded.error().ToString());
-    }
-    return out;
-  };
-
-  // The session's own command-ledger path: it hands over the idempotency key.
+  // The session reserves and leases a write, then hands over its idempotency
+  // key, which goes to the server in params._meta.
   auto execute_with_key = [&](const ProposedCall&, const ToolContext& ctx) -> Result<ToolOutput> {
     if (server_gone) return Status::Unavailable("the MCP server is not running");
     std::string line = queued.line;
@@ -225,15 +144,57 @@ void GatingProxy::Impl::HandleToolsCall(const QueuedCall& queued) {
       params["_meta"]["taskledger/idempotencyKey"] = ctx.idempotency_key;
       line = forwarded.dump();
     }
-    auto [done, ambiguous] = forward(line);
+    auto [done, ambiguous] = forward(line, request_id);
     if (!done.response) return Status::Timeout(ambiguous);
     raw_response = std::move(done.response_line);
     return OutputOf(*done.response);
   };
 
-  CallResult result = session.run() != nullptr
-                          ? session.HandleToolCall(call, ContextToolExecutor(execute_with_key))
-                          : session.HandleToolCall(call, ToolExecutor(execute));
+  // Approvals: before a write is gated, what an operator approved since runs
+  // (once: the session leases it) as a request of the proxy's own, and what
+  // an operator denied is reported. The client's call with the same tool and
+  // arguments as one of those (the retry after "waits for approval"), now or
+  // later in this process, is answered with its outcome and not gated again.
+  if (session.pack().Classify(call.tool) != ToolClass::kReadOnly) {
+    auto run_approved = [&](const ProposedCall& c, const ToolContext& ctx) -> Result<ToolOutput> {
+      if (server_gone) return Status::Unavailable("the MCP server is not running");
+      const nlohmann::json id = "taskledger-approved-" + ctx.command_key;
+      nlohmann::json params = {{"name", c.tool}, {"arguments", c.arguments}};
+      params["_meta"] = {{"taskledger/idempotencyKey", ctx.idempotency_key}};
+      auto [done, ambiguous] = forward(
+          nlohmann::json{
+              {"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"}, {"params", params}}
+              .dump(),
+          id);
+      if (!done.response) return Status::Timeout(ambiguous);
+      return OutputOf(*done.response);
+    };
+    auto resumed = session.ResumeApproved(ContextToolExecutor(run_approved));
+    if (!resumed) Log("cannot run the approved commands: " + resumed.error().ToString());
+    std::vector<CallResult> settled =
+        resumed ? std::move(resumed).value() : std::vector<CallResult>{};
+    for (CallResult& r : settled) {
+      if (!r.command) continue;
+      Log("operator-settled command " + r.command->command_key + ": " + r.message);
+      operator_settled[r.command->tool + " " + r.command->arguments.dump()] = std::move(r);
+    }
+    std::optional<CallResult> answer;
+    if (auto it = operator_settled.find(call.tool + " " + call.arguments.dump());
+        it != operator_settled.end()) {
+      answer = std::move(it->second);
+      operator_settled.erase(it);
+    }
+    if (answer) {
+      auto committed = session.EndTurn();
+      if (!committed)
+        Log("cannot commit the turn of call " + call.tool + ": " + committed.error().ToString());
+      SendToClient(ProduceToolsCallResult(
+          request_id, ToolResult{call.id, answer->message, answer->message_is_error}));
+      return;
+    }
+  }
+
+  CallResult result = session.HandleToolCall(call, ContextToolExecutor(execute_with_key));
   // Committed before the client hears back: a client that has its answer can
   // find the call in `taskledger audit`.
   auto committed = session.EndTurn();

@@ -24,8 +24,7 @@ Result<std::shared_ptr<SessionBridge>> SessionBridge::Start(std::string id, Gate
       new SessionBridge(std::move(id), std::move(parts), replay_events));
   b->bridge_fd_ = fds[0];
   b->proxy_fd_ = fds[1];
-  b->proxy_ =
-      std::make_unique<GatingProxy>(*b->parts_.session, *b->parts_.commands, b->parts_.options);
+  b->proxy_ = std::make_unique<GatingProxy>(*b->parts_.session, b->parts_.options);
   SessionBridge* self = b.get();
   b->proxy_thread_ = std::thread([self] {
     auto run = self->proxy_->Run(self->proxy_fd_, self->proxy_fd_);

@@ -37,9 +37,8 @@ const nlohmann::json* Member(const nlohmann::json& j, const char* name) {
 
 }  // namespace
 
-GatingProxy::Impl::Impl(Session& s, CommandLedger& c, ProxyOptions o)
+GatingProxy::Impl::Impl(Session& s, ProxyOptions o)
     : session(s),
-      commands(c),
       options(std::move(o)),
       from_client(options.max_message_bytes),
       from_server(options.max_message_bytes) {
@@ -264,6 +263,10 @@ Result<ProxyReport> GatingProxy::Impl::Run(int in, int out) {
   if (options.server_command.empty() && options.upstream_url.empty()) {
     return Status::InvalidArgument("no MCP server command or URL given");
   }
+  if (session.run() == nullptr) {
+    return Status::InvalidArgument(
+        "the proxy's session must write through a command ledger (SessionOptions::commands)");
+  }
   ::signal(SIGPIPE, SIG_IGN);
   if (!options.upstream_url.empty()) {
     auto started = proxy_internal::HttpUpstream::Start(
@@ -334,8 +337,22 @@ Result<ProxyReport> GatingProxy::Impl::Run(int in, int out) {
   return report;
 }
 
-GatingProxy::GatingProxy(Session& session, CommandLedger& commands, ProxyOptions options)
-    : impl_(std::make_unique<Impl>(session, commands, std::move(options))) {}
+SessionCommandOptions McpCommandOptions(CommandStore& store, RunId run, std::string worker_id,
+                                        std::function<LookupResult(const Command&)> lookup) {
+  SessionCommandOptions commands;
+  commands.store = &store;
+  commands.run = std::move(run);
+  commands.worker_id = std::move(worker_id);
+  commands.lookup = lookup ? std::move(lookup) : [](const Command&) {
+    return LookupResult::Unknown("an MCP server offers no lookup of past calls");
+  };
+  // One step per JSON-RPC request: the call id is the request id.
+  commands.step_of = [](const ProposedCall& call) { return "call-" + call.id; };
+  return commands;
+}
+
+GatingProxy::GatingProxy(Session& session, ProxyOptions options)
+    : impl_(std::make_unique<Impl>(session, std::move(options))) {}
 
 GatingProxy::~GatingProxy() = default;
 

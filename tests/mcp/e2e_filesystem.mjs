@@ -8,28 +8,11 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { createRequire } from "node:module";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { check, finish, rules, serverEntry, store, taskledger, text, workdir } from "./e2e_common.mjs";
 
-const [taskledger, rules, store, workdir] = process.argv.slice(2);
-const require = createRequire(import.meta.url);
-const serverEntry = path.join(
-  path.dirname(require.resolve("@modelcontextprotocol/server-filesystem/package.json")), "dist", "index.js");
 const conversation = `e2e-${process.pid}-${Date.now()}`;
-
-let passed = 0, failed = 0;
-async function check(name, fn) {
-  try {
-    await fn();
-    passed++;
-    console.log(`ok   ${name}`);
-  } catch (e) {
-    failed++;
-    console.log(`FAIL ${name}\n     ${e && e.stack ? e.stack.split("\n").slice(0, 4).join("\n     ") : e}`);
-  }
-}
-const text = (r) => (r.content || []).filter((c) => c.type === "text").map((c) => c.text).join("\n");
 
 async function connect(command, args) {
   const client = new Client({ name: "taskledger-e2e", version: "1.0.0" });
@@ -139,5 +122,4 @@ await check("the allowed writes are recorded as succeeded commands", async () =>
   assert.ok(out.includes(created), out);
 });
 
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+finish();

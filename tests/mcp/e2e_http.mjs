@@ -11,7 +11,6 @@ import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { createRequire } from "node:module";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -20,28 +19,10 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import { randomUUID } from "node:crypto";
 import { createServer } from "node:http";
 import { z } from "zod";
+import { check, finish, rules, serverEntry, store, taskledger, text, workdir } from "./e2e_common.mjs";
 
-const [taskledger, rules, store, workdir] = process.argv.slice(2);
-const require = createRequire(import.meta.url);
-const serverEntry = path.join(
-  path.dirname(require.resolve("@modelcontextprotocol/server-filesystem/package.json")), "dist", "index.js");
 const prefix = `e2e-http-${process.pid}-${Date.now()}`;
 const token = `t-${process.pid}-${Math.random().toString(36).slice(2)}`;
-
-let passed = 0, failed = 0;
-async function check(name, fn) {
-  try {
-    await fn();
-    passed++;
-    console.log(`ok   ${name}`);
-  } catch (e) {
-    failed++;
-    console.log(`FAIL ${name}\n     ${e && e.stack ? e.stack.split("\n").slice(0, 4).join("\n     ") : e}`);
-    // fetch's "fetch failed" hides why (refused, reset, timeout): its cause says.
-    if (e && e.cause) console.log(`     cause: ${e.cause.code || ""} ${e.cause.message || e.cause}`);
-  }
-}
-const text = (r) => (r.content || []).filter((c) => c.type === "text").map((c) => c.text).join("\n");
 
 // Starts `taskledger mcp-proxy ARGS` and resolves with its URL once it says
 // where it listens.
@@ -283,5 +264,4 @@ await check("taskledger audit reads the HTTP session's calls from its own conver
   assert.equal(calls.filter((c) => c.tool === "read_text_file").length, 1, shown);
 });
 
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+finish();

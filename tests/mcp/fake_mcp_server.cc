@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
              {{"resources", nlohmann::json::array({{{"uri", "file:///fake"}, {"name", "fake"}}})}});
     } else if (method == "tools/list") {
       nlohmann::json tools = nlohmann::json::array();
-      for (const char* name : {"echo", "touch", "refuse", "crash", "hang", "spam"}) {
+      for (const char* name : {"echo", "touch", "publish", "refuse", "crash", "hang", "spam"}) {
         tools.push_back({{"name", name}, {"inputSchema", {{"type", "object"}}}});
       }
       Answer(id, {{"tools", tools}});
@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
         nlohmann::json result = Text(args.dump());
         result["structuredContent"] = {{"echo", args}};
         Answer(id, result);
-      } else if (name == "touch") {
+      } else if (name == "touch" || name == "publish") {  // publish: touch, held for approval
         std::string path = args.value("path", "");
         std::FILE* f = std::fopen(path.c_str(), "w");
         if (f) std::fclose(f);

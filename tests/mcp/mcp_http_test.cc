@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "fake_pack.h"
 #include "taskledger/commands/memory_command_store.h"
 #include "taskledger/http/client.h"
 #include "taskledger/http/sse.h"
@@ -24,28 +25,6 @@ namespace {
 
 using nlohmann::json;
 namespace fs = std::filesystem;
-
-std::shared_ptr<const RulePack> Pack() {
-  std::vector<PackFile> files = {
-      {"pack.json", R"({"name": "fake", "tools": {"read_only": ["echo"],
-                      "writes": ["touch"]}, "unknown_tools": "deny"})"},
-      {"extract.json", R"({"tools": {"echo": [{"id": "echo.value", "path": "/echo/value",
-                          "category": "fact", "key": "echoed"}]}})"},
-      {"policy.lua", R"(
-rule {
-  id = "fake.no_forbidden",
-  tools = {"touch"},
-  check = function(call, ledger)
-    if string.find(call.args.path or "", "forbidden", 1, true) then
-      return deny("paths containing 'forbidden' are off limits")
-    end
-    return allow()
-  end,
-})"}};
-  auto pack = RulePack::FromFiles(std::move(files));
-  REQUIRE(pack.has_value());
-  return std::move(pack).value();
-}
 
 const char* kToken = "s3cret";
 
@@ -65,13 +44,15 @@ class Listening {
     options.log = [](std::string_view) {};
     listener_ = std::make_unique<mcp::HttpListener>(
         options, [this](const std::string& id, const std::string&) -> Result<mcp::GatedSession> {
-          auto session = Session::Open(*store_, ConversationId{"t", "h-" + id}, Pack());
+          SessionOptions session_options;
+          session_options.commands =
+              mcp::McpCommandOptions(*commands_, RunId{"t", "h-" + id}, "test-" + id);
+          auto session = Session::Open(*store_, ConversationId{"t", "h-" + id}, testing::FakePack(),
+                                       session_options);
           if (!session) return session.error();
           mcp::GatedSession parts;
           parts.session = std::move(session).value();
-          parts.commands = std::make_unique<CommandLedger>(*commands_, SystemClock());
           parts.options.server_command = {FAKE_MCP_SERVER};
-          parts.options.run = RunId{"t", "h-" + id};
           parts.options.log = [](std::string_view) {};
           return parts;
         });

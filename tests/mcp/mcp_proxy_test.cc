@@ -18,6 +18,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "fake_pack.h"
 #include "taskledger/commands/memory_command_store.h"
 #include "taskledger/ledger/memory_store.h"
 #include "taskledger/mcp_proxy/proxy.h"
@@ -28,35 +29,13 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-std::shared_ptr<const RulePack> FakePack() {
-  std::vector<PackFile> files = {
-      {"pack.json", R"({"name": "fake", "tools": {"read_only": ["echo", "spam"],
-                      "writes": ["touch", "refuse", "crash", "hang"]}, "unknown_tools": "deny"})"},
-      {"extract.json", R"({"tools": {"echo": [{"id": "echo.value", "path": "/echo/value",
-                          "category": "fact", "key": "echoed"}]}})"},
-      {"policy.lua", R"(
-rule {
-  id = "fake.no_forbidden",
-  tools = {"touch"},
-  check = function(call, ledger)
-    if string.find(call.args.path or "", "forbidden", 1, true) then
-      return deny("paths containing 'forbidden' are off limits")
-    end
-    return allow()
-  end,
-})"}};
-  auto pack = RulePack::FromFiles(std::move(files));
-  REQUIRE(pack.has_value());
-  return std::move(pack).value();
-}
-
 // One proxy run on its own thread, with the test as its client.
 class ProxyRun {
  public:
-  // `session_commands`: the session writes through the command ledger itself
-  // (SessionOptions::commands, on the same command store and run).
+  // The session writes through the command ledger (McpCommandOptions, as
+  // the verb opens it) on a memory command store, run {t, c1}.
   explicit ProxyRun(const std::vector<std::string>& server_args = {},
-                    mcp::ProxyOptions options = {}, bool session_commands = false)
+                    mcp::ProxyOptions options = {})
       : dir_(fs::temp_directory_path() /
              ("tl-mcp-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++))) {
     fs::create_directories(dir_);
@@ -64,23 +43,16 @@ class ProxyRun {
     store_ = NewMemoryStore();
     commands_store_ = NewMemoryCommandStore();
     SessionOptions session_options;
-    if (session_commands) {
-      session_options.commands.store = commands_store_.get();
-      session_options.commands.lookup = [](const Command&) {
-        return LookupResult::Unknown("an MCP server offers no lookup of past calls");
-      };
-      // One command per request, as the proxy's own path makes them.
-      session_options.commands.step_of = [](const ProposedCall& c) { return "call-" + c.id; };
-    }
-    auto session = Session::Open(*store_, ConversationId{"t", "c1"}, FakePack(), session_options);
+    session_options.commands =
+        mcp::McpCommandOptions(*commands_store_, RunId{"t", "c1"}, "test-proxy");
+    auto session =
+        Session::Open(*store_, ConversationId{"t", "c1"}, testing::FakePack(), session_options);
     REQUIRE(session.has_value());
     session_ = std::move(session).value();
-    commands_ = std::make_unique<CommandLedger>(*commands_store_, SystemClock());
     options.server_command = {FAKE_MCP_SERVER};
     for (auto& a : server_args) options.server_command.push_back(a);
-    options.run = RunId{"t", "c1"};
     if (!options.log) options.log = [](std::string_view) {};
-    proxy_ = std::make_unique<mcp::GatingProxy>(*session_, *commands_, options);
+    proxy_ = std::make_unique<mcp::GatingProxy>(*session_, options);
     int to_proxy[2], from_proxy[2];
     REQUIRE(::pipe2(to_proxy, O_CLOEXEC) == 0);
     REQUIRE(::pipe2(from_proxy, O_CLOEXEC) == 0);
@@ -176,7 +148,6 @@ class ProxyRun {
   std::unique_ptr<Store> store_;
   std::unique_ptr<CommandStore> commands_store_;
   std::unique_ptr<Session> session_;
-  std::unique_ptr<CommandLedger> commands_;
   std::unique_ptr<mcp::GatingProxy> proxy_;
   int client_write_ = -1, client_read_ = -1, proxy_in_ = -1, proxy_out_ = -1;
   std::thread thread_;
@@ -205,7 +176,7 @@ TEST_CASE("initialize gains the state resource and prompt; other messages pass u
   run.SendLine(list);
   json tools = run.Receive();
   CHECK(tools["id"] == "list-1");
-  CHECK(tools["result"]["tools"].size() == 6);
+  CHECK(tools["result"]["tools"].size() == 7);
   run.Request(2, "ping");
   CHECK(run.Receive()["result"] == json::object());
   run.Request(3, "resources/list");
@@ -296,7 +267,7 @@ TEST_CASE("through the session's command ledger: key, deciding rule, and uncerta
           "[mcp]") {
   mcp::ProxyOptions options;
   options.call_timeout_ms = 200;
-  ProxyRun run({}, options, /*session_commands=*/true);
+  ProxyRun run({}, options);
   run.Initialize();
   std::string target = (run.dir() / "made.txt").string();
   json r = run.Call(1, "touch", {{"path", target}});
@@ -444,16 +415,59 @@ TEST_CASE("a server that exits at once fails the pending initialize", "[mcp]") {
 TEST_CASE("a server command that cannot start is an Unavailable error", "[mcp]") {
   auto store = NewMemoryStore();
   auto command_store = NewMemoryCommandStore();
-  auto session = Session::Open(*store, ConversationId{"t", "c"}, FakePack());
+  SessionOptions session_options;
+  session_options.commands = mcp::McpCommandOptions(*command_store, RunId{"t", "c"}, "w");
+  auto session =
+      Session::Open(*store, ConversationId{"t", "c"}, testing::FakePack(), session_options);
   REQUIRE(session.has_value());
-  CommandLedger commands(*command_store, SystemClock());
   mcp::ProxyOptions options;
   options.server_command = {"/nonexistent/mcp-server"};
-  mcp::GatingProxy proxy(**session, commands, options);
+  mcp::GatingProxy proxy(**session, options);
   auto r = proxy.Run(-1, -1);
   REQUIRE_FALSE(r.has_value());
   CHECK(r.error().code() == StatusCode::kUnavailable);
   CHECK(r.error().message().find("/nonexistent/mcp-server") != std::string::npos);
+}
+
+TEST_CASE("a proxy refuses a session that does not write through a command ledger", "[mcp]") {
+  auto store = NewMemoryStore();
+  auto session = Session::Open(*store, ConversationId{"t", "c"}, testing::FakePack());
+  REQUIRE(session.has_value());
+  mcp::ProxyOptions options;
+  options.server_command = {FAKE_MCP_SERVER};
+  mcp::GatingProxy proxy(**session, options);
+  auto r = proxy.Run(-1, -1);
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error().code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(r.error().message(), Catch::Contains("command ledger"));
+}
+
+TEST_CASE("the same request sent again returns its recorded outcome, a new one runs again",
+          "[mcp]") {
+  ProxyRun run;
+  run.Initialize();
+  std::string target = (run.dir() / "once.txt").string();
+  json first = run.Call(1, "touch", {{"path", target}});
+  CHECK(first["result"]["isError"] == false);
+  json again = run.Call(1, "touch", {{"path", target}});  // the client retries request 1
+  CHECK(again["id"] == 1);
+  CHECK(again["result"]["isError"] == false);
+  CHECK_THAT(TextOf(again), Catch::Contains("already succeeded"));
+  json fresh = run.Call(2, "touch", {{"path", target}});  // a new request, same arguments
+  CHECK(fresh["result"]["isError"] == false);
+  run.CloseClient();
+  REQUIRE(run.Join().has_value());
+  CHECK(run.Join()->calls_forwarded == 2);
+  const std::string saw = run.ServerSaw();
+  size_t touches = 0;
+  for (size_t at = saw.find("\"tools/call\""); at != std::string::npos;
+       at = saw.find("\"tools/call\"", at + 1))
+    ++touches;
+  CHECK(touches == 2);  // requests 1 and 2, not the retry of 1
+  auto commands = run.commands().ListCommands(RunId{"t", "c1"});
+  REQUIRE(commands.has_value());
+  REQUIRE(commands->size() == 2);
+  CHECK((*commands)[0].idempotency_key != (*commands)[1].idempotency_key);
 }
 
 TEST_CASE("the state resource merges with the server's own resources", "[mcp]") {

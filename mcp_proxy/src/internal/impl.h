@@ -32,7 +32,7 @@ enum class Amend { kNone, kInitialize, kResourcesList, kPromptsList };
 
 struct GatingProxy::Impl {
   struct QueuedCall;
-  Impl(Session& s, CommandLedger& c, ProxyOptions o);
+  Impl(Session& s, ProxyOptions o);
   ~Impl();
 
   // --- mcp_proxy.cc: the loop -------------------------------------------
@@ -64,7 +64,6 @@ struct GatingProxy::Impl {
   nlohmann::json AmendResponse(Amend amend, nlohmann::json response);
 
   Session& session;
-  CommandLedger& commands;
   ProxyOptions options;
   ProxyReport report;
 
@@ -103,6 +102,10 @@ struct GatingProxy::Impl {
   std::optional<InFlight> in_flight;
   // Ids of calls given up on (timeout, cancellation): a late answer is dropped.
   std::map<std::string, bool> abandoned;
+  // What an operator settled (approved and run, or denied) while the client
+  // was asking about another call, by tool and arguments: the answer for the
+  // client's retry of that call (calls.cc).
+  std::map<std::string, CallResult> operator_settled;
 };
 
 }  // namespace taskledger::mcp

@@ -41,17 +41,16 @@
 #include <vector>
 
 #include "taskledger/base/status.h"
-#include "taskledger/commands/command_ledger.h"
 #include "taskledger/mcp_proxy/proxy.h"
 #include "taskledger/session/session.h"
 
 namespace taskledger::mcp {
 
-// What one MCP session runs with. `session` and `commands` are owned by the
-// MCP session and dropped when it ends; `options` says which server to run.
+// What one MCP session runs with. `session` (writing through a command
+// ledger, see GatingProxy) is owned by the MCP session and dropped when it
+// ends; `options` says which server to run.
 struct GatedSession {
   std::unique_ptr<Session> session;
-  std::unique_ptr<CommandLedger> commands;
   ProxyOptions options;
 };
 // Makes the parts of a new MCP session. `mcp_session_id` is the id the client

@@ -8,11 +8,14 @@
 //   - tools/call requests are gated one at a time, in arrival order (a call
 //     decided later sees the outcome of the calls before it). A call the gate
 //     does not allow never reaches the server: the client gets a tool result
-//     with isError true and the reason. An allowed environment-changing call
-//     is reserved and leased in the command ledger before it is forwarded and
-//     its outcome recorded after (no answer, a server exit or a cancellation:
-//     uncertain). Every call's output is extracted into the ledger and a turn
-//     is committed per call.
+//     with isError true and the reason. The session writes through its
+//     command ledger (SessionOptions::commands, e.g. McpCommandOptions): an
+//     allowed environment-changing call is reserved (with its decision) and
+//     leased before it is forwarded with its idempotency key in
+//     params._meta["taskledger/idempotencyKey"], and its outcome is recorded
+//     after (no answer, a server exit or a cancellation: uncertain). Every
+//     call's output is extracted into the ledger and a turn is committed per
+//     call.
 //   - the rendered task state is offered as the resource `state_uri` and the
 //     prompt `state_prompt`: merged into the first page of the server's
 //     resources/list and prompts/list results (or answered by the proxy if the
@@ -25,7 +28,7 @@
 // terminates and finally kills the server's process group, and reaps it.
 //
 // Not thread-safe: one proxy runs on one thread with its Session (see
-// session.h) and CommandLedger, which must outlive it. Run() ignores SIGPIPE
+// session.h), which must outlive it. Run() ignores SIGPIPE
 // for the process (a vanished reader must not kill the proxy).
 #pragma once
 
@@ -54,9 +57,6 @@ struct ProxyOptions {
   // {"Authorization", "Bearer ..."}). Its session ends (DELETE) with the run.
   std::string upstream_url;
   std::vector<std::pair<std::string, std::string>> upstream_headers;
-  // The run under which environment-changing calls are recorded as commands;
-  // normally tenant and conversation of the session.
-  RunId run;
   // Longest message accepted from either side, in bytes without the newline.
   size_t max_message_bytes = 16u << 20;
   // How long a forwarded tools/call may wait for its answer before it is
@@ -68,11 +68,6 @@ struct ProxyOptions {
   std::string state_uri = "taskledger://state";
   std::string state_prompt = "taskledger_state";
   StateBlockOptions state_block{StateBlockFormat::kMarkdown, false, 0};
-  // How the command ledger settles a call whose outcome is unknown (see
-  // tool_binding.h). MCP has no standard lookup, so the default answers
-  // "unknown" and such a call stays uncertain for a human to settle with
-  // `taskledger commands`. The proxy binds it to every write tool it forwards.
-  std::function<LookupResult(const Command&)> lookup;
   // Diagnostics (one line each, no newline); default: stderr.
   std::function<void(std::string_view)> log;
 };
@@ -93,10 +88,27 @@ struct ProxyReport {
   uint64_t malformed = 0;        // messages refused as malformed or oversize
 };
 
+// How a proxy's session writes through the command ledger on `store` under
+// `run`, lease holder `worker_id`. The step of a call is its JSON-RPC request
+// id ("call-<id>"): the same request sent again (same id, tool and
+// arguments) returns the recorded outcome instead of reaching the server
+// twice, while a new request with the same arguments is a new command. A
+// client that reuses request ids on the same conversation across
+// connections therefore gets recorded outcomes for repeats: give each
+// connection its own conversation (the verb's default). `lookup` settles a
+// call whose outcome is unknown (tool_binding.h); unset, MCP offers no lookup
+// of past calls, so it answers Unknown and such a call stays uncertain for
+// an operator (`taskledger commands reconcile`).
+SessionCommandOptions McpCommandOptions(CommandStore& store, RunId run, std::string worker_id,
+                                        std::function<LookupResult(const Command&)> lookup = {});
+
 class GatingProxy {
  public:
-  // `session` and `commands` must outlive the proxy.
-  GatingProxy(Session& session, CommandLedger& commands, ProxyOptions options);
+  // `session` must outlive the proxy. It must write through a command ledger
+  // (opened with SessionOptions::commands.store set, e.g. McpCommandOptions):
+  // Run() refuses with InvalidArgument otherwise, since a proxied write must
+  // be a command.
+  GatingProxy(Session& session, ProxyOptions options);
   ~GatingProxy();
   GatingProxy(const GatingProxy&) = delete;
   GatingProxy& operator=(const GatingProxy&) = delete;

@@ -4,13 +4,18 @@
 // change is one FCALL into "taskledger_commands" (command_redis_functions.cc).
 // On a Redis Cluster each call goes to the primary of its key's slot (the
 // RedisRouter follows redirects): a run's keys share one hash tag, and the
-// tenant's run index is a key of its own.
-// Thread-safe: every call takes its own connection from the router's pools.
+// tenant's run index is a key of its own (another slot, so it cannot join
+// tlc_reserve's FCALL). The store remembers the runs it has indexed: a write
+// pays the index's round trip once per run and process, not once per call.
+// Thread-safe: every call takes its own connection from the router's pools;
+// the set of indexed runs has its own mutex.
 #include "taskledger/commands/redis_command_store.h"
 
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <mutex>
+#include <set>
 
 #include "internal/command_encoding.h"
 #include "internal/command_redis_functions.h"
@@ -142,15 +147,14 @@ class RedisCommandStore final : public CommandStore {
     }
   }
 
-  Status Open() { return router_->EnsureLoaded(internal::CommandFunctionLibrary()); }
-
   Result<ReserveResult> Reserve(const Command& initial) override {
     auto keys = internal::KeysOfRun(initial.run);
     // Indexed first: a crash after this line leaves an indexed run with no
     // command, which ListRuns callers see as empty (never a lost command).
-    auto indexed = Call({"SADD", internal::RunsOfTenantKey(initial.run.tenant), initial.run.run},
-                        "index run", /*write=*/true);
-    if (!indexed) return indexed.error();
+    const bool known = IndexedBefore(initial.run);
+    if (!known) {
+      if (Status s = Index(initial.run); !s.ok()) return s;
+    }
     auto reply =
         FCall("tlc_reserve", {keys.Command(initial.command_key), keys.meta, keys.order},
               {initial.command_key, Json(EncodeCommand(initial)),
@@ -165,6 +169,12 @@ class RedisCommandStore final : public CommandStore {
     if (!fields) return fields.error();
     auto c = DecodeFields(*fields);
     if (!c) return c.error();
+    if (known && c->seq == 1 && e[0].integer() == 1) {
+      // The run's first command, yet this process had indexed the run: it was
+      // dropped (here or by another process) since. Index it again; a crash
+      // before this line leaves a run DropRun had already taken out of the index.
+      if (Status s = Index(initial.run); !s.ok()) return s;
+    }
     return ReserveResult{std::move(c).value(), e[0].integer() == 1};
   }
 
@@ -282,10 +292,37 @@ class RedisCommandStore final : public CommandStore {
     for (const Reply& key : order->elements()) del.push_back(keys.Command(key.str()));
     auto deleted = Call(del, "drop");
     if (!deleted) return deleted.error();
+    {
+      std::lock_guard<std::mutex> lock(indexed_mu_);
+      indexed_.erase(IndexedName(run));
+    }
     return Call({"SREM", internal::RunsOfTenantKey(run.tenant), run.run}, "drop").status();
   }
 
  private:
+  // Runs this store has put into their tenant's index. Bounded: past
+  // kMaxIndexed names it starts again (a forgotten run costs one SADD more).
+  static constexpr size_t kMaxIndexed = 65536;
+
+  static std::string IndexedName(const RunId& run) {
+    return internal::PercentEncode(run.tenant) + ":" + internal::PercentEncode(run.run);
+  }
+
+  bool IndexedBefore(const RunId& run) {
+    std::lock_guard<std::mutex> lock(indexed_mu_);
+    return indexed_.count(IndexedName(run)) != 0;
+  }
+
+  Status Index(const RunId& run) {
+    auto added = Call({"SADD", internal::RunsOfTenantKey(run.tenant), run.run}, "index run",
+                      /*write=*/true);
+    if (!added) return added.error();
+    std::lock_guard<std::mutex> lock(indexed_mu_);
+    if (indexed_.size() >= kMaxIndexed) indexed_.clear();
+    indexed_.insert(IndexedName(run));
+    return Status::Ok();
+  }
+
   // REQUIRES: argv[1] is the (first) key. A `write` waits for replicas_
   // replicas (RedisOptions::replicas) like every FCall.
   Result<Reply> Call(const Argv& argv, const std::string& context, bool write = false) {
@@ -333,24 +370,18 @@ class RedisCommandStore final : public CommandStore {
   std::unique_ptr<internal::RedisRouter> router_;
   uint32_t replicas_;
   Argv wait_;  // WAIT replicas timeout; empty: no wait
+  std::mutex indexed_mu_;
+  std::set<std::string> indexed_;  // IndexedName of the runs indexed by this store
 };
 
 }  // namespace
 
 Result<std::unique_ptr<CommandStore>> OpenRedisCommandStore(const RedisOptions& options) {
   RedisOptions effective = options;
-  if (Status s = internal::TakeDurabilityQuery(effective.url, effective.replicas,
-                                               effective.replica_timeout);
-      !s.ok()) {
-    return s;
-  }
-  auto router = internal::RedisRouter::Open(
-      effective.url,
-      {{effective.connect_timeout, effective.command_timeout}, effective.cluster_timeout});
+  auto router = internal::OpenRedisRouter(effective, internal::CommandFunctionLibrary());
   if (!router) return router.error();
-  auto store = std::make_unique<RedisCommandStore>(std::move(router).value(), effective);
-  if (Status s = store->Open(); !s.ok()) return s;
-  return std::unique_ptr<CommandStore>(std::move(store));
+  return std::unique_ptr<CommandStore>(
+      std::make_unique<RedisCommandStore>(std::move(router).value(), effective));
 }
 
 }  // namespace taskledger

@@ -81,8 +81,6 @@ class RedisStore final : public Store {
 
   // Connects (and authenticates) once, so a wrong URL fails at open, and
   // loads the commit function unless the server holds this very version.
-  Status Open() { return router_->EnsureLoaded(internal::LedgerFunctionLibrary()); }
-
   Status CommitTurn(const ConversationId& id, const TurnRecord& turn,
                     const LedgerState& after) override {
     CommitRequest request{id, &turn, &after};
@@ -370,22 +368,30 @@ class RedisStore final : public Store {
 
 }  // namespace
 
+namespace internal {
+
+Result<std::unique_ptr<RedisRouter>> OpenRedisRouter(RedisOptions& options,
+                                                     const FunctionLibrary& library) {
+  if (Status s = TakeDurabilityQuery(options.url, options.replicas, options.replica_timeout);
+      !s.ok()) {
+    return s;
+  }
+  auto router = RedisRouter::Open(
+      options.url, {{options.connect_timeout, options.command_timeout}, options.cluster_timeout});
+  if (!router) return router.error();
+  if (Status s = (*router)->EnsureLoaded(library); !s.ok()) return s;
+  return router;
+}
+
+}  // namespace internal
+
 Result<std::unique_ptr<Store>> OpenRedisStore(const RedisOptions& options, const Clock& /*clock*/) {
   // Retention is judged by the server's clock (PEXPIRE), so `clock` is not
   // consulted; it is accepted for parity with NewMemoryStore.
   RedisOptions effective = options;
-  if (Status s = internal::TakeDurabilityQuery(effective.url, effective.replicas,
-                                               effective.replica_timeout);
-      !s.ok()) {
-    return s;
-  }
-  auto router = internal::RedisRouter::Open(
-      effective.url,
-      {{effective.connect_timeout, effective.command_timeout}, effective.cluster_timeout});
+  auto router = internal::OpenRedisRouter(effective, internal::LedgerFunctionLibrary());
   if (!router) return router.error();
-  auto store = std::make_unique<RedisStore>(std::move(router.value()), effective);
-  if (Status s = store->Open(); !s.ok()) return s;
-  return std::unique_ptr<Store>(std::move(store));
+  return std::unique_ptr<Store>(std::make_unique<RedisStore>(std::move(router).value(), effective));
 }
 
 Result<std::unique_ptr<Store>> OpenStore(const std::string& url, StoreOptions options) {

@@ -4,6 +4,7 @@
 // fencing tokens stop a worker whose lease was taken over; guards (evidence,
 // lease expiry, attempt budget) hold; journal positions and run status are
 // written once / by compare-and-set.
+#include <algorithm>
 #include <atomic>
 #include <set>
 #include <thread>
@@ -262,6 +263,34 @@ TEST_CASE("run status moves by compare-and-set; journal positions are write-once
   CHECK(store->ListCommands(run)->empty());
   CHECK_FALSE(store->GetJournalEntry(run, 1)->has_value());
   CHECK(store->GetRun(run)->status == RunStatus::kRunning);
+}
+
+// The Redis store indexes a run once per process; a drop (by this store or by
+// another process) must not leave the run's next commands out of ListRuns.
+TEST_CASE("a run dropped and written again is listed again, whoever dropped it", "[commands]") {
+  auto kind = TL_COMMAND_STORES;
+  auto store = MakeCommandStore(kind);
+  auto other_process = kind == "memory" ? nullptr : MakeCommandStore(kind);
+  CommandStore& dropper = other_process ? *other_process : *store;
+  RunId run = FreshRun("relisted");
+  auto listed = [&] {
+    auto runs = store->ListRuns(run.tenant);
+    REQUIRE(runs.has_value());
+    return std::find(runs->begin(), runs->end(), run.run) != runs->end();
+  };
+  for (int round = 0; round < 2; ++round) {
+    CommandStore& by = round == 0 ? *store : dropper;
+    REQUIRE(store->Reserve(*NewCommand(SpecFor(run, "a"), kNow)).has_value());
+    REQUIRE(store->Reserve(*NewCommand(SpecFor(run, "b"), kNow)).has_value());
+    CHECK(listed());
+    REQUIRE(by.DropRun(run).ok());
+    CHECK_FALSE(listed());
+    auto again = store->Reserve(*NewCommand(SpecFor(run, "c"), kNow));
+    REQUIRE(again.has_value());
+    CHECK(again->command.seq == 1);
+    CHECK(listed());
+    REQUIRE(store->DropRun(run).ok());
+  }
 }
 
 TEST_CASE("reservations racing on several threads create each command once, seqs unique",

@@ -4,10 +4,13 @@
 // the middle of a migration), a function library missing on one primary, a
 // slot no node serves (a clear Unavailable, quickly), and a plain redis://
 // URL that points at a cluster node.
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <string>
+#include <thread>
 
 #include <catch2/catch.hpp>
 
@@ -217,4 +220,47 @@ TEST_CASE("a slot no node serves is Unavailable at once, never a hang", "[redis]
   const std::string other = "tl:{router-covered}:k";
   REQUIRE(KeySlot(other) != slot);
   CHECK(router->Command(other, {"SET", other, "1"}).has_value());
+}
+
+// A test binary that crashes never runs ~RedisCluster: the next cluster a
+// harness starts stops the nodes of clusters whose owner process is gone.
+TEST_CASE("a cluster left by a crashed test process is stopped by the next start",
+          "[redis][cluster]") {
+  int ports[1] = {0};
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::close(fds[0]);
+    int port = 0;
+    try {
+      auto orphan = RedisCluster::Start();
+      port = orphan->PrimaryPorts().front();
+      (void)orphan.release();  // as a crash: never stopped
+    } catch (...) {
+    }
+    if (::write(fds[1], &port, sizeof(port)) != sizeof(port)) ::_exit(2);
+    ::_exit(0);  // no destructor: as a crash
+  }
+  ::close(fds[1]);
+  REQUIRE(::read(fds[0], &ports[0], sizeof(int)) == sizeof(int));
+  ::close(fds[0]);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(ports[0] != 0);
+  // The orphan's node process (its port may be reused once it is gone).
+  const std::string info = RunRedisCommand(ports[0], {"INFO", "server"});
+  const size_t at = info.find("process_id:");
+  REQUIRE(at != std::string::npos);
+  const pid_t node = static_cast<pid_t>(std::stol(info.substr(at + 11)));
+  REQUIRE(::kill(node, 0) == 0);
+  auto next = RedisCluster::Start();
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {
+    gone = ::kill(node, 0) != 0;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  CHECK(gone);
+  CHECK(RunRedisCommand(next->PrimaryPorts().front(), {"PING"}) == "PONG");
 }

@@ -46,8 +46,8 @@ std::unique_ptr<RedisCluster> RedisCluster::Start(bool aof) {
   cluster->dir_ = pattern;
   const std::string errors = cluster->dir_ + "/start.err";
   try {
-    cluster->url_ =
-        Shell(Script() + " start " + cluster->dir_ + (aof ? " --aof" : "") + " 2>" + errors);
+    cluster->url_ = Shell(Script() + " start " + cluster->dir_ + (aof ? " --aof" : "") +
+                          " --owner " + std::to_string(::getpid()) + " 2>" + errors);
   } catch (const std::runtime_error& e) {
     // The script's message (a node's log tail when it did not start).
     std::ifstream in(errors);

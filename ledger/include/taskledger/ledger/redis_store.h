@@ -66,4 +66,18 @@ Result<std::unique_ptr<Store>> OpenRedisStore(const RedisOptions& options,
 // redis+cluster:// URLs as a RedisStore.
 Result<std::unique_ptr<Store>> OpenStore(const std::string& url, StoreOptions options = {});
 
+namespace internal {
+class RedisRouter;
+struct FunctionLibrary;
+
+// What every Redis-backed store does at open, in one place (the ledger store
+// and the command store, commands/): takes the durability query
+// (`?replicas=N&replica_timeout_ms=T`) out of `options.url` into `options`,
+// opens the router on the URL (a single server or a cluster), and loads
+// `library` unless the server holds this very version. For taskledger's own
+// stores; not a stable API. Errors as OpenRedisStore.
+Result<std::unique_ptr<RedisRouter>> OpenRedisRouter(RedisOptions& options,
+                                                     const FunctionLibrary& library);
+}  // namespace internal
+
 }  // namespace taskledger

@@ -145,7 +145,8 @@ int RunDecisions(const AuditOptions& o, Store& store) {
   if (!h) return ReportError("cannot read " + o.conversation, h.error());
   nlohmann::json all = nlohmann::json::array();
   for (const AuditTurn& t : h->turns) {
-    for (const auto& d : t.record.decisions) {
+    for (const DecisionRecord& rec : t.record.decisions) {
+      nlohmann::json d = EncodeDecision(rec);
       nlohmann::json row = d;
       row["committed_in"] = t.record.turn;
       all.push_back(row);
@@ -180,21 +181,19 @@ int RunCalls(const AuditOptions& o, Store& store) {
   // The last decision taken for a call id up to the call's own turn names
   // the version it saw: in the same turn for a call that did not run, in an
   // earlier one for a write whose decision was committed ahead of it.
-  std::map<std::pair<std::string, std::string>, const nlohmann::json*> last_decision;
+  std::map<std::pair<std::string, std::string>, const DecisionRecord*> last_decision;
   for (const AuditTurn& t : h->turns) {
-    for (const auto& d : t.record.decisions) {
-      last_decision[{d.value("call_id", std::string()), d.value("tool", std::string())}] = &d;
-    }
+    for (const DecisionRecord& d : t.record.decisions) last_decision[{d.call_id, d.tool}] = &d;
     for (const CallRecord& c : t.record.calls) {
       nlohmann::json row = {{"turn", t.record.turn}, {"call_id", c.call_id},
                             {"tool", c.tool},        {"arguments", c.arguments},
                             {"writes", c.writes},    {"outcome", c.outcome}};
       if (auto it = last_decision.find({c.call_id, c.tool}); it != last_decision.end()) {
-        const nlohmann::json& d = *it->second;
-        row["decision"] = d.value("decision", std::string());
-        row["rule"] = d.value("rule", std::string());
-        row["version_seen"] = d.value("version_seen", 0);
-        row["staged_seen"] = d.value("staged_seen", 0);
+        const DecisionRecord& d = *it->second;
+        row["decision"] = d.decision;
+        row["rule"] = d.rule;
+        row["version_seen"] = d.version_seen;
+        row["staged_seen"] = d.staged_seen;
       }
       if (!o.common.json) {
         std::cout << "turn " << t.record.turn << "  " << c.call_id << " " << c.tool << " "

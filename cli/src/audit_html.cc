@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "audit_history.h"
+#include "taskledger/ledger/codec.h"
 #include "taskledger/render/state_block.h"
 
 namespace taskledger::cli {
@@ -105,13 +106,13 @@ void WriteDecision(std::ostream& out, const nlohmann::json& d, const std::string
 void WriteTurn(std::ostream& out, const AuditTurn& t, size_t conv_index) {
   const TurnRecord& r = t.record;
   bool has_block = false;
-  for (const auto& d : r.decisions) has_block = has_block || Str(d, "decision") != "allow";
+  for (const DecisionRecord& d : r.decisions) has_block = has_block || d.decision != "allow";
   const std::string turn_id = "turn-" + std::to_string(conv_index) + "-" + std::to_string(r.turn);
   out << "<li class=\"turn" << (has_block ? " has-block" : "") << "\" id=\"" << turn_id
       << "\" data-version=\"" << r.turn << "\"><h3>Turn " << r.turn
       << " <span class=\"meta\">committed " << UtcTime(r.committed_at_ms) << "</span></h3>\n";
   for (size_t k = 0; k < r.decisions.size(); ++k) {
-    WriteDecision(out, r.decisions[k], turn_id + "-decision-" + std::to_string(k));
+    WriteDecision(out, EncodeDecision(r.decisions[k]), turn_id + "-decision-" + std::to_string(k));
   }
   if (!r.calls.empty()) {
     out << "<table "
@@ -160,7 +161,8 @@ void Count(const AuditHistory& h, ConversationCounts& c, std::map<std::string, R
   c.turns = h.turns.size();
   for (const AuditTurn& t : h.turns) {
     c.calls += t.record.calls.size();
-    for (const auto& d : t.record.decisions) {
+    for (const DecisionRecord& rec : t.record.decisions) {
+      const nlohmann::json d = EncodeDecision(rec);
       ++c.decisions;
       const bool held = Str(d, "decision") != "allow";
       if (held) {

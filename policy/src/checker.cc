@@ -133,6 +133,16 @@ struct PolicyChecker::Impl {
 
   void Decide(PolicyDecision& d, const ProposedCall& call, const LedgerState& state,
               const ViewKey& key, int64_t now_ms, std::chrono::steady_clock::time_point start);
+
+  // Moves the entries the rule just evaluated read into its evaluation.
+  void TakeReads(RuleEvaluation& ev, const LedgerState& state, int64_t now_ms) const {
+    const size_t dropped = runtime->view.reads_dropped();
+    ev.reads = runtime->view.TakeReads(state, now_ms);
+    if (dropped > 0) {
+      ev.log.push_back("(" + std::to_string(dropped) + " more entry reads not recorded: " +
+                       std::to_string(policy_internal::LedgerView::kMaxReads) + " per rule)");
+    }
+  }
 };
 
 void PolicyChecker::Impl::Decide(PolicyDecision& d, const ProposedCall& call,
@@ -203,6 +213,7 @@ void PolicyChecker::Impl::Decide(PolicyDecision& d, const ProposedCall& call,
       ev.outcome = out;
       if (out != Outcome::kAllow) ev.reason = Truncate(std::string(verdict->text));
       ev.log = runtime->log.Take(false);
+      TakeReads(ev, state, now_ms);
       lua_settop(L, top);
       if (out == Outcome::kDeny) break;
     }
@@ -226,6 +237,7 @@ void PolicyChecker::Impl::Decide(PolicyDecision& d, const ProposedCall& call,
     ev.error = true;
     ev.reason = Truncate("policy error in rule " + id.str() + ": " + st.message());
     ev.log = runtime->log.Take(true);
+    TakeReads(ev, state, now_ms);
     d.rule_id = id;
     d.reason = ev.reason;
     return;

@@ -22,10 +22,13 @@
 #include <limits>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "internal/value_index.h"
 #include "lua.hpp"
 #include "taskledger/base/tool_call.h"
+#include "taskledger/ledger/decision_record.h"
 #include "taskledger/ledger/state.h"
 #include "taskledger/policy/checker.h"
 
@@ -55,9 +58,21 @@ class LedgerView {
   // Times the reverse value index of ledger.find() was built whole.
   uint64_t find_index_builds() const { return find_index_.builds(); }
 
+  // The read set (read_set.cc). Every lookup of one entry by the rule API
+  // notes (category, key); TakeReads resolves what was noted since the last
+  // call (or Bind) against `state` at `now_ms` (the bound state and time), each
+  // (category, key) once in first-read order, and starts a new set. At most
+  // kMaxReads are kept per set; reads_dropped() says how many were not (until
+  // the next TakeReads).
+  void NoteRead(Category c, std::string_view key);
+  std::vector<EntryRead> TakeReads(const LedgerState& state, int64_t now_ms);
+  size_t reads_dropped() const { return reads_dropped_; }
+  static constexpr size_t kMaxReads = 256;
+
  private:
   static LedgerView& Self(lua_State* L);
-  const Entry* Find(Category c, std::string_view key) const;
+  // The live entry at (c, key) in the bound state, noted as read.
+  const Entry* Find(Category c, std::string_view key);
   void BuildObservedIndex();
   // Brings the index from indexed_ to *state_ (same wall-clock window).
   void UpdateObservedIndex();
@@ -120,6 +135,9 @@ class LedgerView {
   int64_t cache_from_ms_ = 0;
   int64_t cache_until_ms_ = 0;
   size_t cache_entries_[kCategoryCount] = {};
+
+  std::vector<std::pair<Category, std::string>> reads_;  // noted since TakeReads
+  size_t reads_dropped_ = 0;
 };
 
 }  // namespace taskledger::policy_internal

@@ -286,3 +286,74 @@ TEST_CASE("commands: list by state, approve with a reason, dry runs change nothi
   CHECK(with({"commands", "show", "run-1", "nope"}).exit_code == 2);
   CHECK((*store)->DropRun(spec.run).ok());
 }
+
+TEST_CASE("audit explain shows the decision, every rule and the evidence chain", "[redis]") {
+  const std::string url = SharedRedisUrl();
+  const std::string tenant = "cli-explain-" + std::to_string(::getpid());
+  const std::string conv = ReplayIntoRedis(url, tenant);
+  const std::vector<std::string> store = {"--store", url, "--tenant", tenant};
+  auto with = [&](std::vector<std::string> args) {
+    args.insert(args.end(), store.begin(), store.end());
+    return RunCli(args);
+  };
+
+  // c1 was allowed: both rules passed; shop.pending_only read the order's
+  // status, which came from the get_order call c0 (output path /status).
+  CliRun allowed = with({"audit", "explain", conv, "c1", "--rules", Pack(), "--json"});
+  INFO(allowed.out << allowed.err);
+  REQUIRE(allowed.exit_code == 0);
+  nlohmann::json j = allowed.LastJson();
+  REQUIRE(j["decisions"].size() == 1);
+  const nlohmann::json& d = j["decisions"][0];
+  CHECK(d["decision"] == "allow");
+  REQUIRE(d["evidence"].size() == 2);
+  const nlohmann::json& pending = d["evidence"][0];
+  CHECK(pending["rule"] == "shop.pending_only");
+  REQUIRE(pending["reads"].size() == 1);
+  const nlohmann::json& status = pending["reads"][0];
+  CHECK(status["key"] == "order.#W1.status");
+  CHECK(status["value"] == "pending");
+  CHECK(status["value_matches"] == true);
+  CHECK(status["verified"] == true);
+  CHECK(status["source_id"] == "get_order#c0");
+  CHECK(status["call"]["id"] == "c0");
+  CHECK(status["call"]["tool"] == "get_order");
+  CHECK(status["call"]["arguments"]["order_id"] == "#W1");
+  CHECK(status["extraction"]["path"] == "/status");
+  // shop.confirmed read the user's yes: a claim from the user message.
+  const nlohmann::json& yes = d["evidence"][1]["reads"][0];
+  CHECK(yes["key"] == "confirmation");
+  CHECK(yes["present"] == true);
+  CHECK(yes["source"] == "user");
+  CHECK(yes["verified"] == false);
+  CHECK(j["calls"][0]["outcome"] == "ok");
+
+  // c2 was denied by shop.confirmed: the confirmation it read was gone (c1 used it).
+  CliRun denied = with({"audit", "explain", conv, "c2"});
+  INFO(denied.out << denied.err);
+  REQUIRE(denied.exit_code == 0);
+  CHECK_THAT(denied.out, Catch::Contains("deny [shop.confirmed]") &&
+                             Catch::Contains("rules evaluated (2)") &&
+                             Catch::Contains("* shop.confirmed: deny") &&
+                             Catch::Contains("shop.confirmed (deciding) read:") &&
+                             Catch::Contains("condition confirmation: absent") &&
+                             Catch::Contains("fact order.#W1.status = \"pending\"  verified") &&
+                             Catch::Contains("<- call c0 get_order {\"order_id\":\"#W1\"} -> ok") &&
+                             Catch::Contains("-> denied (not run)"));
+  // The deciding rule's chain comes before the other rules'.
+  CHECK(denied.out.find("shop.confirmed (deciding) read") <
+        denied.out.find("shop.pending_only read:"));
+
+  CliRun text = with({"audit", "explain", conv, "c1", "--rules", Pack()});
+  CHECK_THAT(text.out, Catch::Contains("allow (all 2 applicable rules passed)") &&
+                           Catch::Contains("output /status") &&
+                           Catch::Contains("extraction rule order.status"));
+
+  CHECK(with({"audit", "explain", conv, "no-such-call"}).exit_code == 2);
+  CHECK(with({"audit", "explain", "no-such-conversation", "c1"}).exit_code == 2);
+  CHECK(with({"audit", "explain", conv, "c1", "--rules", "/nonexistent"}).exit_code == 2);
+
+  auto s = OpenStore(url);
+  REQUIRE(s.has_value());
+  CHECK((*s)->DropConversation({tenant, conv}).ok());
+}

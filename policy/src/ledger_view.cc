@@ -120,8 +120,11 @@ void LedgerView::Bind(const LedgerState& state, const ProposedCall& call, const 
     cache_until_ms_ = std::numeric_limits<int64_t>::max();
   }
   if (!same) key_ = key;
-  reads_.clear();
-  reads_dropped_ = 0;
+  noted_size_ = 0;
+  rule_begin_ = 0;
+  rule_dropped_now_ = 0;
+  rule_ends_.clear();
+  rule_dropped_.clear();
 }
 
 void LedgerView::Unbind() {

@@ -110,6 +110,9 @@ CallResult Session::Check(const ProposedCall& call) {
   CallResult result;
   ViewKey key{ledger_->id().tenant + "\x1f" + ledger_->id().conversation, ledger_->generation()};
   result.decision = checker_->Check(call, ledger_->working(), key, clock_->NowMs());
+  // The evidence of each rule, for the decision record; right after the check
+  // on its state, this cannot fail.
+  (void)checker_->ResolveReads(result.decision, ledger_->working());
   DecisionContext ctx;
   ctx.conversation = ledger_->id().conversation;
   ctx.turn = ledger_->turn();

@@ -72,6 +72,14 @@ rule { id = "d.many", tools = {"write_many"},
        end }
 )lua";
 
+// Check, then resolve the reads the rules noted (as the Session does).
+PolicyDecision CheckWithReads(PolicyChecker& checker, const std::string& tool, const LedgerState& s,
+                              const ViewKey& key) {
+  PolicyDecision d = checker.Check(CallOf(tool), s, key, kNow);
+  REQUIRE(checker.ResolveReads(d, s).ok());
+  return d;
+}
+
 }  // namespace
 
 TEST_CASE("read set: each rule records the entries it read, with their evidence", "[policy]") {
@@ -80,7 +88,7 @@ TEST_CASE("read set: each rule records the entries it read, with their evidence"
   const ViewKey key{"conv", 7};
   for (int pass = 0; pass < 2; ++pass) {  // the second pass answers from the value caches
     INFO("pass " << pass);
-    PolicyDecision d = checker->Check(CallOf("write_cancel"), s, key, kNow);
+    PolicyDecision d = CheckWithReads(*checker, "write_cancel", s, key);
     REQUIRE(d.rule_id == "b.reads");
     REQUIRE(d.rules.size() == 2);
     CHECK(d.rules[0].reads.empty());  // a.first read nothing
@@ -110,14 +118,14 @@ TEST_CASE("read set: each rule records the entries it read, with their evidence"
 TEST_CASE("read set: a value that changed shows another digest and version", "[policy]") {
   auto checker = MakeChecker(MakePack(kRules));
   LedgerState s = Orders();
-  PolicyDecision before = checker->Check(CallOf("write_cancel"), s, {"conv", 1}, kNow);
+  PolicyDecision before = CheckWithReads(*checker, "write_cancel", s, {"conv", 1});
   TurnRecord t3;
   t3.turn = 3;
   t3.committed_at_ms = kNow;
   t3.updates = {Set(Category::kFact, "order.#W1.status", "delivered", SourceKind::kToolOutput,
                     "get_order_details#c9", true, "order_status")};
   REQUIRE(ApplyTurn(s, t3).ok());
-  PolicyDecision after = checker->Check(CallOf("write_cancel"), s, {"conv", 2}, kNow);
+  PolicyDecision after = CheckWithReads(*checker, "write_cancel", s, {"conv", 2});
   REQUIRE(before.rules.size() == 2);
   REQUIRE(after.rules.size() == 2);
   const EntryRead& was = before.rules[1].reads[1];
@@ -131,27 +139,27 @@ TEST_CASE("read set: a value that changed shows another digest and version", "[p
 TEST_CASE("read set: a failing rule keeps what it read; the set is bounded", "[policy]") {
   auto checker = MakeChecker(MakePack(kRules));
   const LedgerState s = Orders();
-  PolicyDecision failed = checker->Check(CallOf("write_fail"), s, {}, kNow);
+  PolicyDecision failed = CheckWithReads(*checker, "write_fail", s, {});
   REQUIRE(failed.rule_id == "c.fails");
   REQUIRE(failed.rules.back().error);
   REQUIRE(failed.rules.back().reads.size() == 1);
   CHECK(failed.rules.back().reads[0].key == "order.#W1.status");
   CHECK(failed.rules.back().reads[0].present);
 
-  PolicyDecision many = checker->Check(CallOf("write_many"), s, {}, kNow);
+  PolicyDecision many = CheckWithReads(*checker, "write_many", s, {});
   const RuleEvaluation& ev = many.rules.back();
   CHECK(ev.reads.size() == 256);
   CHECK_FALSE(ev.reads[0].present);
   REQUIRE_FALSE(ev.log.empty());
   CHECK(ev.log.back().find("44 more entry reads not recorded") != std::string::npos);
   // The next check starts a new set.
-  PolicyDecision next = checker->Check(CallOf("write_cancel"), s, {}, kNow);
+  PolicyDecision next = CheckWithReads(*checker, "write_cancel", s, {});
   CHECK(next.rules[1].reads.size() == 4);
 }
 
 TEST_CASE("read set: the decision record carries the reads", "[policy]") {
   auto checker = MakeChecker(MakePack(kRules));
-  PolicyDecision d = checker->Check(CallOf("write_cancel"), Orders(), {}, kNow);
+  PolicyDecision d = CheckWithReads(*checker, "write_cancel", Orders(), {});
   DecisionRecord rec = MakeDecisionRecord(d, CallOf("write_cancel"), {"conv", 3, 2, 0});
   REQUIRE(rec.deciding() != nullptr);
   CHECK(rec.deciding()->reads == d.rules[1].reads);
@@ -162,4 +170,20 @@ TEST_CASE("read set: the decision record carries the reads", "[policy]") {
   auto back = DecodeDecision(j);
   REQUIRE(back.has_value());
   CHECK(*back == rec);
+}
+
+TEST_CASE("read set: reads resolve only right after their check, on its state", "[policy]") {
+  auto checker = MakeChecker(MakePack(kRules));
+  const LedgerState s = Orders();
+  PolicyDecision first = checker->Check(CallOf("write_cancel"), s, {}, kNow);
+  PolicyDecision second = checker->Check(CallOf("write_cancel"), s, {}, kNow);
+  CHECK(checker->ResolveReads(first, s).code() == StatusCode::kFailedPrecondition);
+  CHECK(first.rules[1].reads.empty());
+  const LedgerState other = Orders();
+  CHECK(checker->ResolveReads(second, other).code() == StatusCode::kFailedPrecondition);
+  REQUIRE(checker->ResolveReads(second, s).ok());
+  CHECK(second.rules[1].reads.size() == 4);
+  // A read-only tool runs no rule: nothing to resolve.
+  PolicyDecision read = checker->Check(CallOf("get_order"), s, {}, kNow);
+  CHECK(checker->ResolveReads(read, s).ok());
 }

@@ -58,15 +58,18 @@ class LedgerView {
   // Times the reverse value index of ledger.find() was built whole.
   uint64_t find_index_builds() const { return find_index_.builds(); }
 
-  // The read set (read_set.cc). Every lookup of one entry by the rule API
-  // notes (category, key); TakeReads resolves what was noted since the last
-  // call (or Bind) against `state` at `now_ms` (the bound state and time), each
-  // (category, key) once in first-read order, and starts a new set. At most
-  // kMaxReads are kept per set; reads_dropped() says how many were not (until
-  // the next TakeReads).
+  // The read log (read_set.cc). Every lookup of one entry by the rule API
+  // notes (category, key) into buffers reused from check to check (no
+  // allocation once they have grown); EndRule closes the current rule's set
+  // (Bind starts a new log). ResolveReads(k, ...) gives rule k's set (k-th
+  // EndRule of this log) resolved against `state` at `now_ms` (the state and
+  // time of the check), each (category, key) once in first-read order. At
+  // most kMaxReads are kept per rule; dropped(k) says how many were not.
   void NoteRead(Category c, std::string_view key);
-  std::vector<EntryRead> TakeReads(const LedgerState& state, int64_t now_ms);
-  size_t reads_dropped() const { return reads_dropped_; }
+  void EndRule();
+  size_t rules_logged() const { return rule_ends_.size(); }
+  std::vector<EntryRead> ResolveReads(size_t k, const LedgerState& state, int64_t now_ms) const;
+  size_t dropped(size_t k) const { return k < rule_dropped_.size() ? rule_dropped_[k] : 0; }
   static constexpr size_t kMaxReads = 256;
 
  private:
@@ -136,8 +139,16 @@ class LedgerView {
   int64_t cache_until_ms_ = 0;
   size_t cache_entries_[kCategoryCount] = {};
 
-  std::vector<std::pair<Category, std::string>> reads_;  // noted since TakeReads
-  size_t reads_dropped_ = 0;
+  struct NotedRead {
+    Category category = Category::kFact;
+    std::string key;  // keeps its capacity from check to check
+  };
+  std::vector<NotedRead> noted_;  // the first noted_size_ hold this log
+  size_t noted_size_ = 0;
+  size_t rule_begin_ = 0;  // where the current rule's reads start
+  size_t rule_dropped_now_ = 0;
+  std::vector<size_t> rule_ends_;     // per closed rule: the end of its reads
+  std::vector<size_t> rule_dropped_;  // per closed rule: reads beyond kMaxReads
 };
 
 }  // namespace taskledger::policy_internal

@@ -43,6 +43,7 @@ struct RuleEvaluation {
   // constraint/condition, entry, verified, confirmed, provenance, record,
   // each and find), each (category, key) once in first-read order, with the
   // evidence each had: what an auditor follows from the rule to the tool calls.
+  // Filled by PolicyChecker::ResolveReads (the Session calls it for every check).
   std::vector<EntryRead> reads = {};
   bool operator==(const RuleEvaluation&) const = default;
 };
@@ -65,6 +66,8 @@ struct PolicyDecision {
   ToolClass tool_class = ToolClass::kUnknown;
   bool read_only = false;  // tool_class == kReadOnly: no rule ran
   int64_t latency_us = 0;  // wall time of the check
+  // Which check of its PolicyChecker made it (PolicyChecker::ResolveReads); 0: none.
+  uint64_t check_seq = 0;
 
   bool allowed() const { return outcome == Outcome::kAllow; }
 };

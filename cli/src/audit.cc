@@ -5,6 +5,7 @@
 //   audit diff CONV FROM TO           what changed between two versions
 //   audit decisions CONV              the decision log (rules, outcomes, version seen)
 //   audit calls CONV                  each tool call with the version it was decided on
+//   audit explain CONV CALL_ID [--rules PACK]   the decision's evidence chain
 //   audit --html FILE [--conversation C]...   the self-contained audit page
 // Exit 0 ok, 2 bad usage, unknown conversation or version, store error.
 #include <iostream>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "audit_explain.h"
 #include "audit_history.h"
 #include "audit_html.h"
 #include "cli_common.h"
@@ -31,6 +33,8 @@ struct AuditOptions {
   std::optional<uint64_t> version;
   uint64_t from = 0, to = 0;
   std::string format = "plain";
+  std::string call_id;
+  std::string rules;
 };
 
 Result<std::vector<ConversationId>> AllConversations(Store& store, const std::string& tenant) {
@@ -145,7 +149,8 @@ int RunDecisions(const AuditOptions& o, Store& store) {
   if (!h) return ReportError("cannot read " + o.conversation, h.error());
   nlohmann::json all = nlohmann::json::array();
   for (const AuditTurn& t : h->turns) {
-    for (const auto& d : t.record.decisions) {
+    for (const DecisionRecord& rec : t.record.decisions) {
+      nlohmann::json d = EncodeDecision(rec);
       nlohmann::json row = d;
       row["committed_in"] = t.record.turn;
       all.push_back(row);
@@ -180,25 +185,23 @@ int RunCalls(const AuditOptions& o, Store& store) {
   // The last decision taken for a call id up to the call's own turn names
   // the version it saw: in the same turn for a call that did not run, in an
   // earlier one for a write whose decision was committed ahead of it.
-  std::map<std::pair<std::string, std::string>, const nlohmann::json*> last_decision;
+  std::map<std::pair<std::string, std::string>, const DecisionRecord*> last_decision;
   for (const AuditTurn& t : h->turns) {
-    for (const auto& d : t.record.decisions) {
-      last_decision[{d.value("call_id", std::string()), d.value("tool", std::string())}] = &d;
-    }
+    for (const DecisionRecord& d : t.record.decisions) last_decision[{d.call_id, d.tool}] = &d;
     for (const CallRecord& c : t.record.calls) {
       nlohmann::json row = {{"turn", t.record.turn}, {"call_id", c.call_id},
                             {"tool", c.tool},        {"arguments", c.arguments},
                             {"writes", c.writes},    {"outcome", c.outcome}};
       if (auto it = last_decision.find({c.call_id, c.tool}); it != last_decision.end()) {
-        const nlohmann::json& d = *it->second;
-        row["decision"] = d.value("decision", std::string());
-        row["rule"] = d.value("rule", std::string());
-        row["version_seen"] = d.value("version_seen", 0);
-        row["staged_seen"] = d.value("staged_seen", 0);
+        const DecisionRecord& d = *it->second;
+        row["decision"] = d.decision;
+        row["rule"] = d.rule;
+        row["version_seen"] = d.version_seen;
+        row["staged_seen"] = d.staged_seen;
       }
       if (!o.common.json) {
         std::cout << "turn " << t.record.turn << "  " << c.call_id << " " << c.tool << " "
-                  << c.arguments.dump() << " -> " << c.outcome;
+                  << c.arguments.dump() << " -> " << OutcomeMeaning(c.outcome);
         if (row.contains("version_seen")) {
           std::cout << "  (decided on v" << row["version_seen"] << "+" << row["staged_seen"] << ": "
                     << row["decision"].get<std::string>() << ")";
@@ -210,6 +213,10 @@ int RunCalls(const AuditOptions& o, Store& store) {
   }
   if (o.common.json) PrintJson({{"conversation", o.conversation}, {"calls", rows}});
   return kExitOk;
+}
+
+int RunExplain(const AuditOptions& o, Store& store) {
+  return ExplainCall(store, {o.common.tenant, o.conversation}, o.call_id, o.rules, o.common.json);
 }
 
 }  // namespace
@@ -268,11 +275,22 @@ void AddAuditVerb(CLI::App& app, int& exit_code) {
   calls->add_option("conversation", o->conversation, "Conversation id")->required();
   calls->callback([run] { run(RunCalls); });
 
+  CLI::App* explain = verb->add_subcommand(
+      "explain", "Why a call was decided so: every rule, the entries each read, their sources");
+  common(explain);
+  explain->add_option("conversation", o->conversation, "Conversation id")->required();
+  explain->add_option("call_id", o->call_id, "The tool call's id")->required();
+  explain->add_option("--rules", o->rules,
+                      "Rule pack folder: names the output path each entry was extracted from");
+  explain->callback([run] { run(RunExplain); });
+
   verb->callback([o, verb, run, &exit_code] {
     if (!verb->get_subcommands().empty()) return;  // a subcommand ran
     if (o->html.empty()) {
-      std::cerr << "taskledger audit: give a subcommand (list, show, diff, decisions, calls) or "
-                   "--html FILE\n";
+      std::cerr
+          << "taskledger audit: give a subcommand (list, show, diff, decisions, calls, explain) "
+             "or "
+             "--html FILE\n";
       exit_code = kExitUsage;
       return;
     }

@@ -3,6 +3,7 @@
 // memory, not the corpus.
 #include "audit_html.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include <sstream>
 
 #include "audit_history.h"
+#include "taskledger/ledger/codec.h"
 #include "taskledger/render/state_block.h"
 
 namespace taskledger::cli {
@@ -47,6 +49,11 @@ td code{word-break:break-all}
 code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.82rem}
 pre{background:#f3f4f7;padding:.6rem;border-radius:6px;white-space:pre-wrap;word-break:break-word}
 .errors{color:#8a1c1c}
+tr.call.denied td:last-child,tr.call.error td:last-child{color:#b42318}
+tr.call.uncertain td:last-child,tr.call.escalated td:last-child{color:#8a5a00;font-weight:700}
+tr.call.awaiting_approval td:last-child,tr.call.deduplicated td:last-child{color:#3b5bdb}
+table.evidence tr.deciding td{background:#fff3f3}
+td.absent{color:#6b7385;font-style:italic}
 )css";
 
 // "2026-11-22 01:18:03.873 UTC"
@@ -71,47 +78,108 @@ std::string Str(const nlohmann::json& j, const char* field) {
   return it->is_string() ? it->get<std::string>() : Json(*it);
 }
 
-void WriteDecision(std::ostream& out, const nlohmann::json& d, const std::string& id) {
-  const std::string outcome = Str(d, "decision");
+// The chain under a decision: per rule (the deciding one first), each entry
+// it read with the value the decision saw, verified or claimed, and the call
+// (a link to its turn) whose output wrote it.
+void WriteEvidence(std::ostream& out, const nlohmann::json& evidence, size_t conv_index) {
+  size_t reads = 0;
+  for (const auto& e : evidence) reads += e["reads"].size();
+  out << "<details class=\"evidence\"" << (reads > 0 ? " open" : "")
+      << "><summary>Evidence: " << reads << " ledger entr" << (reads == 1 ? "y" : "ies")
+      << " read</summary><table class=\"evidence\"><tr><th>rule</th><th>entry</th><th>value</th>"
+         "<th>evidence</th><th>came from</th></tr>";
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const auto& e : evidence) {
+      const bool deciding = e["deciding"].get<bool>();
+      if (deciding != (pass == 0)) continue;
+      for (const auto& r : e["reads"]) {
+        out << "<tr class=\"read" << (deciding ? " deciding" : "") << "\" data-rule=\""
+            << HtmlEscape(Str(e, "rule")) << "\"><td><code>" << HtmlEscape(Str(e, "rule"))
+            << "</code></td><td><code>" << HtmlEscape(Str(r, "category") + "." + Str(r, "key"))
+            << "</code></td>";
+        if (!r.value("present", false)) {
+          out << "<td class=\"absent\">absent</td><td></td><td></td></tr>";
+          continue;
+        }
+        out << "<td><code>" << HtmlEscape(r.contains("value") ? Json(r["value"]) : "")
+            << "</code></td><td>" << (r.value("verified", false) ? "verified" : "claimed")
+            << ", version " << HtmlEscape(Str(r, "turn"));
+        if (r.contains("value_matches") && !r["value_matches"].get<bool>()) {
+          out << " <span class=\"errors\">(value does not match the digest read)</span>";
+        }
+        out << "</td><td>";
+        if (r.contains("call") && r["call"].is_object()) {
+          const nlohmann::json& c = r["call"];
+          out << "<a href=\"#turn-" << conv_index << "-" << HtmlEscape(Str(c, "turn")) << "\">call "
+              << HtmlEscape(Str(c, "id")) << " <code>" << HtmlEscape(Str(c, "tool"))
+              << "</code></a> <code>" << HtmlEscape(Json(c["arguments"])) << "</code> &rarr; "
+              << HtmlEscape(Str(c, "outcome"));
+        } else {
+          out << HtmlEscape(Str(r, "source_id").empty() ? Str(r, "source") : Str(r, "source_id"));
+        }
+        if (!Str(r, "rule").empty()) {
+          out << " <span class=\"meta\">(extraction rule " << HtmlEscape(Str(r, "rule"))
+              << ")</span>";
+        }
+        out << "</td></tr>";
+      }
+    }
+  }
+  out << "</table></details>";
+}
+
+void WriteDecision(std::ostream& out, const AuditHistory& h, const DecisionRecord& rec,
+                   const std::string& id, size_t conv_index) {
+  const nlohmann::json d = EncodeDecision(rec);
+  const std::string outcome = rec.decision;
   const bool blocked = outcome != "allow";
   out << "<div class=\"decision " << HtmlEscape(outcome) << (blocked ? " blocked" : "")
-      << "\" id=\"" << id << "\" data-rule=\"" << HtmlEscape(Str(d, "rule"))
-      << "\" data-version-seen=\"" << HtmlEscape(Str(d, "version_seen")) << "\">"
+      << "\" id=\"" << id << "\" data-rule=\"" << HtmlEscape(rec.rule) << "\" data-version-seen=\""
+      << rec.version_seen << "\">"
       << "<span class=\"outcome\">" << HtmlEscape(outcome) << "</span>"
-      << "<code class=\"tool\">" << HtmlEscape(Str(d, "tool")) << "</code> "
-      << "<span class=\"meta\">call " << HtmlEscape(Str(d, "call_id")) << ", decided on version "
-      << HtmlEscape(Str(d, "version_seen")) << " (+" << HtmlEscape(Str(d, "staged_seen"))
-      << " staged)";
-  if (d.contains("latency_us")) out << ", " << HtmlEscape(Str(d, "latency_us")) << " µs";
-  out << "</span>";
-  if (!Str(d, "rule").empty())
-    out << " <span class=\"rule\">" << HtmlEscape(Str(d, "rule")) << "</span>";
-  if (!Str(d, "reason").empty())
-    out << "<p class=\"reason\">" << HtmlEscape(Str(d, "reason")) << "</p>";
-  auto rules = d.find("rules");
-  if (rules != d.end() && rules->is_array() && !rules->empty()) {
-    out << "<details><summary>" << rules->size() << " rules evaluated</summary><table>"
+      << "<code class=\"tool\">" << HtmlEscape(rec.tool) << "</code> "
+      << "<span class=\"meta\">call " << HtmlEscape(rec.call_id) << ", decided on version "
+      << rec.version_seen << " (+" << rec.staged_seen << " staged), " << rec.latency_us
+      << " µs</span>";
+  if (blocked && !rec.rule.empty()) {
+    out << " <span class=\"rule\">" << HtmlEscape(rec.rule) << "</span>";
+  } else if (!blocked && !rec.rules.empty()) {
+    out << " <span class=\"meta\">all " << rec.rules.size() << " applicable rules passed</span>";
+  }
+  if (!rec.reason.empty()) out << "<p class=\"reason\">" << HtmlEscape(rec.reason) << "</p>";
+  if (!rec.rules.empty()) {
+    out << "<details><summary>" << rec.rules.size() << " rules evaluated</summary><table>"
         << "<tr><th>rule</th><th>outcome</th><th>reason</th></tr>";
-    for (const auto& r : *rules) {
-      out << "<tr><td><code>" << HtmlEscape(Str(r, "id")) << "</code></td><td>"
-          << HtmlEscape(Str(r, "outcome")) << "</td><td>" << HtmlEscape(Str(r, "reason"))
-          << "</td></tr>";
+    for (const RuleResult& r : rec.rules) {
+      out << "<tr><td><code>" << HtmlEscape(r.id) << "</code></td><td>" << HtmlEscape(r.outcome)
+          << "</td><td>" << HtmlEscape(r.reason) << "</td></tr>";
     }
     out << "</table></details>";
+    WriteEvidence(out, DecisionEvidence(h, rec, nullptr), conv_index);
   }
+  const LedgerState seen = SeenState(h, rec);
+  StateBlockOptions options;
+  options.format = StateBlockFormat::kPlain;
+  options.include_provenance = true;
+  const uint64_t turn = std::min<uint64_t>(rec.turn, h.turns.size());
+  auto block =
+      RenderStateBlock(seen, turn == 0 ? 0 : h.turns[turn - 1].record.committed_at_ms, options);
+  out << "<details class=\"state-seen\"><summary>Ledger state at this decision (version "
+      << rec.version_seen << " + " << rec.staged_seen << " staged)</summary><pre>"
+      << HtmlEscape(block ? block->text : block.error().ToString()) << "</pre></details>";
   out << "</div>\n";
 }
 
-void WriteTurn(std::ostream& out, const AuditTurn& t, size_t conv_index) {
+void WriteTurn(std::ostream& out, const AuditHistory& h, const AuditTurn& t, size_t conv_index) {
   const TurnRecord& r = t.record;
   bool has_block = false;
-  for (const auto& d : r.decisions) has_block = has_block || Str(d, "decision") != "allow";
+  for (const DecisionRecord& d : r.decisions) has_block = has_block || d.decision != "allow";
   const std::string turn_id = "turn-" + std::to_string(conv_index) + "-" + std::to_string(r.turn);
   out << "<li class=\"turn" << (has_block ? " has-block" : "") << "\" id=\"" << turn_id
       << "\" data-version=\"" << r.turn << "\"><h3>Turn " << r.turn
       << " <span class=\"meta\">committed " << UtcTime(r.committed_at_ms) << "</span></h3>\n";
   for (size_t k = 0; k < r.decisions.size(); ++k) {
-    WriteDecision(out, r.decisions[k], turn_id + "-decision-" + std::to_string(k));
+    WriteDecision(out, h, r.decisions[k], turn_id + "-decision-" + std::to_string(k), conv_index);
   }
   if (!r.calls.empty()) {
     out << "<table "
@@ -119,8 +187,8 @@ void WriteTurn(std::ostream& out, const AuditTurn& t, size_t conv_index) {
     for (const CallRecord& c : r.calls) {
       out << "<tr class=\"call " << HtmlEscape(c.outcome) << "\"><td>" << HtmlEscape(c.call_id)
           << "</td><td><code>" << HtmlEscape(c.tool) << "</code></td><td><code>"
-          << HtmlEscape(Json(c.arguments)) << "</code></td><td>" << HtmlEscape(c.outcome)
-          << "</td></tr>";
+          << HtmlEscape(Json(c.arguments)) << "</code></td><td>"
+          << HtmlEscape(OutcomeMeaning(c.outcome)) << "</td></tr>";
     }
     out << "</table>\n";
   }
@@ -160,19 +228,16 @@ void Count(const AuditHistory& h, ConversationCounts& c, std::map<std::string, R
   c.turns = h.turns.size();
   for (const AuditTurn& t : h.turns) {
     c.calls += t.record.calls.size();
-    for (const auto& d : t.record.decisions) {
+    for (const DecisionRecord& d : t.record.decisions) {
       ++c.decisions;
-      const bool held = Str(d, "decision") != "allow";
-      if (held) {
+      if (d.decision != "allow") {
         ++c.held;
-        if (!Str(d, "rule").empty()) ++rules[Str(d, "rule")].decided;
+        if (!d.rule.empty()) ++rules[d.rule].decided;
       }
-      auto evaluated = d.find("rules");
-      if (evaluated == d.end() || !evaluated->is_array()) continue;
-      for (const auto& r : *evaluated) {
-        RuleCounts& rc = rules[Str(r, "id")];
+      for (const RuleResult& r : d.rules) {
+        RuleCounts& rc = rules[r.id];
         ++rc.evaluated;
-        if (Str(r, "outcome") != "allow") ++rc.held;
+        if (r.outcome != "allow") ++rc.held;
       }
     }
   }
@@ -293,7 +358,7 @@ Status WriteAuditHtml(Store& store, const std::vector<ConversationId>& conversat
       continue;
     }
     body << "<ol class=\"timeline\">\n";
-    for (const AuditTurn& t : history->turns) WriteTurn(body, t, i);
+    for (const AuditTurn& t : history->turns) WriteTurn(body, *history, t, i);
     body << "</ol>\n";
     const LedgerState& last = history->states.back();
     StateBlockOptions options;

@@ -3,9 +3,13 @@
 // the conversations with their counts (turns, calls, decisions, calls held
 // back), a per-rule table (evaluated, held back, decided), a "held back only"
 // filter (CSS, works without scripts) and a search box (the script), then per
-// conversation a timeline of turns with each turn's decisions, calls, state
-// diff and extraction errors, blocked calls highlighted, and the final state
-// with provenance.
+// conversation a timeline of turns with each turn's decisions, calls (their
+// outcomes named: uncertain, deduplicated, awaiting approval ...), state diff
+// and extraction errors, blocked calls highlighted, and the final state with
+// provenance. Under each decision: its evidence chain (per rule, the deciding
+// one first, each ledger entry read with its value, verified or claimed, and
+// a link to the call whose output wrote it) and the ledger state as it was at
+// that decision.
 //
 // Stable hooks for tests and tools: every conversation is a
 // <section class="conversation"> (also "has-block" when a call was held
@@ -13,7 +17,9 @@
 // <ol class="timeline">, each turn an <li class="turn" id="turn-C-V">, each
 // decision a <div class="decision OUTCOME"> (OUTCOME: allow, deny, confirm,
 // require_approval) with data-rule and data-version-seen attributes; blocked
-// calls also carry class "blocked"; the rule table's rows carry data-rule.
+// calls also carry class "blocked"; the rule table's rows carry data-rule;
+// evidence rows are <tr class="read"> ("read deciding" for the deciding rule)
+// with data-rule; call rows are <tr class="call OUTCOME">.
 // Single-threaded.
 #pragma once
 

@@ -62,9 +62,9 @@ Status Collect(Store& store, const std::string& tenant, LedgerMetrics& m) {
     m.turns += turns->size();
     for (const TurnRecord& t : *turns) {
       for (const CallRecord& c : t.calls) ++m.calls[{c.tool, c.outcome}];
-      for (const nlohmann::json& d : t.decisions) {
-        ++m.decisions[{d.value("rule", std::string()), d.value("decision", std::string())}];
-        const double s = d.value("latency_us", int64_t{0}) / 1e6;
+      for (const DecisionRecord& d : t.decisions) {
+        ++m.decisions[{d.rule, d.decision}];
+        const double s = static_cast<double>(d.latency_us) / 1e6;
         ++m.checks;
         m.latency_sum_s += s;
         for (size_t i = 0; i < kLatencyBuckets.size(); ++i) {

@@ -186,7 +186,11 @@ json EncodeTurn(const TurnRecord& t) {
     for (const CallRecord& c : t.calls) calls.push_back(EncodeCall(c));
     j["calls"] = std::move(calls);
   }
-  if (!t.decisions.empty()) j["decisions"] = t.decisions;
+  if (!t.decisions.empty()) {
+    json decisions = json::array();
+    for (const DecisionRecord& d : t.decisions) decisions.push_back(EncodeDecision(d));
+    j["decisions"] = std::move(decisions);
+  }
   if (!t.errors.empty()) j["errors"] = t.errors;
   return j;
 }
@@ -199,7 +203,7 @@ Result<TurnRecord> DecodeTurn(const json& j) {
   if (Status s = DecodeArray(j, "updates", t.updates, DecodeUpdate); !s.ok()) return s;
   if (Status s = DecodeArray(j, "calls", t.calls, DecodeCall); !s.ok()) return s;
   auto copy = [](const json& x) -> Result<json> { return x; };
-  if (Status s = DecodeArray(j, "decisions", t.decisions, copy); !s.ok()) return s;
+  if (Status s = DecodeArray(j, "decisions", t.decisions, DecodeDecision); !s.ok()) return s;
   if (Status s = DecodeArray(j, "errors", t.errors, copy); !s.ok()) return s;
   return t;
 }

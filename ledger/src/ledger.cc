@@ -47,7 +47,7 @@ void Ledger::StageCall(CallRecord call) {
   ++generation_;
 }
 
-void Ledger::StageDecision(nlohmann::json decision) {
+void Ledger::StageDecision(DecisionRecord decision) {
   pending_.decisions.push_back(std::move(decision));
 }
 

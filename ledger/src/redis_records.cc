@@ -7,6 +7,8 @@
 // Pure functions; thread-safe.
 #include "internal/redis_records.h"
 
+#include "taskledger/ledger/codec.h"
+
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -251,6 +253,110 @@ void WriteJsonArray(CborWriter& w, const std::vector<json>& items) {
   for (const json& item : items) w.Json(item);
 }
 
+// category, digest, key, present, rule, source, source_id, turn, verified
+// (an absent entry has only category, key and present).
+void WriteRead(CborWriter& w, const EntryRead& r) {
+  if (!r.present) {
+    w.Map(3);
+    w.Key<"category">();
+    w.Text(CategoryName(r.category));
+    w.Key<"key">();
+    w.Text(r.key);
+    w.Key<"present">();
+    w.Bool(false);
+    return;
+  }
+  w.Map(7 + !r.source_id.empty() + !r.rule.empty());
+  w.Key<"category">();
+  w.Text(CategoryName(r.category));
+  w.Key<"digest">();
+  w.Text(r.digest);
+  w.Key<"key">();
+  w.Text(r.key);
+  w.Key<"present">();
+  w.Bool(true);
+  if (!r.rule.empty()) {
+    w.Key<"rule">();
+    w.Text(r.rule);
+  }
+  w.Key<"source">();
+  w.Text(SourceKindName(r.source));
+  if (!r.source_id.empty()) {
+    w.Key<"source_id">();
+    w.Text(r.source_id);
+  }
+  w.Key<"turn">();
+  w.Unsigned(r.turn);
+  w.Key<"verified">();
+  w.Bool(r.verified);
+}
+
+// error, id, log, outcome, reads, reason.
+void WriteRule(CborWriter& w, const RuleResult& r) {
+  w.Map(3 + r.error + !r.log.empty() + !r.reads.empty());
+  if (r.error) {
+    w.Key<"error">();
+    w.Bool(true);
+  }
+  w.Key<"id">();
+  w.Text(r.id);
+  if (!r.log.empty()) {
+    w.Key<"log">();
+    w.Array(r.log.size());
+    for (const std::string& line : r.log) w.Text(line);
+  }
+  w.Key<"outcome">();
+  w.Text(r.outcome);
+  if (!r.reads.empty()) {
+    w.Key<"reads">();
+    w.Array(r.reads.size());
+    for (const EntryRead& x : r.reads) WriteRead(w, x);
+  }
+  w.Key<"reason">();
+  w.Text(r.reason);
+}
+
+// args_hash, call_id, conversation, decision, latency_us, pack_version,
+// read_only, reason, rule, rules, staged_seen, tool, turn, version_seen. A
+// record with members this version does not know goes through the codec
+// (those members interleave with these in name order).
+void WriteDecision(CborWriter& w, const DecisionRecord& d) {
+  if (d.extra.is_object() && !d.extra.empty()) {
+    w.Json(EncodeDecision(d));
+    return;
+  }
+  w.Map(14);
+  w.Key<"args_hash">();
+  w.Text(d.args_hash);
+  w.Key<"call_id">();
+  w.Text(d.call_id);
+  w.Key<"conversation">();
+  w.Text(d.conversation);
+  w.Key<"decision">();
+  w.Text(d.decision);
+  w.Key<"latency_us">();
+  w.Signed(d.latency_us);
+  w.Key<"pack_version">();
+  w.Text(d.pack_version);
+  w.Key<"read_only">();
+  w.Bool(d.read_only);
+  w.Key<"reason">();
+  w.Text(d.reason);
+  w.Key<"rule">();
+  w.Text(d.rule);
+  w.Key<"rules">();
+  w.Array(d.rules.size());
+  for (const RuleResult& r : d.rules) WriteRule(w, r);
+  w.Key<"staged_seen">();
+  w.Unsigned(d.staged_seen);
+  w.Key<"tool">();
+  w.Text(d.tool);
+  w.Key<"turn">();
+  w.Unsigned(d.turn);
+  w.Key<"version_seen">();
+  w.Unsigned(d.version_seen);
+}
+
 }  // namespace
 
 // at, calls, decisions, errors, turn, updates.
@@ -266,7 +372,8 @@ void AppendTurnRecordBytes(const TurnRecord& t, std::string& out) {
   }
   if (!t.decisions.empty()) {
     w.Key<"decisions">();
-    WriteJsonArray(w, t.decisions);
+    w.Array(t.decisions.size());
+    for (const DecisionRecord& d : t.decisions) WriteDecision(w, d);
   }
   if (!t.errors.empty()) {
     w.Key<"errors">();

@@ -133,6 +133,12 @@ struct PolicyChecker::Impl {
 
   void Decide(PolicyDecision& d, const ProposedCall& call, const LedgerState& state,
               const ViewKey& key, int64_t now_ms, std::chrono::steady_clock::time_point start);
+
+  // The latest check whose rules ran: what ResolveReads may resolve.
+  uint64_t check_seq = 0;
+  const LedgerState* checked_state = nullptr;
+  uint64_t checked_version = 0;
+  int64_t checked_now_ms = 0;
 };
 
 void PolicyChecker::Impl::Decide(PolicyDecision& d, const ProposedCall& call,
@@ -159,6 +165,10 @@ void PolicyChecker::Impl::Decide(PolicyDecision& d, const ProposedCall& call,
 
   Sandbox& sb = *runtime->compiled->sandbox;
   runtime->view.Bind(state, call, key, now_ms);
+  d.check_seq = ++check_seq;
+  checked_state = &state;
+  checked_version = state.version;
+  checked_now_ms = now_ms;
   d.rules.reserve(applicable.size());
   // One protected call runs every rule: the first error ends the check anyway,
   // and `current` says whose it was.
@@ -203,6 +213,7 @@ void PolicyChecker::Impl::Decide(PolicyDecision& d, const ProposedCall& call,
       ev.outcome = out;
       if (out != Outcome::kAllow) ev.reason = Truncate(std::string(verdict->text));
       ev.log = runtime->log.Take(false);
+      runtime->view.EndRule();
       lua_settop(L, top);
       if (out == Outcome::kDeny) break;
     }
@@ -226,6 +237,7 @@ void PolicyChecker::Impl::Decide(PolicyDecision& d, const ProposedCall& call,
     ev.error = true;
     ev.reason = Truncate("policy error in rule " + id.str() + ": " + st.message());
     ev.log = runtime->log.Take(true);
+    runtime->view.EndRule();
     d.rule_id = id;
     d.reason = ev.reason;
     return;
@@ -290,6 +302,27 @@ Status PolicyChecker::SetPack(std::shared_ptr<const RulePack> pack) {
 }
 
 const std::shared_ptr<const RulePack>& PolicyChecker::pack() const { return impl_->pack; }
+
+Status PolicyChecker::ResolveReads(PolicyDecision& d, const LedgerState& state) {
+  if (d.check_seq == 0) return Status::Ok();
+  const Impl& impl = *impl_;
+  if (d.check_seq != impl.check_seq || &state != impl.checked_state ||
+      state.version != impl.checked_version) {
+    return Status::FailedPrecondition(
+        "the reads of a decision can only be resolved right after its check, on its state");
+  }
+  const policy_internal::LedgerView& view = impl.runtime->view;
+  const size_t n = std::min(d.rules.size(), view.rules_logged());
+  for (size_t k = 0; k < n; ++k) {
+    RuleEvaluation& ev = d.rules[k];
+    ev.reads = view.ResolveReads(k, state, impl.checked_now_ms);
+    if (size_t dropped = view.dropped(k); dropped > 0) {
+      ev.log.push_back("(" + std::to_string(dropped) + " more entry reads not recorded: " +
+                       std::to_string(policy_internal::LedgerView::kMaxReads) + " per rule)");
+    }
+  }
+  return Status::Ok();
+}
 
 PolicyDecision PolicyChecker::Check(const ProposedCall& call, const LedgerState& state,
                                     const ViewKey& key, int64_t now_ms) {

@@ -1,7 +1,9 @@
-// Outcome names and the decision-log record (see decision.h). Pure functions.
+// Outcome names and the decision-log record, typed and as JSON (see
+// decision.h). Pure functions.
 #include "taskledger/policy/decision.h"
 
 #include "taskledger/base/digest.h"
+#include "taskledger/ledger/codec.h"
 
 namespace taskledger {
 
@@ -27,32 +29,38 @@ std::optional<Outcome> ParseOutcome(std::string_view name) {
   return std::nullopt;
 }
 
+DecisionRecord MakeDecisionRecord(const PolicyDecision& d, const ProposedCall& call,
+                                  const DecisionContext& ctx) {
+  DecisionRecord r;
+  r.conversation = ctx.conversation;
+  r.turn = ctx.turn;
+  r.version_seen = ctx.version_seen;
+  r.staged_seen = ctx.staged_seen;
+  r.tool = call.tool;
+  r.call_id = call.id;
+  r.args_hash = ArgsHash(call.arguments);
+  r.rules.reserve(d.rules.size());
+  for (const RuleEvaluation& e : d.rules) {
+    RuleResult& out = r.rules.emplace_back();
+    out.id = e.rule_id.str();
+    out.outcome = OutcomeName(e.outcome);
+    out.reason = e.reason;
+    out.error = e.error;
+    out.log = e.log;
+    out.reads = e.reads;
+  }
+  r.decision = OutcomeName(d.outcome);
+  r.rule = d.rule_id;
+  r.reason = d.reason;
+  r.pack_version = d.pack_version.str();
+  r.read_only = d.read_only;
+  r.latency_us = d.latency_us;
+  return r;
+}
+
 nlohmann::json DecisionLogRecord(const PolicyDecision& d, const ProposedCall& call,
                                  const DecisionContext& ctx) {
-  nlohmann::json rules = nlohmann::json::array();
-  for (const RuleEvaluation& r : d.rules) {
-    nlohmann::json e = {
-        {"id", r.rule_id}, {"outcome", OutcomeName(r.outcome)}, {"reason", r.reason}};
-    if (r.error) e["error"] = true;
-    if (!r.log.empty()) e["log"] = r.log;
-    rules.push_back(std::move(e));
-  }
-  return {
-      {"conversation", ctx.conversation},
-      {"turn", ctx.turn},
-      {"version_seen", ctx.version_seen},
-      {"staged_seen", ctx.staged_seen},
-      {"tool", call.tool},
-      {"call_id", call.id},
-      {"args_hash", ArgsHash(call.arguments)},
-      {"rules", std::move(rules)},
-      {"decision", OutcomeName(d.outcome)},
-      {"rule", d.rule_id},
-      {"reason", d.reason},
-      {"pack_version", d.pack_version},
-      {"read_only", d.read_only},
-      {"latency_us", d.latency_us},
-  };
+  return EncodeDecision(MakeDecisionRecord(d, call, ctx));
 }
 
 }  // namespace taskledger

@@ -120,6 +120,11 @@ void LedgerView::Bind(const LedgerState& state, const ProposedCall& call, const 
     cache_until_ms_ = std::numeric_limits<int64_t>::max();
   }
   if (!same) key_ = key;
+  noted_size_ = 0;
+  rule_begin_ = 0;
+  rule_dropped_now_ = 0;
+  rule_ends_.clear();
+  rule_dropped_.clear();
 }
 
 void LedgerView::Unbind() {
@@ -140,7 +145,8 @@ void LedgerView::Push(lua_State* L) {
   lua_rawgeti(L, LUA_REGISTRYINDEX, ledger_ref_);
 }
 
-const Entry* LedgerView::Find(Category c, std::string_view key) const {
+const Entry* LedgerView::Find(Category c, std::string_view key) {
+  NoteRead(c, key);
   return state_->FindLive(c, key, now_ms_);
 }
 
@@ -222,6 +228,7 @@ int LedgerView::Value(lua_State* L) {
   LedgerView& v = Self(L);
   auto c = static_cast<Category>(lua_tointeger(L, lua_upvalueindex(2)));
   std::string_view key = CheckKey(L, 1, "ledger.fact");
+  v.NoteRead(c, key);  // a cached answer is read evidence too
   lua_settop(L, 1);
   v.PushValueCache(L, c);
   lua_pushvalue(L, 1);
@@ -230,7 +237,7 @@ int LedgerView::Value(lua_State* L) {
     return 1;
   }
   lua_pop(L, 1);
-  const Entry* e = v.Find(c, key);
+  const Entry* e = v.state_->FindLive(c, key, v.now_ms_);  // noted above
   if (e == nullptr) {
     lua_pushnil(L);
   } else {

@@ -220,6 +220,7 @@ int LedgerView::RecordPairs(lua_State* L) {
     lua_pushlstring(L, name.data(), name.size());
     if (dot == std::string::npos) {  // the field's own key: sorts before the keys below it
       if (it->second.LiveAt(v.state_->version, v.now_ms_)) {
+        v.NoteRead(c, key);
         PushReadOnly(L, it->second.value);
         lua_rawset(L, fields);
       } else {
@@ -274,22 +275,23 @@ int LedgerView::Each(lua_State* L) {
   const int rows = lua_gettop(L);
   lua_Integer n = 0;
   std::string id;
-  p.ForEachMatch(v.state_->of(c),
-                 [&](const std::string&, const Entry& e, const std::vector<std::string_view>& raw) {
-                   if (!e.LiveAt(v.state_->version, v.now_ms_)) return;
-                   for (std::string_view r : raw) {
-                     id.clear();
-                     AppendUnescapedKeySegment(r, id);
-                     lua_pushlstring(L, id.data(), id.size());
-                     lua_rawseti(L, rows, ++n);
-                   }
-                   PushCopy(L, e.value);
-                   if (lua_isnil(L, -1)) {  // a JSON null value: keep the row, as false
-                     lua_pop(L, 1);
-                     lua_pushboolean(L, 0);
-                   }
-                   lua_rawseti(L, rows, ++n);
-                 });
+  p.ForEachMatch(v.state_->of(c), [&](const std::string& key, const Entry& e,
+                                      const std::vector<std::string_view>& raw) {
+    if (!e.LiveAt(v.state_->version, v.now_ms_)) return;
+    v.NoteRead(c, key);
+    for (std::string_view r : raw) {
+      id.clear();
+      AppendUnescapedKeySegment(r, id);
+      lua_pushlstring(L, id.data(), id.size());
+      lua_rawseti(L, rows, ++n);
+    }
+    PushCopy(L, e.value);
+    if (lua_isnil(L, -1)) {  // a JSON null value: keep the row, as false
+      lua_pop(L, 1);
+      lua_pushboolean(L, 0);
+    }
+    lua_rawseti(L, rows, ++n);
+  });
   lua_pushinteger(L, width);
   lua_pushinteger(L, 1);
   lua_pushcclosure(L, EachNext, 3);

@@ -262,7 +262,13 @@ void RegisterLedger(py::module_& m) {
                              })
       .def_property_readonly("calls", [](const PyTurn& t) { return Calls(t.turn.calls); })
       .def_property_readonly(
-          "decisions", [](const PyTurn& t) { return Jsons(t.turn.decisions); },
+          "decisions",
+          [](const PyTurn& t) {
+            py::list out;
+            for (const DecisionRecord& d : t.turn.decisions)
+              out.append(FromJson(EncodeDecision(d)));
+            return out;
+          },
           "The decision-log records (dicts) of every check in the turn.")
       .def_property_readonly("errors", [](const PyTurn& t) { return Jsons(t.turn.errors); })
       .def("to_dict", [](const PyTurn& t) { return FromJson(EncodeTurn(t.turn)); });

@@ -8,6 +8,7 @@
 #include "internal/session_commands.h"
 #include "taskledger/extract/extraction_rules.h"
 #include "taskledger/extract/extractor.h"
+#include "taskledger/ledger/codec.h"
 
 namespace taskledger {
 namespace {
@@ -120,13 +121,17 @@ CallResult Session::Check(const ProposedCall& call) {
                   std::to_string(view_epoch_),
               ledger_->generation()};
   result.decision = checker_->Check(call, ledger_->working(), key, clock_->NowMs());
+  // The evidence of each rule, for the decision record; right after the check
+  // on its state, this cannot fail.
+  (void)checker_->ResolveReads(result.decision, ledger_->working());
   DecisionContext ctx;
   ctx.conversation = ledger_->id().conversation;
   ctx.turn = ledger_->turn();
   ctx.version_seen = ledger_->version();
   ctx.staged_seen = ledger_->staged_updates();
-  result.decision_record = DecisionLogRecord(result.decision, call, ctx);
-  ledger_->StageDecision(result.decision_record);
+  DecisionRecord record = MakeDecisionRecord(result.decision, call, ctx);
+  result.decision_record = EncodeDecision(record);
+  ledger_->StageDecision(std::move(record));
   last_decision_ = result.decision_record;
   if (!result.decision.allowed()) {
     result.message = DenialMessage(call, result.decision, pack_->denial_hint());
@@ -210,8 +215,9 @@ void Session::StageDecisionRecord(const ProposedCall& call, const PolicyDecision
   ctx.turn = ledger_->turn();
   ctx.version_seen = ledger_->version();
   ctx.staged_seen = ledger_->staged_updates();
-  result.decision_record = DecisionLogRecord(d, call, ctx);
-  ledger_->StageDecision(result.decision_record);
+  DecisionRecord record = MakeDecisionRecord(d, call, ctx);
+  result.decision_record = EncodeDecision(record);
+  ledger_->StageDecision(std::move(record));
   last_decision_ = result.decision_record;
 }
 

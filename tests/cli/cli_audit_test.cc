@@ -230,6 +230,75 @@ TEST_CASE("the audit page of a replay opens with counts per conversation, the ru
   CHECK_FALSE(std::filesystem::exists(html + ".body.tmp"));
 }
 
+TEST_CASE("the audit page shows each decision's evidence chain and the state it saw") {
+  // The memory store, within one process: replay --audit-html.
+  const std::string trace = TempDir() + "/evidence.jsonl";
+  WriteFile(trace, ShopTraceLine("evidence") + "\n");
+  const std::string html = TempDir() + "/evidence-audit.html";
+  CliRun r = RunCli({"replay", trace, "--rules", Pack(), "--audit-html", html, "-q"});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::string page = ReadFile(html);
+  // c2's denial: the deciding rule's read (the confirmation c1 used up) comes first.
+  const size_t denied = page.find("class=\"decision deny blocked\"");
+  REQUIRE(denied != std::string::npos);
+  const std::string block = page.substr(denied, page.find("</div>", denied) - denied);
+  CHECK_THAT(block,
+             Catch::Contains("<tr class=\"read deciding\" data-rule=\"shop.confirmed\"><td><code>"
+                             "shop.confirmed</code></td><td><code>condition.confirmation</code>"
+                             "</td><td class=\"absent\">absent</td>"));
+  CHECK(block.find("read deciding") < block.find("data-rule=\"shop.pending_only\""));
+  // shop.pending_only's read links to the get_order call whose output wrote it.
+  CHECK_THAT(block, Catch::Contains("<code>fact.order.#W1.status</code></td><td><code>"
+                                    "&quot;pending&quot;</code></td><td>verified, version 1"));
+  CHECK_THAT(block, Catch::Contains("<a href=\"#turn-0-1\">call c0 <code>get_order</code></a>"));
+  // The state as it was at that decision, not the conversation's last one.
+  CHECK_THAT(block, Catch::Contains("Ledger state at this decision (version 3 + 0 staged)"));
+  CHECK_THAT(block, Catch::Contains("order.#W1.status"));
+  // An allow names no deciding rule: every applicable rule passed.
+  CHECK_THAT(page, Catch::Contains("all 2 applicable rules passed"));
+}
+
+TEST_CASE("audit shows uncertain, deduplicated and awaiting-approval calls as such", "[redis]") {
+  const std::string url = SharedRedisUrl();
+  const std::string tenant = "cli-outcomes-" + std::to_string(::getpid());
+  auto store = OpenStore(url);
+  REQUIRE(store.has_value());
+  const ConversationId id{tenant, "conv-o"};
+  TurnRecord t;
+  t.turn = 1;
+  t.committed_at_ms = 1'700'000'000'000;
+  t.calls = {{1, "w1", "refund", {{"order", "A1"}}, true, "uncertain"},
+             {1, "w2", "refund", {{"order", "A2"}}, true, "deduplicated"},
+             {1, "w3", "refund", {{"order", "A3"}}, true, "awaiting_approval"}};
+  LedgerState after;
+  REQUIRE(ApplyTurn(after, t).ok());
+  REQUIRE((*store)->CommitTurn(id, t, after).ok());
+  const std::vector<std::string> at = {"--store", url, "--tenant", tenant};
+  auto with = [&](std::vector<std::string> args) {
+    args.insert(args.end(), at.begin(), at.end());
+    return RunCli(args);
+  };
+  CliRun calls = with({"audit", "calls", "conv-o"});
+  INFO(calls.out << calls.err);
+  REQUIRE(calls.exit_code == 0);
+  CHECK_THAT(calls.out, Catch::Contains("w1 refund {\"order\":\"A1\"} -> uncertain (the effect "
+                                        "may have happened: reconcile it)") &&
+                            Catch::Contains("-> deduplicated (already done") &&
+                            Catch::Contains("-> awaiting approval (recorded; runs once"));
+  CliRun explain = with({"audit", "explain", "conv-o", "w1"});
+  CHECK(explain.exit_code == 0);
+  CHECK_THAT(explain.out, Catch::Contains("no policy decision was recorded") &&
+                              Catch::Contains("-> uncertain (the effect may have happened"));
+  const std::string html = TempDir() + "/outcomes.html";
+  REQUIRE(with({"audit", "--html", html}).exit_code == 0);
+  const std::string page = ReadFile(html);
+  CHECK_THAT(page, Catch::Contains("<tr class=\"call uncertain\">") &&
+                       Catch::Contains("uncertain (the effect may have happened: reconcile it)") &&
+                       Catch::Contains("<tr class=\"call awaiting_approval\">"));
+  CHECK((*store)->DropConversation(id).ok());
+}
+
 TEST_CASE("commands: list by state, approve with a reason, dry runs change nothing", "[redis]") {
   const std::string url = SharedRedisUrl();
   const std::string tenant = "cli-cmd-" + std::to_string(::getpid());
@@ -285,4 +354,75 @@ TEST_CASE("commands: list by state, approve with a reason, dry runs change nothi
   CHECK(show.LastJson()["state"] == "approved");
   CHECK(with({"commands", "show", "run-1", "nope"}).exit_code == 2);
   CHECK((*store)->DropRun(spec.run).ok());
+}
+
+TEST_CASE("audit explain shows the decision, every rule and the evidence chain", "[redis]") {
+  const std::string url = SharedRedisUrl();
+  const std::string tenant = "cli-explain-" + std::to_string(::getpid());
+  const std::string conv = ReplayIntoRedis(url, tenant);
+  const std::vector<std::string> store = {"--store", url, "--tenant", tenant};
+  auto with = [&](std::vector<std::string> args) {
+    args.insert(args.end(), store.begin(), store.end());
+    return RunCli(args);
+  };
+
+  // c1 was allowed: both rules passed; shop.pending_only read the order's
+  // status, which came from the get_order call c0 (output path /status).
+  CliRun allowed = with({"audit", "explain", conv, "c1", "--rules", Pack(), "--json"});
+  INFO(allowed.out << allowed.err);
+  REQUIRE(allowed.exit_code == 0);
+  nlohmann::json j = allowed.LastJson();
+  REQUIRE(j["decisions"].size() == 1);
+  const nlohmann::json& d = j["decisions"][0];
+  CHECK(d["decision"] == "allow");
+  REQUIRE(d["evidence"].size() == 2);
+  const nlohmann::json& pending = d["evidence"][0];
+  CHECK(pending["rule"] == "shop.pending_only");
+  REQUIRE(pending["reads"].size() == 1);
+  const nlohmann::json& status = pending["reads"][0];
+  CHECK(status["key"] == "order.#W1.status");
+  CHECK(status["value"] == "pending");
+  CHECK(status["value_matches"] == true);
+  CHECK(status["verified"] == true);
+  CHECK(status["source_id"] == "get_order#c0");
+  CHECK(status["call"]["id"] == "c0");
+  CHECK(status["call"]["tool"] == "get_order");
+  CHECK(status["call"]["arguments"]["order_id"] == "#W1");
+  CHECK(status["extraction"]["path"] == "/status");
+  // shop.confirmed read the user's yes: a claim from the user message.
+  const nlohmann::json& yes = d["evidence"][1]["reads"][0];
+  CHECK(yes["key"] == "confirmation");
+  CHECK(yes["present"] == true);
+  CHECK(yes["source"] == "user");
+  CHECK(yes["verified"] == false);
+  CHECK(j["calls"][0]["outcome"] == "ok");
+
+  // c2 was denied by shop.confirmed: the confirmation it read was gone (c1 used it).
+  CliRun denied = with({"audit", "explain", conv, "c2"});
+  INFO(denied.out << denied.err);
+  REQUIRE(denied.exit_code == 0);
+  CHECK_THAT(denied.out, Catch::Contains("deny [shop.confirmed]") &&
+                             Catch::Contains("rules evaluated (2)") &&
+                             Catch::Contains("* shop.confirmed: deny") &&
+                             Catch::Contains("shop.confirmed (deciding) read:") &&
+                             Catch::Contains("condition confirmation: absent") &&
+                             Catch::Contains("fact order.#W1.status = \"pending\"  verified") &&
+                             Catch::Contains("<- call c0 get_order {\"order_id\":\"#W1\"} -> ok") &&
+                             Catch::Contains("-> denied (not run)"));
+  // The deciding rule's chain comes before the other rules'.
+  CHECK(denied.out.find("shop.confirmed (deciding) read") <
+        denied.out.find("shop.pending_only read:"));
+
+  CliRun text = with({"audit", "explain", conv, "c1", "--rules", Pack()});
+  CHECK_THAT(text.out, Catch::Contains("allow (all 2 applicable rules passed)") &&
+                           Catch::Contains("output /status") &&
+                           Catch::Contains("extraction rule order.status"));
+
+  CHECK(with({"audit", "explain", conv, "no-such-call"}).exit_code == 2);
+  CHECK(with({"audit", "explain", "no-such-conversation", "c1"}).exit_code == 2);
+  CHECK(with({"audit", "explain", conv, "c1", "--rules", "/nonexistent"}).exit_code == 2);
+
+  auto s = OpenStore(url);
+  REQUIRE(s.has_value());
+  CHECK((*s)->DropConversation({tenant, conv}).ok());
 }

@@ -116,7 +116,14 @@ TEST_CASE("redis records: turns are byte-identical to the codec's CBOR", "[redis
 
   SECTION("every field and value kind") {
     t.calls = {call, bare};
-    t.decisions = {json{{"rule", "r1"}, {"allow", false}}, json("plain")};
+    DecisionRecord d;
+    d.rules = {{"r1", "deny", "no", true, {"a line"}, {}}};
+    d.rules[0].reads = {
+        {Category::kFact, "k", true, "0a", 3, SourceKind::kToolOutput, "t#c1", "", true},
+        {Category::kCondition, "c", false, "", 0, SourceKind::kAgent, "", "", false}};
+    DecisionRecord newer = d;
+    newer.extra = {{"aa", 1}, {"zz", "x"}};
+    t.decisions = {d, DecisionRecord{}, newer};
     t.errors = {json{{"error", "bad"}, {"at", -1}}};
     CHECK(internal::TurnRecordBytes(t) == ViaDom(EncodeTurn(t)));
   }

@@ -16,6 +16,7 @@
 #include "reliability/workload.h"
 #include "session/session_support.h"
 #include "support/redis_server.h"
+#include "taskledger/ledger/codec.h"
 
 using namespace taskledger;
 using namespace taskledger::testing;
@@ -95,8 +96,8 @@ std::vector<nlohmann::json> CommittedDecisions(Store& store, const ConversationI
   auto turns = store.ReadTurns(id, 1, head.value());
   REQUIRE(turns.has_value());
   for (const TurnRecord& t : turns.value()) {
-    for (const nlohmann::json& d : t.decisions) {
-      if (d["call_id"] == call_id) out.push_back(d);
+    for (const DecisionRecord& d : t.decisions) {
+      if (d.call_id == call_id) out.push_back(EncodeDecision(d));
     }
   }
   return out;
@@ -213,9 +214,9 @@ TEST_CASE("fault: with Redis down a write is denied and never runs, reads behave
   REQUIRE(turn.has_value());
   const TurnRecord& t = turn.value()[0];
   REQUIRE(t.decisions.size() == 5);  // c1 allow + deny, c1b allow + deny, the read
-  CHECK(t.decisions[0]["call_id"] == "c1");
-  CHECK(t.decisions[0]["decision"] == "allow");
-  CHECK(t.decisions[1]["rule"] == kStoreUnavailableRule);
+  CHECK(t.decisions[0].call_id == "c1");
+  CHECK(t.decisions[0].decision == "allow");
+  CHECK(t.decisions[1].rule == kStoreUnavailableRule);
   REQUIRE(t.calls.size() == 3);
   CHECK(t.calls[0].call_id == "c1");
   CHECK(t.calls[0].outcome == "denied");

@@ -72,9 +72,9 @@ TEST_CASE("a denied call does not run and the model is told which rule and why")
   CHECK((*turns)[0].calls[0].outcome == "denied");
   CHECK((*turns)[0].calls[0].writes);
   REQUIRE((*turns)[0].decisions.size() == 1);
-  CHECK((*turns)[0].decisions[0]["decision"] == "deny");
-  CHECK((*turns)[0].decisions[0]["rule"] == "shop.pending_only");
-  CHECK((*turns)[0].decisions[0]["version_seen"] == 0);
+  CHECK((*turns)[0].decisions[0].decision == "deny");
+  CHECK((*turns)[0].decisions[0].rule == "shop.pending_only");
+  CHECK((*turns)[0].decisions[0].version_seen == 0);
 }
 
 TEST_CASE("a denial ends with the pack's denial_hint, or a hint that fits any domain") {
@@ -174,8 +174,8 @@ TEST_CASE("lookup, confirmation and write: the write runs once and consumes the 
   auto turns = store->ReadTurns({"t", "flow"}, 3, 4);
   REQUIRE(turns.has_value());
   REQUIRE((*turns)[0].decisions.size() == 1);
-  CHECK((*turns)[0].decisions[0]["call_id"] == "c2");
-  CHECK((*turns)[0].decisions[0]["decision"] == "allow");
+  CHECK((*turns)[0].decisions[0].call_id == "c2");
+  CHECK((*turns)[0].decisions[0].decision == "allow");
   CHECK((*turns)[0].calls.empty());
   REQUIRE((*turns)[1].calls.size() == 1);
   CHECK((*turns)[1].calls[0].outcome == "ok");

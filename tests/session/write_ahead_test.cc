@@ -114,8 +114,8 @@ TEST_CASE(
   CHECK(backend.cancels == 1);
   CHECK(head_during_write == 2);
   REQUIRE(turn_during_write.decisions.size() == 1);
-  CHECK(turn_during_write.decisions[0]["call_id"] == "c1");
-  CHECK(turn_during_write.decisions[0]["decision"] == "allow");
+  CHECK(turn_during_write.decisions[0].call_id == "c1");
+  CHECK(turn_during_write.decisions[0].decision == "allow");
   CHECK(turn_during_write.calls.empty());  // its outcome was not known yet
   CHECK_FALSE(confirmation_during_write);
 
@@ -198,8 +198,8 @@ TEST_CASE(
   // user's yes still stands for the retry.
   const TurnRecord& pending = session->pending();
   REQUIRE(pending.decisions.size() == 2);
-  CHECK(pending.decisions[0]["decision"] == "allow");
-  CHECK(pending.decisions[1]["decision"] == "deny");
+  CHECK(pending.decisions[0].decision == "allow");
+  CHECK(pending.decisions[1].decision == "deny");
   REQUIRE(pending.calls.size() == 1);
   CHECK(pending.calls[0].outcome == "denied");
   CHECK(HasConfirmation(session->ledger().working()));
@@ -230,7 +230,7 @@ TEST_CASE(
   auto turn = store.ReadTurns(kId, 2, 2);
   REQUIRE(turn.has_value());
   CHECK((*turn)[0].decisions.size() == 3);  // c1 allow, c1 store denial, the lookup of #W2
-  CHECK((*turn)[0].decisions[1]["rule"] == kStoreUnavailableRule);
+  CHECK((*turn)[0].decisions[1].rule == kStoreUnavailableRule);
   CHECK(session->ledger().head().FindLive(Category::kFact, "order.#W2.status", 0) != nullptr);
   CallResult retried = session->HandleToolCall(Cancel("c2"), backend.executor());
   CHECK(retried.executed);
@@ -268,6 +268,6 @@ TEST_CASE("a write-ahead that loses a race to another writer does not run and as
   REQUIRE(turns.has_value());
   CHECK((*turns)[0].decisions.empty());
   CHECK((*turns)[1].decisions.size() == 3);  // c1 allow, c1 conflict denial, c2 allow
-  CHECK((*turns)[1].decisions[1]["rule"] == kStateConflictRule);
+  CHECK((*turns)[1].decisions[1].rule == kStateConflictRule);
   CHECK((*turns)[2].calls.size() == 1);
 }

@@ -22,10 +22,13 @@
 #include <limits>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "internal/value_index.h"
 #include "lua.hpp"
 #include "taskledger/base/tool_call.h"
+#include "taskledger/ledger/decision_record.h"
 #include "taskledger/ledger/state.h"
 #include "taskledger/policy/checker.h"
 
@@ -55,9 +58,24 @@ class LedgerView {
   // Times the reverse value index of ledger.find() was built whole.
   uint64_t find_index_builds() const { return find_index_.builds(); }
 
+  // The read log (read_set.cc). Every lookup of one entry by the rule API
+  // notes (category, key) into buffers reused from check to check (no
+  // allocation once they have grown); EndRule closes the current rule's set
+  // (Bind starts a new log). ResolveReads(k, ...) gives rule k's set (k-th
+  // EndRule of this log) resolved against `state` at `now_ms` (the state and
+  // time of the check), each (category, key) once in first-read order. At
+  // most kMaxReads are kept per rule; dropped(k) says how many were not.
+  void NoteRead(Category c, std::string_view key);
+  void EndRule();
+  size_t rules_logged() const { return rule_ends_.size(); }
+  std::vector<EntryRead> ResolveReads(size_t k, const LedgerState& state, int64_t now_ms) const;
+  size_t dropped(size_t k) const { return k < rule_dropped_.size() ? rule_dropped_[k] : 0; }
+  static constexpr size_t kMaxReads = 256;
+
  private:
   static LedgerView& Self(lua_State* L);
-  const Entry* Find(Category c, std::string_view key) const;
+  // The live entry at (c, key) in the bound state, noted as read.
+  const Entry* Find(Category c, std::string_view key);
   void BuildObservedIndex();
   // Brings the index from indexed_ to *state_ (same wall-clock window).
   void UpdateObservedIndex();
@@ -120,6 +138,17 @@ class LedgerView {
   int64_t cache_from_ms_ = 0;
   int64_t cache_until_ms_ = 0;
   size_t cache_entries_[kCategoryCount] = {};
+
+  struct NotedRead {
+    Category category = Category::kFact;
+    std::string key;  // keeps its capacity from check to check
+  };
+  std::vector<NotedRead> noted_;  // the first noted_size_ hold this log
+  size_t noted_size_ = 0;
+  size_t rule_begin_ = 0;  // where the current rule's reads start
+  size_t rule_dropped_now_ = 0;
+  std::vector<size_t> rule_ends_;     // per closed rule: the end of its reads
+  std::vector<size_t> rule_dropped_;  // per closed rule: reads beyond kMaxReads
 };
 
 }  // namespace taskledger::policy_internal

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "taskledger/base/status.h"
+#include "taskledger/ledger/decision_record.h"
 #include "taskledger/ledger/state.h"
 
 namespace taskledger {
@@ -16,6 +17,10 @@ nlohmann::json EncodeUpdate(const Update& u);
 Result<Update> DecodeUpdate(const nlohmann::json& j);
 nlohmann::json EncodeCall(const CallRecord& c);
 Result<CallRecord> DecodeCall(const nlohmann::json& j);
+// A decision record (decision_record.h): members of unknown names are kept in
+// `extra`; a non-object or a known member of the wrong type is Corruption.
+nlohmann::json EncodeDecision(const DecisionRecord& d);
+Result<DecisionRecord> DecodeDecision(const nlohmann::json& j);
 nlohmann::json EncodeTurn(const TurnRecord& t);
 Result<TurnRecord> DecodeTurn(const nlohmann::json& j);
 nlohmann::json EncodeState(const LedgerState& s);

@@ -49,7 +49,7 @@ class Ledger {
   // Stages a batch atomically: all or none.
   Status StageAll(std::vector<Update> updates);
   void StageCall(CallRecord call);
-  void StageDecision(nlohmann::json decision);
+  void StageDecision(DecisionRecord decision);
   void StageError(nlohmann::json error);
   const TurnRecord& pending() const { return pending_; }
   bool has_pending() const;

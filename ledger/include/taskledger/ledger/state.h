@@ -18,6 +18,7 @@
 
 #include "taskledger/base/status.h"
 #include "taskledger/ledger/call_list.h"
+#include "taskledger/ledger/decision_record.h"
 #include "taskledger/ledger/entry.h"
 #include "taskledger/ledger/entry_map.h"
 
@@ -28,7 +29,7 @@ struct TurnRecord {
   int64_t committed_at_ms = 0;  // wall clock when the turn was committed
   std::vector<Update> updates;
   std::vector<CallRecord> calls;
-  std::vector<nlohmann::json> decisions;  // policy decision log records
+  std::vector<DecisionRecord> decisions;  // one per policy check, in order
   std::vector<nlohmann::json> errors;     // structured extraction errors
   bool operator==(const TurnRecord&) const = default;
 };

@@ -64,6 +64,15 @@ class PolicyChecker : public LuaExtractors {
   PolicyDecision Check(const ProposedCall& call, const LedgerState& state, const ViewKey& key,
                        int64_t now_ms);
 
+  // Fills each RuleEvaluation::reads of `d` with the evidence of the entries
+  // the rule read. The check only notes (category, key) per read, so that
+  // recording costs the check almost nothing; this resolves them against the
+  // state the check saw (digests, provenance), which is why it must be given
+  // that same state, unchanged, and be the decision of this checker's latest
+  // Check (else FailedPrecondition and `d` is unchanged). A decision no rule
+  // ran for has nothing to resolve (Ok).
+  Status ResolveReads(PolicyDecision& d, const LedgerState& state);
+
   // True if some extractor{} of the pack applies to `tool`.
   bool HasExtractors(std::string_view tool) const override;
   // Runs every extractor applying to call.tool over `output` (decoded JSON, or

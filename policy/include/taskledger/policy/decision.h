@@ -15,6 +15,7 @@
 
 #include "taskledger/base/shared_string.h"
 #include "taskledger/base/tool_call.h"
+#include "taskledger/ledger/decision_record.h"
 #include "taskledger/pack/rule_pack.h"
 
 namespace taskledger {
@@ -38,6 +39,12 @@ struct RuleEvaluation {
   // What the rule wrote with log(...) during this check (bounded; see
   // docs/rule-api.md). For the decision record and `policy check`, never the prompt.
   std::vector<std::string> log = {};
+  // The ledger entries the rule looked up (through ledger.fact/identifier/
+  // constraint/condition, entry, verified, confirmed, provenance, record,
+  // each and find), each (category, key) once in first-read order, with the
+  // evidence each had: what an auditor follows from the rule to the tool calls.
+  // Filled by PolicyChecker::ResolveReads (the Session calls it for every check).
+  std::vector<EntryRead> reads = {};
   bool operator==(const RuleEvaluation&) const = default;
 };
 
@@ -59,6 +66,8 @@ struct PolicyDecision {
   ToolClass tool_class = ToolClass::kUnknown;
   bool read_only = false;  // tool_class == kReadOnly: no rule ran
   int64_t latency_us = 0;  // wall time of the check
+  // Which check of its PolicyChecker made it (PolicyChecker::ResolveReads); 0: none.
+  uint64_t check_seq = 0;
 
   bool allowed() const { return outcome == Outcome::kAllow; }
 };
@@ -71,9 +80,14 @@ struct DecisionContext {
   uint64_t staged_seen = 0;   // updates staged in the turn at decision time
 };
 
-// The decision-log record (staged into the turn record; see docs/rule-api.md):
+// The typed decision-log record staged into the turn record (see
+// docs/rule-api.md), with each rule's reads.
+DecisionRecord MakeDecisionRecord(const PolicyDecision& d, const ProposedCall& call,
+                                  const DecisionContext& ctx);
+
+// MakeDecisionRecord encoded as JSON (codec.h EncodeDecision):
 // {conversation, turn, version_seen, staged_seen, tool, call_id, args_hash,
-//  rules: [{id, outcome, reason[, error][, log]}], decision, rule, reason,
+//  rules: [{id, outcome, reason[, error][, log][, reads]}], decision, rule, reason,
 //  pack_version, read_only, latency_us}
 nlohmann::json DecisionLogRecord(const PolicyDecision& d, const ProposedCall& call,
                                  const DecisionContext& ctx);

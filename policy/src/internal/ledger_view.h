@@ -23,6 +23,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "internal/check_memo.h"
 #include "internal/value_index.h"
 #include "lua.hpp"
 #include "taskledger/base/tool_call.h"
@@ -120,6 +121,7 @@ class LedgerView {
   int64_t cache_from_ms_ = 0;
   int64_t cache_until_ms_ = 0;
   size_t cache_entries_[kCategoryCount] = {};
+  CheckMemo memo_;  // ledger.memo: values kept for one check
 };
 
 }  // namespace taskledger::policy_internal

@@ -6,8 +6,9 @@
 local M = {}
 
 -- The user ids authenticated in this conversation (the verified identifiers
--- user.authenticated.<id>), sorted.
-function M.users(ledger)
+-- user.authenticated.<id>), sorted; a read-only list, computed once per check
+-- (ledger.memo) however many rules ask.
+local function authenticated(ledger)
   local users = {}
   for _, key in ipairs(ledger.keys("identifier", "user.authenticated.")) do
     if ledger.verified("identifier", key) then
@@ -18,15 +19,25 @@ function M.users(ledger)
   return users
 end
 
--- The user this conversation serves: its one authenticated user, or nil when
--- none or several were authenticated (retail.auth_before_action and
--- retail.single_user deny those calls; see identity.lua).
-function M.conversation_user(ledger)
+-- The one user id authenticated in this conversation, or nil when none or
+-- several were authenticated.
+local function only_user(ledger)
   local keys = ledger.keys("identifier", "user.authenticated.")
   if #keys ~= 1 or not ledger.verified("identifier", keys[1]) then
     return nil
   end
   return tostring(ledger.identifier(keys[1]))
+end
+
+function M.users(ledger)
+  return ledger.memo(authenticated)
+end
+
+-- The user this conversation serves: its one authenticated user, or nil when
+-- none or several were authenticated (retail.auth_before_action and
+-- retail.single_user deny those calls; see identity.lua).
+function M.conversation_user(ledger)
+  return ledger.memo(only_user)
 end
 
 -- The JSON array `value` (call arguments are read-only views: tables or

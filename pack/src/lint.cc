@@ -203,6 +203,29 @@ struct Template {
   std::vector<std::string> segs;
 };
 
+// Whether read segments r[i..] match template segments t[j..]. A read segment
+// that is exactly "{?}" (a variable lint cannot follow, such as a key prefix
+// built earlier: `local order = std.key("order", id)`) stands for one or more
+// segments; any other wild segment for exactly one. With `prefix`, the read
+// only has to match the start of the template, its last segment a prefix of
+// the template's segment.
+bool SegmentsMatch(const std::vector<std::string>& r, size_t i, const std::vector<std::string>& t,
+                   size_t j, bool prefix) {
+  if (i == r.size()) return prefix || j == t.size();
+  if (j == t.size()) return false;
+  const std::string& a = r[i];
+  const std::string& b = t[j];
+  if (a == "{?}") {
+    for (size_t k = j + 1; k <= t.size(); ++k) {
+      if (SegmentsMatch(r, i + 1, t, k, prefix)) return true;
+    }
+    return false;
+  }
+  const bool last_prefix = prefix && i + 1 == r.size();
+  if (!(Wild(a) || Wild(b) || a == b || (last_prefix && b.rfind(a, 0) == 0))) return false;
+  return SegmentsMatch(r, i + 1, t, j + 1, prefix);
+}
+
 // A read: `pattern` of `category` (empty: any), matching whole keys or (prefix)
 // the start of keys.
 bool Produced(const std::vector<Template>& templates, const std::string& category,
@@ -211,15 +234,7 @@ bool Produced(const std::vector<Template>& templates, const std::string& categor
   if (prefix && !r.empty() && r.back().empty()) r.pop_back();
   for (const Template& tp : templates) {
     if (!category.empty() && tp.category != category) continue;
-    if (prefix ? tp.segs.size() < r.size() : tp.segs.size() != r.size()) continue;
-    bool match = true;
-    for (size_t i = 0; i < r.size() && match; ++i) {
-      const std::string& a = r[i];
-      const std::string& b = tp.segs[i];
-      const bool last_prefix = prefix && i + 1 == r.size();
-      match = Wild(a) || Wild(b) || a == b || (last_prefix && b.rfind(a, 0) == 0);
-    }
-    if (match) return true;
+    if (SegmentsMatch(r, 0, tp.segs, 0, prefix)) return true;
   }
   return false;
 }

@@ -43,9 +43,38 @@ void CheckMemo::Install(lua_State* L, int ledger_ref) {
   ledger_ref_ = ledger_ref;
   lua_createtable(L, 0, 8);
   table_ref_ = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_createtable(L, 0, 8);
+  lua_createtable(L, 0, 1);
+  lua_pushliteral(L, "k");
+  lua_setfield(L, -2, "__mode");
+  lua_setmetatable(L, -2);
+  proxies_ref_ = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_pushlightuserdata(L, this);
   lua_pushcclosure(L, Memo, 1);
   lua_setfield(L, -2, "memo");
+}
+
+void CheckMemo::Wrap(lua_State* L, int fn, int value) {
+  lua_rawgeti(L, LUA_REGISTRYINDEX, proxies_ref_);
+  const int proxies = lua_gettop(L);
+  lua_pushvalue(L, fn);
+  if (lua_rawget(L, proxies) == LUA_TTABLE) {
+    // The proxy of fn's value in an earlier check: point it at this value.
+    lua_getmetatable(L, -1);
+    lua_pushliteral(L, "__index");
+    lua_pushvalue(L, value);
+    lua_rawset(L, -3);
+    lua_pop(L, 1);
+  } else {
+    lua_pop(L, 1);
+    WrapReadOnly(L, value);
+    lua_pushvalue(L, value);
+  }
+  lua_replace(L, value);
+  lua_pushvalue(L, fn);
+  lua_pushvalue(L, value);
+  lua_rawset(L, proxies);
+  lua_pop(L, 1);
 }
 
 void CheckMemo::PushTable(lua_State* L) {
@@ -93,10 +122,11 @@ int CheckMemo::Memo(lua_State* L) {
   }
   lua_pushvalue(L, 1);
   lua_rawgeti(L, LUA_REGISTRYINDEX, self->ledger_ref_);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, self->call_ref_);
   // lua_call, not lua_pcall: an error (or the budget's kill, or running out
   // of memory) must reach the sandbox as it was raised. The running mark it
   // leaves is told from recursion by Running() (see the lookup above).
-  lua_call(L, 1, 1);
+  lua_call(L, 2, 1);
   if (IsPlainTable(L, 3)) {
     lua_pushnil(L);
     while (lua_next(L, 3)) {
@@ -107,7 +137,7 @@ int CheckMemo::Memo(lua_State* L) {
       }
       lua_pop(L, 1);
     }
-    WrapReadOnly(L, 3);
+    self->Wrap(L, 1, 3);
   } else if (!lua_isnil(L, 3) && lua_type(L, 3) != LUA_TSTRING && lua_type(L, 3) != LUA_TNUMBER &&
              lua_type(L, 3) != LUA_TBOOLEAN && lua_type(L, 3) != LUA_TTABLE) {
     RaiseError(L, std::string("ledger.memo: the function returned a ") + luaL_typename(L, 3) +

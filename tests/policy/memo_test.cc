@@ -52,6 +52,16 @@ TEST_CASE("ledger.memo runs its function once per check for every rule that asks
   CHECK(d.reason == "two after 3 run");
 }
 
+TEST_CASE("ledger.memo hands its function the ledger and the call of the check", "[policy][memo]") {
+  auto checker =
+      Checker(R"(
+local function about(ledger, call) return {tool = call.tool, x = ledger.fact("x")} end
+)",
+              "return allow()", "local a = ledger.memo(about); return deny(a.tool .. ' ' .. a.x)");
+  CHECK(checker->Check(CallOf("write_probe"), WithX("one"), {}, kNow).reason == "write_probe one");
+  CHECK(checker->Check(CallOf("write_probe"), WithX("two"), {}, kNow).reason == "write_probe two");
+}
+
 TEST_CASE("ledger.memo keeps nil and false results too", "[policy][memo]") {
   auto checker = Checker(R"(
 local runs = 0

@@ -49,6 +49,8 @@ class LedgerView {
   void Unbind();
   // Inside Protected(): pushes the ledger object for the bound state.
   void Push(lua_State* L);
+  // The `call` object ledger.memo hands its functions (registry reference).
+  void SetMemoCall(int call_ref) { memo_.SetCall(call_ref); }
 
   // Times the observed-value index was built from the whole state (not
   // counting incremental updates); tests check reuse with it.

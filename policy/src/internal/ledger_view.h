@@ -95,6 +95,11 @@ class LedgerView {
   void PushRecord(lua_State* L, Category c, const std::string& prefix);
   // Reads the (category, prefix) of the record table at `idx`; false if it is none.
   bool RecordTag(lua_State* L, int idx, Category& c, std::string& prefix);
+  // A record stored as one structured entry at `key` (whole_record.cc):
+  // pushes its value read-only (tagged for provenance), or nil.
+  int PushWholeRecord(lua_State* L, Category c, const std::string& key);
+  // The structured entry at `key` if it holds `field`, else nullptr.
+  const Entry* WholeRecordHolding(Category c, const std::string& key, std::string_view field) const;
   // True if a live key of `c` starts with `prefix`.
   bool HasLiveUnder(Category c, std::string_view prefix) const;
 

@@ -178,3 +178,23 @@ TEST_CASE("pack lint: the shipped packs are clean, a pack that does not load is 
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::Contains("cannot load rule pack"));
 }
+
+TEST_CASE("pack lint checks pack.json's render section") {
+  const std::string dir = TempDir() + "/render-lint";
+  std::filesystem::create_directories(dir);
+  WriteFile(dir + "/pack.json", R"({"name": "r", "tools": {"writes": ["send"]},
+    "render": {"internal": ["user.*.dob"], "redact": {"msg.*": ["body"]}}})");
+  WriteFile(dir + "/policy.lua",
+            "rule { id = 'r.send', tools = {'send'}, check = function() return allow() end }");
+  CliRun r = RunCli({"pack", "lint", dir, "--json"});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 1);
+  const nlohmann::json j = r.LastJson();
+  REQUIRE(j["findings"].size() == 1);
+  CHECK(j["findings"][0]["check"] == "invalid_render_section");
+  CHECK_THAT(j["findings"][0]["message"].get<std::string>(),
+             Catch::Contains("pointer 'body' must start with '/'"));
+  WriteFile(dir + "/pack.json", R"({"name": "r", "tools": {"writes": ["send"]},
+    "render": {"internal": ["user.*.dob"], "redact": {"msg.*": ["/body"]}}})");
+  CHECK(RunCli({"pack", "lint", dir}).exit_code == 0);
+}

@@ -198,3 +198,43 @@ TEST_CASE("pack lint checks pack.json's render section") {
     "render": {"internal": ["user.*.dob"], "redact": {"msg.*": ["/body"]}}})");
   CHECK(RunCli({"pack", "lint", dir}).exit_code == 0);
 }
+
+TEST_CASE("pack lint reads the keys Lua extractors write") {
+  const std::string dir = TempDir() + "/extractor-lint";
+  std::filesystem::create_directories(dir);
+  WriteFile(dir + "/pack.json", R"({"name": "x", "tools": {
+    "read_only": ["list_dir"], "writes": ["delete_file"]}})");
+  WriteFile(dir + "/extract.lua", R"(
+extractor { id = "x.list", tools = {"list_dir"},
+  extract = function(output, call)
+    local out = {{category = "fact", key = "fs.listed." .. call.args.path, value = true}}
+    for _, name in ipairs(output) do
+      out[#out + 1] = {key = std.key("fs", "entry", name), category = "fact", value = "file"}
+    end
+    return out
+  end }
+)");
+  WriteFile(dir + "/policy.lua", R"(
+rule { id = "x.delete", tools = {"delete_file"}, check = function(call, ledger)
+  if ledger.fact("fs.entry." .. call.args.path) == nil then return deny("unknown") end
+  if ledger.fact("fs.listed." .. call.args.dir) == nil then return deny("unlisted") end
+  if ledger.fact("fs.entyr." .. call.args.path) then return deny("typo") end
+  if ledger.identifier("fs.entry." .. call.args.path) then return deny("wrong category") end
+  return allow()
+end }
+)");
+  CliRun r = RunCli({"pack", "lint", dir, "--json"});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 1);
+  std::set<std::string> found;
+  const nlohmann::json j = r.LastJson();
+  for (const auto& f : j["findings"]) found.insert(f["subject"].get<std::string>());
+  CHECK(found == std::set<std::string>{"fact:fs.entyr.{?}", "identifier:fs.entry.{?}"});
+
+  // An extractor whose key lint cannot read at all may write anything: no key findings.
+  WriteFile(dir + "/extract.lua", R"(
+extractor { id = "x.list", tools = {"list_dir"},
+  extract = function(output, call) return {{category = "fact", key = output.key, value = 1}} end }
+)");
+  CHECK(RunCli({"pack", "lint", dir}).exit_code == 0);
+}

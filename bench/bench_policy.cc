@@ -21,7 +21,10 @@
 //
 // Retail: the rules/retail pack on 2,000 and 100-entry ledgers (policy_retail.h).
 //
-// Usage: bench_policy [--iterations N] [--no-peers]
+// Usage: bench_policy [--iterations N] [--no-peers] [--retail [--pack DIR]]
+// --retail runs the retail section only (for profiling it: the rest of the
+// bench would dominate a whole-run profile); its JSON has the retail keys.
+// --pack DIR times another copy of the retail pack (an A/B of a change).
 // The last stdout line is JSON: {"check_p50_us", "check_p99_us",
 // "check_new_view_p50_us", "records_find_p50_us", "records_find_new_view_p50_us",
 // "records_scan_p50_us", "retail_check_p50_us", "retail_check_p99_us",
@@ -287,16 +290,29 @@ nlohmann::json RunPeers(int iterations, std::string& why) {
 int main(int argc, char** argv) {
   int iterations = 20000;
   bool peers = true;
+  bool retail_only = false;
+  std::string retail_pack;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--iterations" && i + 1 < argc) {
       iterations = std::max(100, std::atoi(argv[++i]));
     } else if (a == "--no-peers") {
       peers = false;
+    } else if (a == "--retail") {
+      retail_only = true;
+    } else if (a == "--pack" && i + 1 < argc) {
+      retail_pack = argv[++i];
     } else {
-      std::cerr << "usage: bench_policy [--iterations N] [--no-peers]\n";
+      std::cerr << "usage: bench_policy [--iterations N] [--no-peers] [--retail [--pack DIR]]\n";
       return 2;
     }
+  }
+  if (retail_only) {
+    nlohmann::json retail = bench_retail::RetailNumbers(iterations, Percentile, retail_pack);
+    if (!retail.is_object()) return 1;
+    retail["iterations"] = iterations;
+    std::cout << retail.dump() << "\n";
+    return 0;
   }
   auto pack = RulePack::FromFiles(
       {{"pack.json", R"({"name": "bench", "tools": {"writes": ["cancel_pending_order"]}})"},

@@ -11,6 +11,7 @@
 #include "taskledger/pack/lint.h"
 #include "taskledger/pack/rule_pack.h"
 #include "taskledger/pack/scaffold.h"
+#include "taskledger/render/visibility.h"
 #include "verbs.h"
 
 namespace taskledger::cli {
@@ -51,6 +52,13 @@ int RunPackLint(const PackLintOptions& o) {
   auto pack = RulePack::Load(o.dir);
   if (!pack) return ReportError("cannot load rule pack " + o.dir, pack.error());
   std::vector<LintFinding> findings = LintPack(**pack);
+  // pack.json "render" is read by the renderer, which the pack library does
+  // not know: checked here.
+  if (auto render = (*pack)->manifest().find("render"); render != (*pack)->manifest().end()) {
+    if (auto v = RenderVisibility::FromJson(*render); !v) {
+      findings.push_back({"invalid_render_section", "render", v.error().message()});
+    }
+  }
   if (o.json) {
     nlohmann::json list = nlohmann::json::array();
     for (const LintFinding& f : findings) {

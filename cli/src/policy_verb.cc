@@ -1,20 +1,19 @@
 // `taskledger policy test DIR` runs a rule pack's tests (tests/*.json, see
 // docs/rule-api.md) and `taskledger policy check` decides one call against a
-// given state. test: exit 0 all pass, 1 some fail, 2 the pack or a case is
-// malformed. check: exit 0 allowed, 1 not allowed, 2 bad input.
+// given state (`policy coverage`: policy_coverage.cc). test: exit 0 all pass, 1 some fail, 2 the
+// pack or a case is malformed. check: exit 0 allowed, 1 not allowed, 2 bad input.
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "cli_common.h"
-#include "taskledger/ledger/memory_store.h"
+#include "policy_cases.h"
+#include "policy_coverage.h"
+#include "taskledger/base/clock.h"
 #include "taskledger/pack/rule_pack.h"
 #include "taskledger/policy/checker.h"
 #include "taskledger/policy/decision.h"
 #include "taskledger/policy/test_state.h"
-#include "taskledger/session/replay.h"
-#include "taskledger/session/session.h"
-#include "taskledger/session/trace.h"
 #include "verbs.h"
 
 namespace taskledger::cli {
@@ -31,22 +30,6 @@ struct PolicyCheckOptions {
   CommonOptions common;
   std::string rules, state, call;
 };
-
-Result<ProposedCall> ParseCall(const nlohmann::json& j) {
-  if (!j.is_object()) return Status::InvalidArgument("\"call\" must be an object");
-  ProposedCall call;
-  auto tool = j.find("tool");
-  if (tool == j.end() || !tool->is_string())
-    return Status::InvalidArgument("call: \"tool\" must be a string");
-  call.tool = tool->get<std::string>();
-  call.id = j.value("id", std::string("call"));
-  auto args = j.find("arguments");
-  if (args != j.end()) {
-    if (!args->is_object()) return Status::InvalidArgument("call: \"arguments\" must be an object");
-    call.arguments = *args;
-  }
-  return call;
-}
 
 nlohmann::json EncodeDecision(const PolicyDecision& d) {
   nlohmann::json rules = nlohmann::json::array();
@@ -65,46 +48,6 @@ nlohmann::json EncodeDecision(const PolicyDecision& d) {
           {"read_only", d.read_only},
           {"pack_version", d.pack_version},
           {"latency_us", d.latency_us}};
-}
-
-// Decides a test case's call after its "events" (through a Session, as replay
-// would) or its "state". The call is appended to the events as the next call,
-// so a "yes" right before it confirms it, as in a trace.
-Result<PolicyDecision> DecideCase(const std::shared_ptr<const RulePack>& pack,
-                                  const nlohmann::json& c, const ProposedCall& call) {
-  if (c.contains("state")) {
-    const int64_t now = SystemClock().NowMs();
-    auto state = LoadTestState(c["state"], now);
-    if (!state) return state.error();
-    auto checker = PolicyChecker::Create(pack);
-    if (!checker) return checker.error();
-    return (*checker)->Check(call, *state, ViewKey{}, now);
-  }
-  auto events_json = c.find("events");
-  if (events_json == c.end())
-    return Status::InvalidArgument("a case needs \"events\" or \"state\"");
-  // Reuse the trace parser so a case's events obey exactly the trace format.
-  nlohmann::json line = {{"conversation", "policy-test"}, {"events", *events_json}};
-  auto trace = ParseTraceLine(line.dump());
-  if (!trace) return trace.error();
-  TraceEvent final_call;
-  final_call.type = TraceEventType::kCall;
-  final_call.id = call.id;
-  final_call.tool = call.tool;
-  final_call.arguments = call.arguments;
-  trace->events.push_back(std::move(final_call));
-  auto store = NewMemoryStore();
-  auto session = Session::Open(*store, ConversationId{"default", "policy-test"}, pack);
-  if (!session) return session.error();
-  auto replay = ReplayConversation(**session, *trace);
-  if (!replay) return replay.error();
-  const ReplayedCall& last = replay->calls.back();
-  PolicyDecision d;
-  d.outcome = last.outcome;
-  d.rule_id = last.rule_id;
-  d.reason = last.reason;
-  d.read_only = last.read_only;
-  return d;
 }
 
 int RunPolicyTest(const PolicyTestOptions& o) {
@@ -128,9 +71,9 @@ int RunPolicyTest(const PolicyTestOptions& o) {
       PolicyDecision decision;
       if (!c.is_object() || !c.contains("call") || !c.contains("expect")) {
         problem = Status::InvalidArgument("a case needs \"call\" and \"expect\"");
-      } else if (auto call = ParseCall(c["call"]); !call) {
+      } else if (auto call = ParsePolicyCall(c["call"]); !call) {
         problem = call.error();
-      } else if (auto d = DecideCase(*pack, c, *call); !d) {
+      } else if (auto d = DecidePolicyCase(*pack, c, *call); !d) {
         problem = d.error();
       } else {
         decision = *d;
@@ -202,7 +145,7 @@ int RunPolicyCheck(const PolicyCheckOptions& o) {
   if (!state_json) return ReportError("cannot read state", state_json.error());
   auto call_json = ReadJsonFile(o.call);
   if (!call_json) return ReportError("cannot read call", call_json.error());
-  auto call = ParseCall(*call_json);
+  auto call = ParsePolicyCall(*call_json);
   if (!call) return ReportError(o.call, call.error());
   const int64_t now = SystemClock().NowMs();
   auto state = LoadTestState(*state_json, now);
@@ -245,6 +188,8 @@ void AddPolicyVerb(CLI::App& app, int& exit_code) {
   c->add_option("--call", check->call, "Call JSON: {\"tool\":...,\"arguments\":{...}}")->required();
   AddCommonOptions(*c, check->common);
   c->callback([check, &exit_code] { exit_code = RunPolicyCheck(*check); });
+
+  AddPolicyCoverage(*verb, exit_code);
 }
 
 }  // namespace taskledger::cli

@@ -1,11 +1,14 @@
 // `taskledger render CONV`: a conversation's state block at a version, as an
-// agent's prompt would carry it, in a chosen format. Exit 0 ok, 2 bad usage,
-// unknown conversation or version, a budget too small, or a store error.
+// agent's prompt would carry it, in a chosen format; with --rules, what the
+// pack's pack.json "render" keeps out of the prompt is left out or redacted.
+// Exit 0 ok, 2 bad usage, unknown conversation or version, a budget too
+// small, an unloadable pack or render section, or a store error.
 #include <iostream>
 #include <optional>
 #include <string>
 
 #include "cli_common.h"
+#include "taskledger/pack/rule_pack.h"
 #include "taskledger/render/state_block.h"
 #include "verbs.h"
 
@@ -19,9 +22,20 @@ struct RenderOptions {
   std::string format = "plain";
   bool provenance = false;
   size_t max_chars = 0;
+  std::string rules;  // pack folder whose pack.json "render" applies
 };
 
 int RunRender(const RenderOptions& o) {
+  std::optional<RenderVisibility> visibility;
+  if (!o.rules.empty()) {
+    auto pack = RulePack::Load(o.rules);
+    if (!pack) return ReportError("cannot load rule pack " + o.rules, pack.error());
+    auto section = (*pack)->manifest().find("render");
+    auto parsed = RenderVisibility::FromJson(section == (*pack)->manifest().end() ? nlohmann::json()
+                                                                                  : *section);
+    if (!parsed) return ReportError(o.rules + "/pack.json", parsed.error());
+    visibility = std::move(*parsed);
+  }
   NoteIfEphemeralStore(o.common);
   auto store = OpenStoreOrReport(o.common);
   if (!store) return kExitUsage;
@@ -47,6 +61,7 @@ int RunRender(const RenderOptions& o) {
                                           : StateBlockFormat::kPlain;
   options.include_provenance = o.provenance;
   options.max_chars = o.max_chars;
+  if (visibility) options.visibility = &*visibility;
   auto block = RenderStateBlock(*state, at, options);
   if (!block) return ReportError("cannot render", block.error());
   if (o.common.json) {
@@ -56,7 +71,9 @@ int RunRender(const RenderOptions& o) {
                {"text", block->text},
                {"chars", block->chars},
                {"approx_tokens", block->approx_tokens},
-               {"omitted", block->total_omitted()}});
+               {"omitted", block->total_omitted()},
+               {"hidden", block->hidden},
+               {"redacted", block->redacted}});
   } else {
     std::cout << block->text << "\n";
   }
@@ -75,6 +92,9 @@ void AddRenderVerb(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   verb->add_flag("--provenance", o->provenance, "Show each entry's turn, source and rule");
   verb->add_option("--max-chars", o->max_chars, "Character budget (0: none)");
+  verb->add_option("--rules", o->rules,
+                   "Rule pack folder: leave out what its pack.json \"render\" marks internal "
+                   "and redact what it marks");
   AddCommonOptions(*verb, o->common);
   verb->callback([o, &exit_code] { exit_code = RunRender(*o); });
 }

@@ -159,6 +159,20 @@ Status ParseUpdateSpec(const json& r, const std::string& where, TemplateScope sc
   return Status::Ok();
 }
 
+// "store": "whole" (default: an object or array is one entry) or "fields"
+// (one entry per scalar below it; see extract_internal::SplitFields).
+Status ParseStore(const json& r, const std::string& where, extract_internal::Mapping& m) {
+  if (!r.contains("store")) return Status::Ok();
+  const json& s = r["store"];
+  if (s == "whole") return Status::Ok();
+  if (s != "fields") return Bad(where, "store must be \"whole\" or \"fields\"");
+  if (m.spec.coerce != extract_internal::Coercion::kNone) {
+    return Bad(where, "coerce converts one value; it cannot be used with \"store\": \"fields\"");
+  }
+  m.store_fields = true;
+  return Status::Ok();
+}
+
 Result<extract_internal::PosixRegex> ParseRegex(const json& r, const char* field,
                                                 const std::string& where) {
   if (!r[field].is_string()) return Bad(where, std::string(field) + " must be a string");
@@ -198,7 +212,7 @@ Status ParseToolRules(const std::string& tool, const json& list, extract_interna
     if (is_path) {
       if (Status s = CheckFields(r, where,
                                  {"id", "path", "category", "key", "value", "coerce", "expire",
-                                  "verified", "required", "description"});
+                                  "verified", "required", "description", "store"});
           !s.ok()) {
         return s;
       }
@@ -210,6 +224,7 @@ Status ParseToolRules(const std::string& tool, const json& list, extract_interna
       if (Status s = ParseUpdateSpec(r, where, TemplateScope::kJsonOutput, m.spec); !s.ok()) {
         return s;
       }
+      if (Status s = ParseStore(r, where, m); !s.ok()) return s;
       m.spec.id = id;
       extract_internal::InternPointers(m, out.pointers);
       out.mappings.push_back(std::move(m));

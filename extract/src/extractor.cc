@@ -192,9 +192,18 @@ void Extractor::RunMappings(const ToolContext& tc, const json& doc, Extraction& 
         // Built in place: an Update is large, and most matches yield one.
         const json* deferred_value = nullptr;
         switch (extract_internal::BuildUpdate(m.spec, ctx, origin, out.updates.emplace_back(),
-                                              problem, &deferred_value)) {
+                                              problem,
+                                              m.store_fields ? nullptr : &deferred_value)) {
           case BuildOutcome::kBuilt:
             if (deferred_value != nullptr) deferred.Add(deferred_value, out.updates.size() - 1);
+            if (m.store_fields) {
+              Update whole = std::move(out.updates.back());
+              out.updates.pop_back();
+              if (!extract_internal::SplitFields(std::move(whole), out.updates, problem)) {
+                failed = true;
+                where = m.path.Describe(captures);
+              }
+            }
             break;
           case BuildOutcome::kSkipped:
             out.updates.pop_back();

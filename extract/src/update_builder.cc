@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "taskledger/base/key_segment.h"
 #include "taskledger/extract/extractor.h"
 
 namespace taskledger::extract_internal {
@@ -84,7 +85,56 @@ std::optional<double> ExpiryUnits(const ExpirySpec& e, const MatchContext& ctx) 
   return d;
 }
 
+// Appends the leaves of `v` below `key` (see SplitFields); false past the cap.
+bool AppendLeaves(json& v, std::string& key, const Update& proto, std::vector<Update>& out,
+                  size_t first) {
+  if (!v.is_structured() || v.empty()) {
+    if (out.size() - first >= kMaxFields) return false;
+    Update& u = out.emplace_back(proto);
+    u.key = key;
+    u.value = std::move(v);
+    return true;
+  }
+  const size_t n = key.size();
+  if (v.is_object()) {
+    for (auto& [name, child] : v.items()) {
+      key += '.';
+      AppendKeySegment(name, key);
+      if (!AppendLeaves(child, key, proto, out, first)) return false;
+      key.resize(n);
+    }
+  } else {
+    for (size_t i = 0; i < v.size(); ++i) {
+      key += '.';
+      key += std::to_string(i);
+      if (!AppendLeaves(v[i], key, proto, out, first)) return false;
+      key.resize(n);
+    }
+  }
+  return true;
+}
+
 }  // namespace
+
+bool SplitFields(Update whole, std::vector<Update>& out, BuildProblem& problem) {
+  if (!whole.value.is_structured() || whole.value.empty()) {
+    out.push_back(std::move(whole));
+    return true;
+  }
+  json value = std::move(whole.value);
+  whole.value = nullptr;
+  std::string key = std::move(whole.key);
+  whole.key.clear();
+  const size_t first = out.size();
+  if (!AppendLeaves(value, key, whole, out, first)) {
+    out.resize(first);
+    problem.code = std::string(extraction_error::kTooManyFields);
+    problem.message = "the value has more than " + std::to_string(kMaxFields) +
+                      " fields; store it whole or map a smaller part of it";
+    return false;
+  }
+  return true;
+}
 
 void CapturesFromMatch(std::string_view text, const RegexMatch& match,
                        std::vector<Capture>& captures) {

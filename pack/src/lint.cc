@@ -203,6 +203,29 @@ struct Template {
   std::vector<std::string> segs;
 };
 
+// Whether read segments r[i..] match template segments t[j..]. A read segment
+// that is exactly "{?}" (a variable lint cannot follow, such as a key prefix
+// built earlier: `local order = std.key("order", id)`) stands for one or more
+// segments; any other wild segment for exactly one. With `prefix`, the read
+// only has to match the start of the template, its last segment a prefix of
+// the template's segment.
+bool SegmentsMatch(const std::vector<std::string>& r, size_t i, const std::vector<std::string>& t,
+                   size_t j, bool prefix) {
+  if (i == r.size()) return prefix || j == t.size();
+  if (j == t.size()) return false;
+  const std::string& a = r[i];
+  const std::string& b = t[j];
+  if (a == "{?}") {
+    for (size_t k = j + 1; k <= t.size(); ++k) {
+      if (SegmentsMatch(r, i + 1, t, k, prefix)) return true;
+    }
+    return false;
+  }
+  const bool last_prefix = prefix && i + 1 == r.size();
+  if (!(Wild(a) || Wild(b) || a == b || (last_prefix && b.rfind(a, 0) == 0))) return false;
+  return SegmentsMatch(r, i + 1, t, j + 1, prefix);
+}
+
 // A read: `pattern` of `category` (empty: any), matching whole keys or (prefix)
 // the start of keys.
 bool Produced(const std::vector<Template>& templates, const std::string& category,
@@ -210,16 +233,8 @@ bool Produced(const std::vector<Template>& templates, const std::string& categor
   std::vector<std::string> r = Segments(pattern);
   if (prefix && !r.empty() && r.back().empty()) r.pop_back();
   for (const Template& tp : templates) {
-    if (!category.empty() && tp.category != category) continue;
-    if (prefix ? tp.segs.size() < r.size() : tp.segs.size() != r.size()) continue;
-    bool match = true;
-    for (size_t i = 0; i < r.size() && match; ++i) {
-      const std::string& a = r[i];
-      const std::string& b = tp.segs[i];
-      const bool last_prefix = prefix && i + 1 == r.size();
-      match = Wild(a) || Wild(b) || a == b || (last_prefix && b.rfind(a, 0) == 0);
-    }
-    if (match) return true;
+    if (!category.empty() && !tp.category.empty() && tp.category != category) continue;
+    if (SegmentsMatch(r, 0, tp.segs, 0, prefix)) return true;
   }
   return false;
 }
@@ -244,9 +259,67 @@ std::vector<Template> ExtractTemplates(const RulePack& pack) {
   return out;
 }
 
+// Adds the keys the pack's Lua extractors write: every `key = <expr>` field
+// of a table constructor in a file declaring an extractor, with the
+// `category = "<literal>"` of the same constructor (any category if it is not
+// a literal). False when a key holds no literal text at all: that extractor
+// may write any key, so no read can be called unfed.
+bool ExtractorTemplates(const RulePack& pack, std::vector<Template>& out) {
+  std::set<std::string> files;
+  for (const ExtractorInfo& e : pack.extractors()) files.insert(e.file);
+  std::vector<const PackFile*> sources = pack.lua_files();
+  sources.insert(sources.end(), pack.lib_files().begin(), pack.lib_files().end());
+  for (const PackFile* f : sources) {
+    if (files.count(f->path) == 0) continue;
+    const std::vector<Token> t = Tokenize(f->contents);
+    for (size_t i = 0; i + 2 < t.size(); ++i) {
+      if (t[i].kind != Token::kName || t[i].text != "key" || t[i + 1].text != "=" ||
+          t[i + 2].text == "=") {
+        continue;
+      }
+      // The enclosing constructor: back to its '{', forward to its '}'.
+      size_t open = i;
+      for (int depth = 0; open > 0; --open) {
+        const std::string& p = t[open - 1].text;
+        if (t[open - 1].kind != Token::kPunct) continue;
+        if (p == "}" || p == ")" || p == "]") ++depth;
+        if ((p == "{" || p == "(" || p == "[") && depth-- == 0) break;
+      }
+      if (open == 0 || t[open - 1].text != "{") continue;  // `key = x` outside a table
+      std::string category;
+      for (size_t j = open, depth = 0; j < t.size(); ++j) {
+        const std::string& p = t[j].text;
+        if (t[j].kind == Token::kPunct && (p == "{" || p == "(" || p == "[")) ++depth;
+        if (t[j].kind == Token::kPunct && (p == "}" || p == ")" || p == "]")) {
+          if (depth == 0) break;
+          --depth;
+        }
+        if (depth == 0 && t[j].text == "category" && j + 2 < t.size() && t[j + 1].text == "=" &&
+            t[j + 2].kind == Token::kString) {
+          category = t[j + 2].text;
+        }
+      }
+      // The value ends at the next ',' / ';' or the constructor's '}'.
+      size_t end = i + 3;
+      for (int depth = 0; end < t.size(); ++end) {
+        const std::string& p = t[end].text;
+        if (t[end].kind != Token::kPunct) continue;
+        if (p == "{" || p == "(" || p == "[") ++depth;
+        if ((p == "}" || p == ")" || p == "]") && depth-- == 0) break;
+        if (depth == 0 && (p == "," || p == ";")) break;
+      }
+      std::optional<std::string> pattern = ArgPattern(t, {i + 2, end});
+      if (!pattern) return false;
+      out.push_back({category, Segments(*pattern)});
+    }
+  }
+  return true;
+}
+
 void LintKeys(const RulePack& pack, std::vector<LintFinding>& out) {
-  if (!pack.extractors().empty()) return;  // their keys are unknown until they run
-  const std::vector<Template> templates = ExtractTemplates(pack);
+  std::vector<Template> templates = ExtractTemplates(pack);
+  // Keys an extractor builds from nothing lint can read: any read may be fed.
+  if (!ExtractorTemplates(pack, templates)) return;
   std::vector<const PackFile*> files = pack.lua_files();
   files.insert(files.end(), pack.lib_files().begin(), pack.lib_files().end());
   std::set<std::string> reported;
@@ -292,7 +365,8 @@ void LintKeys(const RulePack& pack, std::vector<LintFinding>& out) {
       out.push_back({"key_never_extracted", subject,
                      f->path + ": ledger." + method + " reads " +
                          (category.empty() ? "" : category + " ") + "'" + *pattern + "'" +
-                         (prefix ? " (prefix)" : "") + ", which no extract.json rule writes"});
+                         (prefix ? " (prefix)" : "") +
+                         ", which no extract.json rule or Lua extractor writes"});
     }
   }
 }

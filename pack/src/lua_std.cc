@@ -6,6 +6,7 @@
 // the decision's clock) come in through a private `hooks` table.
 #include "taskledger/pack/lua/lua_std.h"
 
+#include <cstring>
 #include <string>
 
 #include "taskledger/base/key_segment.h"
@@ -324,29 +325,42 @@ int Unescape(lua_State* L) {
 // concatenation with tostring would).
 int Key(lua_State* L) {
   const int n = lua_gettop(L);
-  for (int i = 1; i <= n; ++i) {  // every argument as its text, in place
-    if (lua_type(L, i) != LUA_TSTRING) {
-      luaL_tolstring(L, i, nullptr);
-      lua_replace(L, i);
+  // Built in a stack buffer and pushed once: rules call this on every check,
+  // so it allocates nothing for keys up to kInline bytes.
+  constexpr size_t kInline = 256;
+  char inline_buf[kInline];
+  std::string spill;
+  size_t used = 0;
+  luaL_checkstack(L, n, "std.key: too many arguments");  // luaL_tolstring pushes
+  auto put = [&](const char* p, size_t len) {
+    if (spill.empty() && used + len <= kInline) {
+      std::memcpy(inline_buf + used, p, len);
+      used += len;
+      return;
     }
-  }
-  luaL_Buffer b;
-  luaL_buffinit(L, &b);
+    if (spill.empty()) spill.assign(inline_buf, used);
+    spill.append(p, len);
+  };
   for (int i = 1; i <= n; ++i) {
     size_t len = 0;
-    const char* s = lua_tolstring(L, i, &len);
-    if (i > 1) luaL_addchar(&b, '.');
+    const char* s = lua_type(L, i) == LUA_TSTRING ? lua_tolstring(L, i, &len)
+                                                  : luaL_tolstring(L, i, &len);  // pushed, kept
+    if (i > 1) put(".", 1);
     size_t from = 0;
     for (size_t k = 0; k < len; ++k) {
       if (!KeySegmentNeedsEscape(s[k])) continue;
-      luaL_addlstring(&b, s + from, k - from);
+      put(s + from, k - from);
       const std::string esc = EscapeKeySegment(std::string_view(s + k, 1));
-      luaL_addlstring(&b, esc.data(), esc.size());
+      put(esc.data(), esc.size());
       from = k + 1;
     }
-    luaL_addlstring(&b, s + from, len - from);
+    put(s + from, len - from);
   }
-  luaL_pushresult(&b);
+  if (spill.empty()) {
+    lua_pushlstring(L, inline_buf, used);
+  } else {
+    lua_pushlstring(L, spill.data(), spill.size());
+  }
   return 1;
 }
 

@@ -101,7 +101,11 @@ void LedgerView::Install(lua_State* L) {
   lua_pushvalue(L, -1);
   data_ref_ = luaL_ref(L, LUA_REGISTRYINDEX);
   WrapReadOnly(L, -1);
+  lua_pushvalue(L, -1);
   ledger_ref_ = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, data_ref_);
+  memo_.Install(L, ledger_ref_);
+  lua_pop(L, 2);
 }
 
 void LedgerView::Bind(const LedgerState& state, const ProposedCall& call, const ViewKey& key,
@@ -109,6 +113,7 @@ void LedgerView::Bind(const LedgerState& state, const ProposedCall& call, const 
   state_ = &state;
   call_ = &call;
   now_ms_ = now_ms;
+  memo_.Reset();
   bool same = !key.conversation.empty() && key == key_;
   // The observed index follows a new view by diffing (equal keys mean equal
   // states: then it is reused as is); only time forces a rebuild.

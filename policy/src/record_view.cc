@@ -158,8 +158,8 @@ int LedgerView::Record(lua_State* L) {
   AppendKeySegment(std::string_view(id, n), prefix);
   prefix += '.';
   if (!v.HasLiveUnder(c, prefix)) {
-    lua_pushnil(L);
-    return 1;
+    prefix.pop_back();
+    return v.PushWholeRecord(L, c, prefix);
   }
   prefix.pop_back();
   v.PushRecord(L, c, prefix);
@@ -255,9 +255,11 @@ int LedgerView::Provenance(lua_State* L) {
   if (!v.RecordTag(L, 1, c, key)) {
     RaiseError(L, "ledger.provenance: the first argument must be a table ledger.record returned");
   }
+  const size_t record_key = key.size();
   key += '.';
   AppendKeySegment(field, key);
   const Entry* e = v.Find(c, key);
+  if (e == nullptr) e = v.WholeRecordHolding(c, key.substr(0, record_key), field);
   if (e == nullptr) {
     lua_pushnil(L);
   } else {

@@ -14,6 +14,7 @@ Result<std::unique_ptr<RuleRuntime>> LoadRuleRuntime(const RulePack& pack,
       [raw](lua_State* L) {
         raw->view.Install(L);
         raw->call_view.Install(L);
+        raw->view.SetMemoCall(raw->call_view.ref());
         raw->log.Install(L);
       },
       pack.lib_files());

@@ -3,6 +3,7 @@
 #include "taskledger/render/state_block.h"
 
 #include <algorithm>
+#include <deque>
 #include <exception>
 #include <tuple>
 #include <vector>
@@ -49,9 +50,27 @@ std::string Assemble(const StateBlockOptions& options, uint64_t version,
 Result<StateBlock> Render(const LedgerState& state, int64_t now_ms,
                           const StateBlockOptions& options) {
   std::vector<RenderItem> items;  // category order, then key order
+  std::deque<Entry> redacted;     // copies with marked fields replaced (stable addresses)
+  size_t hidden = 0;
+  const RenderVisibility* vis =
+      options.visibility != nullptr && !options.visibility->empty() ? options.visibility : nullptr;
   for (int c = 0; c < kCategoryCount; ++c) {
-    for (const auto& [key, entry] : state.entries[c]) {
-      if (!entry.LiveAt(state.version, now_ms)) continue;
+    for (const auto& [key, live] : state.entries[c]) {
+      if (!live.LiveAt(state.version, now_ms)) continue;
+      if (vis != nullptr && vis->Hides(key)) {
+        ++hidden;
+        continue;
+      }
+      const Entry* shown = &live;
+      if (vis != nullptr && vis->Redacts(key)) {
+        nlohmann::json value = live.value;
+        if (vis->Redact(key, value) && value != live.value) {
+          Entry& copy = redacted.emplace_back(live);
+          copy.value = std::move(value);
+          shown = &copy;
+        }
+      }
+      const Entry& entry = *shown;
       std::string text =
           render_internal::EntryText(options.format, key, entry, options.include_provenance);
       const size_t chars = render_internal::CountChars(text);
@@ -92,6 +111,8 @@ Result<StateBlock> Render(const LedgerState& state, int64_t now_ms,
   block.text = std::move(text);
   block.chars = chars;
   block.approx_tokens = ApproxTokens(chars);
+  block.hidden = hidden;
+  block.redacted = redacted.size();
   for (size_t i = 0; i < items.size(); ++i) {
     if (dropped[i]) ++block.omitted[items[i].category];
   }

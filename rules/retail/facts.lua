@@ -10,7 +10,7 @@
 -- and ledger.
 
 local shared = require("shared")
-local conversation_user, string_list = shared.conversation_user, shared.string_list
+local facts, string_list = shared.facts, shared.string_list
 
 -- The arguments each retail write needs before anything can be checked.
 local required_arguments = {
@@ -36,11 +36,14 @@ local function missing_order_facts(call, ledger)
   if call.args.order_id == nil then
     return nil
   end
-  local order_id = tostring(call.args.order_id)
-  local order = std.key("order", order_id)
-  if not known(ledger, order .. ".status") or not known(ledger, order .. ".user_id") then
+  local f = facts(ledger)
+  local order_id = f.order
+  if not f.status_known or not f.owner_known then
     return "look up order " .. order_id .. " with get_order_details (its status, owner, " ..
            "items and payment) before changing it"
+  end
+  if call.args.item_ids == nil then
+    return nil
   end
   local new = string_list(call.args.new_item_ids) or none
   for i, item in ipairs(string_list(call.args.item_ids) or none) do
@@ -68,24 +71,25 @@ rule {
   description = "Before a write, look up with the tools every fact the policy checks for it: "
              .. "the order, the products of new items, the user's payment methods.",
   check = function(call, ledger)
-    for _, name in ipairs(required_arguments[call.tool] or none) do
-      if call.args[name] == nil then
-        return deny(call.tool .. " needs the argument " .. name)
+    local args, required = call.args, required_arguments[call.tool] or none
+    for i = 1, #required do
+      if args[required[i]] == nil then
+        return deny(call.tool .. " needs the argument " .. required[i])
       end
     end
-    for _, name in ipairs(list_arguments) do
-      local list = call.args[name]
+    for i = 1, #list_arguments do
+      local list = args[list_arguments[i]]
       if list ~= nil and #(string_list(list) or {}) == 0 then
-        return deny(name .. " must be a non-empty list of item ids")
+        return deny(list_arguments[i] .. " must be a non-empty list of item ids")
       end
     end
     local missing = missing_order_facts(call, ledger)
     if missing ~= nil then
       return deny(missing)
     end
-    local method = call.args.payment_method_id
-    local user = method ~= nil and conversation_user(ledger) or nil
-    if user ~= nil and not known(ledger, std.key("user", user, "payment", method, "source")) then
+    local f = facts(ledger)
+    local user = call.args.payment_method_id ~= nil and f.user or nil
+    if user ~= nil and not f.source_known then
       return deny("look up the payment methods of " .. user .. " with get_user_details and " ..
                   "use one of them")
     end

@@ -14,7 +14,8 @@
 -- breaks a rule on the facts it has is denied for what it breaks.
 -- Rules are pure functions of the call and the ledger snapshot; no state.
 
-local users_of = require("shared").users
+local shared = require("shared")
+local facts, users_of = shared.facts, shared.users
 
 rule {
   id = "retail.auth_before_action",
@@ -23,7 +24,7 @@ rule {
   description = "Authenticate the user (find_user_id_by_email or find_user_id_by_name_zip) "
              .. "before any action, even when the user already gave a user id.",
   check = function(call, ledger)
-    if #users_of(ledger) == 0 then
+    if facts(ledger).users == 0 then
       return deny("the user is not authenticated yet: before " .. call.tool ..
                   ", ask for their email and look it up with find_user_id_by_email " ..
                   "(or their first name, last name and zip code with find_user_id_by_name_zip)")
@@ -39,31 +40,27 @@ rule {
   description = "Help only the authenticated user of this conversation: no action on another "
              .. "user's profile or orders.",
   check = function(call, ledger)
-    local users = users_of(ledger)
-    if #users == 0 then
+    local f = facts(ledger)
+    if f.users == 0 then
       return deny("no user is authenticated in this conversation; authenticate the user first")
     end
-    if #users > 1 then
+    if f.users > 1 then
       return deny("this conversation has authenticated more than one user (" ..
-                  table.concat(users, ", ") .. ") but can serve only one: no change can " ..
-                  "be made in it any more; tell the user so and do not act for another user")
+                  table.concat(users_of(ledger), ", ") .. ") but can serve only one: no " ..
+                  "change can be made in it any more; tell the user so and do not act for " ..
+                  "another user")
     end
-    local owner = users[1]
+    local owner = f.user or users_of(ledger)[1]  -- nil only beside an unverified key
     local user_id = call.args.user_id
     if user_id ~= nil and user_id ~= owner then
       return deny("this conversation serves user " .. owner .. "; " .. tostring(user_id) ..
                   " is another user, and requests about other users must be declined")
     end
-    local order_id = call.args.order_id
-    if order_id ~= nil then
-      -- An order nobody looked up yet is left to retail.facts_from_tools.
-      local key = std.key("order", order_id, "user_id")
-      local order_user = ledger.fact(key)
-      if order_user ~= nil and ledger.verified("fact", key) and order_user ~= owner then
-        return deny("order " .. tostring(order_id) .. " belongs to another user, not to " ..
-                    owner .. " (the user of this conversation); decline to act on it and " ..
-                    "help " .. owner .. " only with their own orders")
-      end
+    -- An order nobody looked up yet is left to retail.facts_from_tools.
+    if f.owner_known and f.owner ~= owner then
+      return deny("order " .. f.order .. " belongs to another user, not to " .. owner ..
+                  " (the user of this conversation); decline to act on it and help " ..
+                  owner .. " only with their own orders")
     end
     return allow()
   end,

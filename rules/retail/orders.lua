@@ -8,9 +8,7 @@
 -- left to retail.facts_from_tools (see identity.lua). Pure functions of call
 -- and ledger.
 
-local function status_of(ledger, order_id)
-  return ledger.fact(std.key("order", order_id, "status"))
-end
+local facts = require("shared").facts
 
 -- What can be done instead with an order in `status`, for the deny reason.
 local alternatives = {
@@ -24,7 +22,7 @@ local function items_modified(ledger, order_id)
   if order_id == nil or ledger.calls("modify_pending_order_items", "order_id", order_id) > 0 then
     return order_id ~= nil
   end
-  local status = status_of(ledger, order_id)
+  local status = facts(ledger).status
   return status ~= "pending" and string.find(tostring(status), "pending (", 1, true) == 1
 end
 
@@ -37,7 +35,7 @@ local function status_rule(id, tools, wanted, participle, description)
     description = description,
     check = function(call, ledger)
       local order_id = call.args.order_id
-      local status = status_of(ledger, order_id)
+      local status = facts(ledger).status
       -- A status nobody looked up yet is left to retail.facts_from_tools.
       if status ~= nil and status ~= wanted then
         return deny("order " .. tostring(order_id) .. " is '" .. tostring(status) ..

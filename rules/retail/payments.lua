@@ -10,18 +10,13 @@
 -- (see identity.lua). Pure functions of call and ledger.
 
 local shared = require("shared")
-local conversation_user, string_list = shared.conversation_user, shared.string_list
+local facts, string_list = shared.facts, shared.string_list
 
 -- The payment methods get_user_details listed for `user` (a record: method id →
 -- {source [, balance]}), or nil if the profile was not looked up.
 local function methods_of(ledger, user)
   local profile = user ~= nil and ledger.record("user", user) or nil
   return profile and profile.payment
-end
-
--- The source of `method` as a payment method of `user` (nil if not one).
-local function source_of(ledger, user, method)
-  return user ~= nil and ledger.fact(std.key("user", user, "payment", method, "source")) or nil
 end
 
 -- The user a tool output showed owning `method` (a profile listing it, or an
@@ -45,8 +40,9 @@ rule {
   description = "Pay or refund only with a payment method of the authenticated user.",
   check = function(call, ledger)
     -- No user: retail.auth_before_action or retail.single_user denies.
-    local user, method = conversation_user(ledger), tostring(call.args.payment_method_id)
-    if user == nil or source_of(ledger, user, method) ~= nil then
+    local f = facts(ledger)
+    local user, method = f.user, f.method
+    if user == nil or f.source ~= nil then
       return allow()
     end
     local owner, methods = owner_of(ledger, method, user), methods_of(ledger, user)
@@ -65,10 +61,10 @@ rule {
   priority = 40,
   description = "The new payment method of an order must differ from its original one.",
   check = function(call, ledger)
-    local order_id = tostring(call.args.order_id)
-    local original = ledger.fact(std.key("order", order_id, "original_payment_method"))
+    local f = facts(ledger)
+    local original = f.original
     if original ~= nil and original == call.args.payment_method_id then
-      return deny("order " .. order_id .. " is already paid with " .. tostring(original) ..
+      return deny("order " .. f.order .. " is already paid with " .. tostring(original) ..
                   ": the new payment method must be a different one; ask the user which " ..
                   "other payment method to use")
     end
@@ -107,12 +103,13 @@ rule {
   description = "A gift card must have enough balance for what it pays: the order total, or "
              .. "the price difference of the new items.",
   check = function(call, ledger)
-    local user, method = conversation_user(ledger), tostring(call.args.payment_method_id)
-    if source_of(ledger, user, method) ~= "gift_card" then
+    local f = facts(ledger)
+    local method = f.method
+    if f.source ~= "gift_card" then
       return allow()
     end
     local due = amount_due(call, ledger)
-    local balance = ledger.fact(std.key("user", user, "payment", method, "balance"))
+    local balance = f.balance
     if type(due) == "number" and type(balance) == "number" and balance + 1e-9 < due then
       return deny(string.format("gift card %s has a balance of %.2f, less than the %.2f it " ..
                                 "would have to pay: ask the user for another payment method",
@@ -129,9 +126,8 @@ rule {
   description = "A refund goes to the original payment method of the order or to an existing "
              .. "gift card of the user.",
   check = function(call, ledger)
-    local order_id, method = tostring(call.args.order_id), tostring(call.args.payment_method_id)
-    local original = ledger.fact(std.key("order", order_id, "original_payment_method"))
-    local source = source_of(ledger, conversation_user(ledger), method)
+    local f = facts(ledger)
+    local order_id, method, original, source = f.order, f.method, f.original, f.source
     if original == nil or original == method or source == nil or source == "gift_card" then
       return allow()
     end

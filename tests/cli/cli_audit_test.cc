@@ -109,6 +109,23 @@ TEST_CASE("audit reads back a replay from Redis in another process", "[redis]") 
   CHECK(render.exit_code == 0);
   CHECK_THAT(render.out, Catch::Contains("order.#W1.status"));
 
+  // A pack's pack.json "render" keeps marked entries out of the block.
+  const std::string pack = TempDir() + "/render-pack";
+  std::filesystem::create_directories(pack);
+  WriteFile(pack + "/pack.json", R"({"name": "shop", "tools": {"writes": ["cancel_order"]},
+    "render": {"internal": ["order.*.status"]}})");
+  WriteFile(pack + "/policy.lua", "");
+  CliRun hidden = with({"render", conv, "--json", "--version", "1", "--rules", pack});
+  INFO(hidden.out << hidden.err);
+  CHECK(hidden.exit_code == 0);
+  CHECK(hidden.LastJson()["hidden"] == 1);
+  CHECK(hidden.LastJson()["text"].get<std::string>().find("order.#W1.status") == std::string::npos);
+  WriteFile(pack + "/pack.json", R"({"name": "shop", "tools": {"writes": ["cancel_order"]},
+    "render": {"internal": "order.*.status"}})");
+  CliRun bad = with({"render", conv, "--version", "1", "--rules", pack});
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("internal must be an array"));
+
   CliRun metrics = with({"metrics"});
   INFO(metrics.out << metrics.err);
   CHECK(metrics.exit_code == 0);

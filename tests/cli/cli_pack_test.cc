@@ -45,6 +45,10 @@ rule { id = "flawed.cancel", tools = {"cancel_order"},
     if ledger.fact("order." .. call.args.id .. ".status") ~= "pending" then return deny("no") end
     if ledger.fact(std.key("order", call.args.id, "owner")) == nil then return deny("who") end
     if ledger.condition("confirmed") ~= true then return deny("confirm") end
+    local order = std.key("order", call.args.id)
+    if ledger.fact(order .. ".status") == nil or ledger.fact(order .. ".stauts") then
+      return deny("a key prefix kept in a variable")
+    end
     return allow()
   end }
 rule { id = "flawed.ghost", tools = {"delete_order"}, check = function() return allow() end }
@@ -148,12 +152,17 @@ TEST_CASE("pack lint reports each gap and exits 1") {
   // Reads that extract.json does produce, and text in comments, are not findings.
   CHECK(found.count("key_never_extracted fact:order.{?}.status") == 0);
   CHECK(found.count("key_never_extracted fact:in.a.comment") == 0);
-  CHECK(j["findings"].size() == 6);
+  // A variable lint cannot follow stands for any number of segments: the
+  // prefix kept in `order` reads order.{id}.status, which is produced, and a
+  // misspelt field after it is still found.
+  CHECK(found.count("key_never_extracted fact:{?}.status") == 0);
+  CHECK(found.count("key_never_extracted fact:{?}.stauts") == 1);
+  CHECK(j["findings"].size() == 7);
 
   CliRun text = RunCli({"pack", "lint", dir});
   CHECK(text.exit_code == 1);
   CHECK_THAT(text.out, Catch::Contains("write tool 'refund_order' (pack.json) has no rule"));
-  CHECK_THAT(text.out, Catch::Contains("flawed: 6 findings"));
+  CHECK_THAT(text.out, Catch::Contains("flawed: 7 findings"));
 }
 
 TEST_CASE("pack lint: the shipped packs are clean, a pack that does not load is exit 2") {
@@ -168,4 +177,64 @@ TEST_CASE("pack lint: the shipped packs are clean, a pack that does not load is 
   CliRun r = RunCli({"pack", "lint", dir});
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::Contains("cannot load rule pack"));
+}
+
+TEST_CASE("pack lint checks pack.json's render section") {
+  const std::string dir = TempDir() + "/render-lint";
+  std::filesystem::create_directories(dir);
+  WriteFile(dir + "/pack.json", R"({"name": "r", "tools": {"writes": ["send"]},
+    "render": {"internal": ["user.*.dob"], "redact": {"msg.*": ["body"]}}})");
+  WriteFile(dir + "/policy.lua",
+            "rule { id = 'r.send', tools = {'send'}, check = function() return allow() end }");
+  CliRun r = RunCli({"pack", "lint", dir, "--json"});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 1);
+  const nlohmann::json j = r.LastJson();
+  REQUIRE(j["findings"].size() == 1);
+  CHECK(j["findings"][0]["check"] == "invalid_render_section");
+  CHECK_THAT(j["findings"][0]["message"].get<std::string>(),
+             Catch::Contains("pointer 'body' must start with '/'"));
+  WriteFile(dir + "/pack.json", R"({"name": "r", "tools": {"writes": ["send"]},
+    "render": {"internal": ["user.*.dob"], "redact": {"msg.*": ["/body"]}}})");
+  CHECK(RunCli({"pack", "lint", dir}).exit_code == 0);
+}
+
+TEST_CASE("pack lint reads the keys Lua extractors write") {
+  const std::string dir = TempDir() + "/extractor-lint";
+  std::filesystem::create_directories(dir);
+  WriteFile(dir + "/pack.json", R"({"name": "x", "tools": {
+    "read_only": ["list_dir"], "writes": ["delete_file"]}})");
+  WriteFile(dir + "/extract.lua", R"(
+extractor { id = "x.list", tools = {"list_dir"},
+  extract = function(output, call)
+    local out = {{category = "fact", key = "fs.listed." .. call.args.path, value = true}}
+    for _, name in ipairs(output) do
+      out[#out + 1] = {key = std.key("fs", "entry", name), category = "fact", value = "file"}
+    end
+    return out
+  end }
+)");
+  WriteFile(dir + "/policy.lua", R"(
+rule { id = "x.delete", tools = {"delete_file"}, check = function(call, ledger)
+  if ledger.fact("fs.entry." .. call.args.path) == nil then return deny("unknown") end
+  if ledger.fact("fs.listed." .. call.args.dir) == nil then return deny("unlisted") end
+  if ledger.fact("fs.entyr." .. call.args.path) then return deny("typo") end
+  if ledger.identifier("fs.entry." .. call.args.path) then return deny("wrong category") end
+  return allow()
+end }
+)");
+  CliRun r = RunCli({"pack", "lint", dir, "--json"});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 1);
+  std::set<std::string> found;
+  const nlohmann::json j = r.LastJson();
+  for (const auto& f : j["findings"]) found.insert(f["subject"].get<std::string>());
+  CHECK(found == std::set<std::string>{"fact:fs.entyr.{?}", "identifier:fs.entry.{?}"});
+
+  // An extractor whose key lint cannot read at all may write anything: no key findings.
+  WriteFile(dir + "/extract.lua", R"(
+extractor { id = "x.list", tools = {"list_dir"},
+  extract = function(output, call) return {{category = "fact", key = output.key, value = 1}} end }
+)");
+  CHECK(RunCli({"pack", "lint", dir}).exit_code == 0);
 }

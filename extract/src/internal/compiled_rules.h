@@ -60,6 +60,9 @@ struct Mapping {
   // none), resolved once per output as node `fixed_prefix` of the tool's table.
   size_t fixed_segments = 0;
   PointerTable::Id fixed_prefix = PointerTable::kRoot;
+  // "store": "fields": an object or array value becomes one entry per scalar
+  // below it (SplitFields) instead of one structured entry.
+  bool store_fields = false;
 };
 
 struct TextRule {

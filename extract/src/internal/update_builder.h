@@ -49,6 +49,16 @@ BuildOutcome BuildUpdate(const UpdateSpec& spec, const MatchContext& ctx,
                          const UpdateOrigin& origin, Update& out, BuildProblem& problem,
                          const nlohmann::json** deferred = nullptr);
 
+// "store": "fields": the updates `whole` stands for, appended to `out`. A
+// non-empty object or array becomes one update per scalar (and per empty
+// object or array) below it, keyed `<whole.key>.<member>` (the member name
+// escaped as a key segment) or `<whole.key>.<index>` (0-based, as JSON
+// pointers count), nested as deep as the value; each carries whole's
+// provenance and expiry. Anything else is `whole` itself. False, with
+// `problem` set and nothing appended, beyond kMaxFields updates.
+inline constexpr size_t kMaxFields = 1000;
+bool SplitFields(Update whole, std::vector<Update>& out, BuildProblem& problem);
+
 // Fills `captures` from a regex match of `text`: [0] the whole match, [i]
 // group i (absent if it did not participate).
 void CapturesFromMatch(std::string_view text, const RegexMatch& match,

@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "internal/check_memo.h"
 #include "internal/value_index.h"
 #include "lua.hpp"
 #include "taskledger/base/tool_call.h"
@@ -51,6 +52,8 @@ class LedgerView {
   void Unbind();
   // Inside Protected(): pushes the ledger object for the bound state.
   void Push(lua_State* L);
+  // The `call` object ledger.memo hands its functions (registry reference).
+  void SetMemoCall(int call_ref) { memo_.SetCall(call_ref); }
 
   // Times the observed-value index was built from the whole state (not
   // counting incremental updates); tests check reuse with it.
@@ -110,6 +113,11 @@ class LedgerView {
   void PushRecord(lua_State* L, Category c, const std::string& prefix);
   // Reads the (category, prefix) of the record table at `idx`; false if it is none.
   bool RecordTag(lua_State* L, int idx, Category& c, std::string& prefix);
+  // A record stored as one structured entry at `key` (whole_record.cc):
+  // pushes its value read-only (tagged for provenance), or nil.
+  int PushWholeRecord(lua_State* L, Category c, const std::string& key);
+  // The structured entry at `key` if it holds `field`, else nullptr.
+  const Entry* WholeRecordHolding(Category c, const std::string& key, std::string_view field) const;
   // True if a live key of `c` starts with `prefix`.
   bool HasLiveUnder(Category c, std::string_view prefix) const;
 
@@ -149,6 +157,7 @@ class LedgerView {
   size_t rule_dropped_now_ = 0;
   std::vector<size_t> rule_ends_;     // per closed rule: the end of its reads
   std::vector<size_t> rule_dropped_;  // per closed rule: reads beyond kMaxReads
+  CheckMemo memo_;  // ledger.memo: values kept for one check
 };
 
 }  // namespace taskledger::policy_internal

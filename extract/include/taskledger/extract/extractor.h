@@ -51,6 +51,7 @@ inline constexpr std::string_view kUnresolved = "unresolved";  // required place
 inline constexpr std::string_view kMissing = "missing";        // required rule matched nothing
 inline constexpr std::string_view kCoercionFailed = "coercion_failed";
 inline constexpr std::string_view kInvalidExpiry = "invalid_expiry";
+inline constexpr std::string_view kTooManyFields = "too_many_fields";     // "store": "fields"
 inline constexpr std::string_view kExtractorFailed = "extractor_failed";  // Lua error or budget
 inline constexpr std::string_view kInvalidUpdate = "invalid_update";      // bad update from Lua
 inline constexpr std::string_view kInvalidAction = "invalid_action";      // bad pending action

@@ -19,6 +19,7 @@
 
 #include "taskledger/base/status.h"
 #include "taskledger/ledger/state.h"
+#include "taskledger/render/visibility.h"
 
 namespace taskledger {
 
@@ -40,6 +41,11 @@ struct StateBlockOptions {
   // category the oldest turn first, claims before verified evidence, then by
   // key. Each section that lost entries says so: "(12 older facts omitted)".
   size_t max_chars = 0;
+  // What the pack keeps out of the prompt (pack.json "render"): entries it
+  // marks internal are left out without a trace in the block (they are not
+  // "omitted"), and marked fields of values read "[redacted]". Not owned;
+  // must outlive the call. Null: everything live renders.
+  const RenderVisibility* visibility = nullptr;
 };
 
 struct StateBlock {
@@ -49,6 +55,8 @@ struct StateBlock {
   // GPT- and Claude-family tokenizers. An estimate, not a tokenizer count.
   size_t approx_tokens = 0;
   std::array<size_t, kCategoryCount> omitted{};  // per category, by budget
+  size_t hidden = 0;    // live entries left out as internal (never in `text`)
+  size_t redacted = 0;  // entries rendered with redacted fields
   size_t total_omitted() const { return omitted[0] + omitted[1] + omitted[2] + omitted[3]; }
 };
 

@@ -1,0 +1,138 @@
+// ledger.memo(fn): a value derived from the ledger, computed once per check
+// however many rules ask for it, recomputed for the next check, handed out
+// read-only, and failing closed on misuse (not a function, recursion, nested
+// tables, an error the rule caught).
+#include <catch2/catch.hpp>
+
+#include "policy_test_util.h"
+
+using namespace taskledger;
+using namespace taskledger::testing;
+
+namespace {
+
+// Rules "a" (priority 2) and "b" (priority 1) on write_probe, with `prelude`
+// at file level; each rule's body is given.
+std::unique_ptr<PolicyChecker> Checker(const std::string& prelude, const std::string& first,
+                                       const std::string& second) {
+  return MakeChecker(MakePack(prelude +
+                              "\nrule { id = 'a', tools = {'write_probe'}, priority = 2, check = " +
+                              "function(call, ledger)\n" + first + "\nend }\n" +
+                              "rule { id = 'b', tools = {'write_probe'}, priority = 1, check = " +
+                              "function(call, ledger)\n" + second + "\nend }\n"));
+}
+
+LedgerState WithX(const std::string& x) { return StateOf({{"facts", {{"x", x}}}}); }
+
+// A memo counting how often it runs (a file-level upvalue: rules are free to
+// keep one, which is what makes the count observable here).
+const char* kCounting = R"(
+local runs = 0
+local function x_of(ledger)
+  runs = runs + 1
+  return ledger.fact("x")
+end
+)";
+
+}  // namespace
+
+TEST_CASE("ledger.memo runs its function once per check for every rule that asks",
+          "[policy][memo]") {
+  auto checker =
+      Checker(kCounting, "assert(ledger.memo(x_of) == ledger.memo(x_of)); return allow()",
+              "return deny(ledger.memo(x_of) .. ' after ' .. runs .. ' run')");
+  PolicyDecision d = checker->Check(CallOf("write_probe"), WithX("one"), {"conv", 1}, kNow);
+  CHECK(d.rule_id == "b");
+  CHECK(d.reason == "one after 1 run");
+  // The next check sees its own ledger: the value is computed again.
+  d = checker->Check(CallOf("write_probe"), WithX("two"), {"conv", 2}, kNow);
+  CHECK(d.reason == "two after 2 run");
+  // Even with the same view key (same state), each check computes it afresh.
+  d = checker->Check(CallOf("write_probe"), WithX("two"), {"conv", 2}, kNow);
+  CHECK(d.reason == "two after 3 run");
+}
+
+TEST_CASE("ledger.memo hands its function the ledger and the call of the check", "[policy][memo]") {
+  auto checker =
+      Checker(R"(
+local function about(ledger, call) return {tool = call.tool, x = ledger.fact("x")} end
+)",
+              "return allow()", "local a = ledger.memo(about); return deny(a.tool .. ' ' .. a.x)");
+  CHECK(checker->Check(CallOf("write_probe"), WithX("one"), {}, kNow).reason == "write_probe one");
+  CHECK(checker->Check(CallOf("write_probe"), WithX("two"), {}, kNow).reason == "write_probe two");
+}
+
+TEST_CASE("ledger.memo keeps nil and false results too", "[policy][memo]") {
+  auto checker = Checker(R"(
+local runs = 0
+local function missing(ledger) runs = runs + 1; return ledger.fact("nope") end
+local function no(ledger) runs = runs + 1; return false end
+)",
+                         "assert(ledger.memo(missing) == nil and ledger.memo(no) == false)\n"
+                         "return allow()",
+                         "ledger.memo(missing); ledger.memo(no); return deny('runs ' .. runs)");
+  CHECK(checker->Check(CallOf("write_probe"), WithX("x"), {}, kNow).reason == "runs 2");
+}
+
+TEST_CASE("a table kept by ledger.memo is read-only for every rule", "[policy][memo]") {
+  auto checker = Checker(R"(
+local function list(ledger) return {ledger.fact("x"), "b"} end
+)",
+                         "local t = ledger.memo(list); assert(#t == 2 and t[1] == 'one')\n"
+                         "t[3] = 'added'; return allow()",
+                         "return deny(tostring(#ledger.memo(list)))");
+  PolicyDecision d = checker->Check(CallOf("write_probe"), WithX("one"), {}, kNow);
+  REQUIRE(d.rules.size() == 1);
+  CHECK(d.rules[0].error);
+  CHECK(d.outcome == Outcome::kDeny);
+  CHECK(d.reason.find("read-only") != std::string::npos);
+}
+
+TEST_CASE("ledger.memo refuses misuse with a message saying what is wrong", "[policy][memo]") {
+  auto error_of = [](const std::string& prelude, const std::string& body) {
+    auto checker = Checker(prelude, body, "return allow()");
+    PolicyDecision d = checker->Check(CallOf("write_probe"), WithX("one"), {}, kNow);
+    REQUIRE(!d.rules.empty());
+    CHECK(d.rules[0].error);
+    CHECK(d.outcome == Outcome::kDeny);
+    return d.reason;
+  };
+  CHECK(error_of("", "return ledger.memo('users')").find("expects a function, got string") !=
+        std::string::npos);
+  CHECK(error_of("local self_ref\nself_ref = function(ledger) return ledger.memo(self_ref) end",
+                 "return ledger.memo(self_ref)")
+            .find("asks for its own value") != std::string::npos);
+  CHECK(error_of("local function nested(ledger) return {{1}} end", "return ledger.memo(nested)")
+            .find("flat table") != std::string::npos);
+  CHECK(error_of("local function fn(ledger) return ledger.fact end", "return ledger.memo(fn)")
+            .find("returned a function") != std::string::npos);
+}
+
+TEST_CASE("ledger.memo runs a function again after an error the rule caught", "[policy][memo]") {
+  auto checker = Checker(R"(
+local runs = 0
+local function flaky(ledger)
+  runs = runs + 1
+  if runs == 1 then error("first run fails") end
+  return "ok"
+end
+)",
+                         "local ok = pcall(ledger.memo, flaky); assert(not ok)\n"
+                         "return deny(ledger.memo(flaky) .. ' ' .. runs)",
+                         "return allow()");
+  PolicyDecision d = checker->Check(CallOf("write_probe"), WithX("one"), {}, kNow);
+  CHECK(d.rule_id == "a");
+  CHECK(d.reason == "ok 2");
+}
+
+TEST_CASE("std.money and records kept by ledger.memo keep working", "[policy][memo]") {
+  auto checker = Checker(R"(
+local function total(ledger) return std.money("1.10") + std.money("2.20") end
+local function order(ledger) return ledger.record("order", "#1") end
+)",
+                         "return allow()",
+                         "return deny(tostring(ledger.memo(total) + std.money('0.70')) .. ' ' .. "
+                         "ledger.memo(order).status)");
+  LedgerState s = StateOf({{"facts", {{"order.#1.status", "pending"}}}});
+  CHECK(checker->Check(CallOf("write_probe"), s, {}, kNow).reason == "4.00 pending");
+}

@@ -3,6 +3,18 @@
 #include "taskledger/ledger/ledger.h"
 
 namespace taskledger {
+namespace {
+
+// Whether applying `u` to `state` can give another result at another time:
+// only a set over an entry with a wall-clock expiry, whose liveness decides
+// ApplyUpdate's evidence test.
+bool DependsOnClock(const LedgerState& state, const Update& u) {
+  if (u.op != UpdateOp::kSet) return false;
+  const Entry* old = state.of(u.category).get(u.key);
+  return old != nullptr && old->expires_at_ms.has_value();
+}
+
+}  // namespace
 
 Ledger::Ledger(Store& store, ConversationId id, const Clock& clock, LedgerState head)
     : store_(store), id_(std::move(id)), clock_(clock), head_(std::move(head)), working_(head_) {}
@@ -21,7 +33,9 @@ bool Ledger::has_pending() const {
 
 Status Ledger::Stage(Update u) {
   u.provenance.turn = turn();
+  const bool clock_dependent = DependsOnClock(working_, u);
   if (Status s = ApplyUpdate(working_, u, turn(), clock_.NowMs()); !s.ok()) return s;
+  clock_dependent_ = clock_dependent_ || clock_dependent;
   pending_.updates.push_back(std::move(u));
   ++generation_;
   return Status::Ok();
@@ -30,11 +44,14 @@ Status Ledger::Stage(Update u) {
 Status Ledger::StageAll(std::vector<Update> updates) {
   LedgerState next = working_;
   int64_t now = clock_.NowMs();
+  bool clock_dependent = false;
   for (Update& u : updates) {
     u.provenance.turn = turn();
+    clock_dependent = clock_dependent || DependsOnClock(next, u);
     if (Status s = ApplyUpdate(next, u, turn(), now); !s.ok()) return s;
   }
   working_ = std::move(next);
+  clock_dependent_ = clock_dependent_ || clock_dependent;
   for (Update& u : updates) pending_.updates.push_back(std::move(u));
   ++generation_;
   return Status::Ok();
@@ -58,12 +75,21 @@ Result<uint64_t> Ledger::Commit() {
   // Stamped once: a retry after a lost reply must carry the same bytes, so the
   // store can recognise that the first attempt already landed.
   if (pending_.committed_at_ms == 0) pending_.committed_at_ms = clock_.NowMs();
-  LedgerState next = head_;
-  if (Status s = ApplyTurn(next, pending_); !s.ok()) return s;
+  LedgerState next = working_;
+  if (clock_dependent_) {
+    next = head_;
+    if (Status s = ApplyTurn(next, pending_); !s.ok()) return s;
+  } else {
+    // working_ is head_ with this turn's updates and calls applied, in order
+    // and with results that do not depend on the time they were staged at:
+    // applying them again (ApplyTurn) would build the same state.
+    SealTurn(next, pending_);
+  }
   if (Status s = store_.CommitTurn(id_, pending_, next); !s.ok()) return s;
   head_ = std::move(next);
   working_ = head_;
   pending_ = TurnRecord{};
+  clock_dependent_ = false;
   ++generation_;
   return head_.version;
 }
@@ -79,8 +105,10 @@ Status Ledger::Reapply() {
   pending_.committed_at_ms = 0;
   LedgerState next = head_;
   int64_t now = clock_.NowMs();
+  clock_dependent_ = false;
   for (Update& u : pending_.updates) {
     u.provenance.turn = head_.version + 1;
+    clock_dependent_ = clock_dependent_ || DependsOnClock(next, u);
     if (Status s = ApplyUpdate(next, u, head_.version + 1, now); !s.ok()) return s;
   }
   for (CallRecord& c : pending_.calls) {
@@ -95,6 +123,7 @@ Status Ledger::Reapply() {
 void Ledger::Abandon() {
   pending_ = TurnRecord{};
   working_ = head_;
+  clock_dependent_ = false;
   ++generation_;
 }
 

@@ -91,9 +91,13 @@ Status ApplyTurn(LedgerState& state, const TurnRecord& turn) {
     (void)ApplyUpdate(state, u, turn.turn, turn.committed_at_ms);
   }
   for (const CallRecord& c : turn.calls) state.calls.push_back(c);
+  SealTurn(state, turn);
+  return Status::Ok();
+}
+
+void SealTurn(LedgerState& state, const TurnRecord& turn) {
   state.version = turn.turn;
   for (EntryMap& map : state.entries) map.EraseExpired(turn.turn, turn.committed_at_ms);
-  return Status::Ok();
 }
 
 StateDiff Diff(const LedgerState& from, const LedgerState& to, int64_t now_ms) {

@@ -79,6 +79,12 @@ class Ledger {
   LedgerState working_;
   TurnRecord pending_;
   uint64_t generation_ = 0;
+  // Whether a staged update's effect on working_ could depend on the wall
+  // clock (a claim over an entry with a wall-clock expiry: ApplyUpdate's
+  // evidence test). If not, working_ already is head_ with the turn applied,
+  // and Commit only seals it; if so, Commit re-applies the turn at its commit
+  // time, as the stores do.
+  bool clock_dependent_ = false;
 };
 
 }  // namespace taskledger

@@ -70,6 +70,12 @@ Status ApplyUpdate(LedgerState& state, const Update& u, uint64_t turn, int64_t n
 // Cost: O(k log n) for k updates and expired entries; nothing is copied.
 Status ApplyTurn(LedgerState& state, const TurnRecord& turn);
 
+// The last step of ApplyTurn, for a caller that already applied the turn's
+// updates and calls to `state` (the Ledger's working state): makes
+// turn.turn the version and drops the entries expired at turn.turn /
+// turn.committed_at_ms. Cost: O(k log n) for k expired entries.
+void SealTurn(LedgerState& state, const TurnRecord& turn);
+
 struct EntryChange {
   Category category;
   std::string key;

@@ -28,7 +28,7 @@ int LedgerView::PushWholeRecord(lua_State* L, Category c, const std::string& key
 }
 
 const Entry* LedgerView::WholeRecordHolding(Category c, const std::string& key,
-                                            std::string_view field) const {
+                                            std::string_view field) {
   const Entry* e = Find(c, key);
   if (e == nullptr) return nullptr;
   const nlohmann::json& v = e->value;

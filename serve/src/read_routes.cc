@@ -138,8 +138,8 @@ Result<nlohmann::json> ReadDecisions(const RouteContext& ctx) {
   if (!turns) return turns.error();
   nlohmann::json list = nlohmann::json::array();
   for (const TurnRecord& t : *turns) {
-    for (const nlohmann::json& d : t.decisions) {
-      nlohmann::json record = d;
+    for (const DecisionRecord& d : t.decisions) {
+      nlohmann::json record = EncodeDecision(d);
       record["turn"] = t.turn;
       list.push_back(std::move(record));
     }

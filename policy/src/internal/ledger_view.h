@@ -117,7 +117,7 @@ class LedgerView {
   // pushes its value read-only (tagged for provenance), or nil.
   int PushWholeRecord(lua_State* L, Category c, const std::string& key);
   // The structured entry at `key` if it holds `field`, else nullptr.
-  const Entry* WholeRecordHolding(Category c, const std::string& key, std::string_view field) const;
+  const Entry* WholeRecordHolding(Category c, const std::string& key, std::string_view field);
   // True if a live key of `c` starts with `prefix`.
   bool HasLiveUnder(Category c, std::string_view prefix) const;
 
@@ -157,7 +157,7 @@ class LedgerView {
   size_t rule_dropped_now_ = 0;
   std::vector<size_t> rule_ends_;     // per closed rule: the end of its reads
   std::vector<size_t> rule_dropped_;  // per closed rule: reads beyond kMaxReads
-  CheckMemo memo_;  // ledger.memo: values kept for one check
+  CheckMemo memo_;                    // ledger.memo: values kept for one check
 };
 
 }  // namespace taskledger::policy_internal

@@ -113,6 +113,7 @@ struct PolicyChecker::Impl {
     std::vector<size_t> rules;
   };
   std::unordered_map<std::string, ToolPlan> plans;
+  const provenance::ProvenanceIndex* provenance = nullptr;
 
   const ToolPlan& PlanFor(const std::string& tool) {
     auto it = plans.find(tool);
@@ -159,6 +160,7 @@ void PolicyChecker::Impl::Decide(PolicyDecision& d, const ProposedCall& call,
 
   Sandbox& sb = *runtime->compiled->sandbox;
   runtime->view.Bind(state, call, key, now_ms);
+  runtime->provenance.Bind(provenance, &call);
   d.rules.reserve(applicable.size());
   // One protected call runs every rule: the first error ends the check anyway,
   // and `current` says whose it was.
@@ -210,6 +212,10 @@ void PolicyChecker::Impl::Decide(PolicyDecision& d, const ProposedCall& call,
   });
   runtime->view.Unbind();
   sb.DisarmBudget();
+  nlohmann::json evidence = runtime->provenance.TakeEvidence();
+  runtime->provenance.Unbind();
+  // Kept whatever the outcome turns out to be; cleared below for an allow.
+  if (!evidence.empty()) d.provenance = std::move(evidence);
   if (!st.ok()) {
     sb.Recover();
     d.outcome = Outcome::kDeny;
@@ -239,10 +245,14 @@ void PolicyChecker::Impl::Decide(PolicyDecision& d, const ProposedCall& call,
     if (decider == nullptr || ev.outcome > decider->outcome) decider = &ev;
     if (ev.outcome == Outcome::kDeny) break;
   }
-  if (decider == nullptr) return;
+  if (decider == nullptr) {
+    d.provenance = nullptr;
+    return;
+  }
   d.outcome = decider->outcome;
   d.rule_id = decider->rule_id;
   d.reason = decider->reason;
+  if (d.outcome == Outcome::kAllow) d.provenance = nullptr;
 }
 
 PolicyChecker::PolicyChecker(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -308,6 +318,10 @@ PolicyDecision PolicyChecker::Check(const ProposedCall& call, const LedgerState&
                      std::chrono::steady_clock::now() - start)
                      .count();
   return d;
+}
+
+void PolicyChecker::SetProvenance(const provenance::ProvenanceIndex* index) {
+  impl_->provenance = index;
 }
 
 bool PolicyChecker::HasExtractors(std::string_view tool) const {

@@ -37,7 +37,7 @@ nlohmann::json DecisionLogRecord(const PolicyDecision& d, const ProposedCall& ca
     if (!r.log.empty()) e["log"] = r.log;
     rules.push_back(std::move(e));
   }
-  return {
+  nlohmann::json record = {
       {"conversation", ctx.conversation},
       {"turn", ctx.turn},
       {"version_seen", ctx.version_seen},
@@ -53,6 +53,9 @@ nlohmann::json DecisionLogRecord(const PolicyDecision& d, const ProposedCall& ca
       {"read_only", d.read_only},
       {"latency_us", d.latency_us},
   };
+  // Its own field: the read-set evidence of the ledger is another one.
+  if (d.provenance.is_array() && !d.provenance.empty()) record["provenance"] = d.provenance;
+  return record;
 }
 
 }  // namespace taskledger

@@ -14,6 +14,9 @@ Result<std::unique_ptr<RuleRuntime>> LoadRuleRuntime(const RulePack& pack,
       [raw](lua_State* L) {
         raw->view.Install(L);
         raw->call_view.Install(L);
+        lua_rawgeti(L, LUA_REGISTRYINDEX, raw->call_view.call_data_ref());
+        raw->provenance.Install(L, -1);
+        lua_pop(L, 1);
         raw->log.Install(L);
       },
       pack.lib_files());

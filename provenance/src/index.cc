@@ -2,8 +2,10 @@
 // its strings, the limits, and the lookups.
 #include "taskledger/provenance/index.h"
 
+#include <algorithm>
 #include <utility>
 
+#include "internal/utf8.h"
 #include "taskledger/provenance/normalize.h"
 
 namespace taskledger::provenance {
@@ -32,6 +34,24 @@ std::string ScalarText(const nlohmann::json& v) {
 }
 
 }  // namespace
+
+std::string CleanUtf8Prefix(std::string_view s, std::size_t max) {
+  std::string out;
+  out.reserve(std::min(s.size(), max));
+  for (std::size_t i = 0; i < s.size();) {
+    const detail::CodePoint d = detail::DecodeAt(s, i);
+    const bool ok = d.valid && !(d.cp >= 0xD800 && d.cp <= 0xDFFF) && d.cp <= 0x10FFFF;
+    const std::size_t len = ok ? d.length : 1;
+    if (out.size() + len > max) break;
+    if (ok) {
+      out.append(s.substr(i, len));
+    } else {
+      out.push_back('?');
+    }
+    i += len;
+  }
+  return out;
+}
 
 std::string_view SourceKindName(SourceKind kind) {
   switch (kind) {
@@ -92,14 +112,17 @@ std::string Source::Describe() const {
 nlohmann::json Source::ToJson() const {
   nlohmann::json j = {{"kind", SourceKindName(kind)}, {"turn", turn}, {"trusted", trusted}};
   if (kind == SourceKind::kTool) {
-    j["tool"] = tool;
-    j["call_id"] = call_id;
-    j["path"] = PointerToPath(pointer);
+    j["tool"] = CleanUtf8Prefix(tool, tool.size());
+    j["call_id"] = CleanUtf8Prefix(call_id, call_id.size());
+    j["path"] = CleanUtf8Prefix(PointerToPath(pointer), 1000);
   } else if (kind == SourceKind::kConstant) {
-    j["name"] = tool;
+    j["name"] = CleanUtf8Prefix(tool, tool.size());
   }
   if (token) j["token"] = true;
-  if (record) j["record"] = {{"path", PointerToPath(record->pointer)}, {"fields", record->fields}};
+  if (record) {
+    j["record"] = {{"path", CleanUtf8Prefix(PointerToPath(record->pointer), 1000)},
+                   {"fields", record->fields}};
+  }
   return j;
 }
 
@@ -166,27 +189,38 @@ struct ProvenanceIndex::Walk {
   }
 
   Status Node(const nlohmann::json& v, const std::string& pointer,
-              const std::shared_ptr<const Record>& rec) {
+              const std::shared_ptr<const Record>& rec, int depth) {
+    if ((v.is_object() || v.is_array()) && depth >= index.limits_.max_depth) {
+      return index.Fail(Status::LimitExceeded(
+          std::string(tool) + "(" + std::string(call_id) + "): output nests deeper than " +
+          std::to_string(index.limits_.max_depth) +
+          ", not indexed; calls that need provenance are denied"));
+    }
     if (v.is_object()) {
       auto own = std::make_shared<Record>();
       own->pointer = pointer;
       for (const auto& [k, child] : v.items()) {
         if (child.is_string()) {
-          own->fields[k] = child.get<std::string>().substr(0, kRecordFieldBytes);
+          own->fields[CleanUtf8Prefix(k, kRecordFieldBytes)] =
+              CleanUtf8Prefix(child.get_ref<const std::string&>(), kRecordFieldBytes);
         } else if (child.is_primitive() && !child.is_null()) {
-          own->fields[k] = child;
+          own->fields[CleanUtf8Prefix(k, kRecordFieldBytes)] = child;
         }
       }
       std::shared_ptr<const Record> shared = std::move(own);
       for (const auto& [k, child] : v.items()) {
-        if (Status s = Node(child, pointer + "/" + EscapeSegment(k), shared); !s.ok()) return s;
+        if (Status s = Node(child, pointer + "/" + EscapeSegment(k), shared, depth + 1); !s.ok()) {
+          return s;
+        }
       }
       return Status::Ok();
     }
     if (v.is_array()) {
       std::size_t i = 0;
       for (const auto& child : v) {
-        if (Status s = Node(child, pointer + "/" + std::to_string(i++), rec); !s.ok()) return s;
+        if (Status s = Node(child, pointer + "/" + std::to_string(i++), rec, depth + 1); !s.ok()) {
+          return s;
+        }
       }
       return Status::Ok();
     }
@@ -199,7 +233,7 @@ Status ProvenanceIndex::AddToolOutput(std::int64_t turn, std::string_view tool,
                                       std::string_view call_id, const nlohmann::json& output) {
   if (!health_.ok()) return health_;
   Walk walk{*this, turn, tool, call_id};
-  return walk.Node(output, "", nullptr);
+  return walk.Node(output, "", nullptr, 0);
 }
 
 Status ProvenanceIndex::AddUserMessage(std::int64_t turn, std::string_view text) {

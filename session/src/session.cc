@@ -90,7 +90,17 @@ Session::Session(Store& store, std::unique_ptr<Ledger> ledger, std::shared_ptr<c
       extractor_(std::move(extractor)),
       clock_(&clock),
       commit_before_write_(options.commit_before_write),
-      store_down_reads_(options.store_down_reads) {}
+      store_down_reads_(options.store_down_reads),
+      provenance_(pack_->trust()) {}
+
+void Session::NoteProvenance(const Status& indexed, std::string_view what) {
+  if (indexed.ok()) return;
+  // The index now refuses every lookup, so rules asking provenance deny:
+  // the error says why.
+  ledger_->StageError({{"source", "provenance"},
+                       {"code", "provenance_limit"},
+                       {"message", std::string(what) + ": " + indexed.message()}});
+}
 
 Session::~Session() = default;
 
@@ -100,6 +110,8 @@ Status Session::RecordUserMessage(std::string_view text) {
   nlohmann::json action = nullptr;
   if (proposed_) action = {{"tool", proposed_->tool}, {"arguments", proposed_->arguments}};
   proposed_.reset();
+  NoteProvenance(provenance_.AddUserMessage(static_cast<int64_t>(ledger_->turn()), text),
+                 "user message");
   return StageExtraction(*ledger_, extractor_->ExtractUserMessage(text, action));
 }
 
@@ -108,7 +120,9 @@ void Session::ProposeAction(ProposedCall action) { proposed_ = std::move(action)
 CallResult Session::Check(const ProposedCall& call) {
   CallResult result;
   ViewKey key{ledger_->id().tenant + "\x1f" + ledger_->id().conversation, ledger_->generation()};
+  checker_->SetProvenance(&provenance_);  // the checker may be shared: bound per check
   result.decision = checker_->Check(call, ledger_->working(), key, clock_->NowMs());
+  checker_->SetProvenance(nullptr);
   DecisionContext ctx;
   ctx.conversation = ledger_->id().conversation;
   ctx.turn = ledger_->turn();
@@ -212,7 +226,9 @@ CallResult Session::HandleToolCall(const ProposedCall& call, const ToolExecutor&
 CallResult Session::HandleToolCall(const ProposedCall& call, const ContextToolExecutor& execute) {
   CallResult result = Check(call);
   const bool writes = !result.decision.read_only;
-  if (writes && commands_ &&
+  // An egress tool is gated like a write but is not a command: it changes
+  // nothing to reconcile, it only sends data out.
+  if (writes && commands_ && !pack_->IsEgress(call.tool) &&
       (result.decision.allowed() || result.decision.outcome == Outcome::kRequireApproval)) {
     HandleCommand(call, execute, result);
     return result;
@@ -267,6 +283,9 @@ Status Session::RecordToolOutput(const ProposedCall& call, const ToolOutput& out
 Status Session::RecordOutput(const ProposedCall& call, const ToolOutput& output, bool writes) {
   Status staged =
       StageExtraction(*ledger_, extractor_->ExtractParsedToolOutput(call, output.output));
+  NoteProvenance(provenance_.AddToolOutput(static_cast<int64_t>(ledger_->turn()), call.tool,
+                                           call.id, output.output),
+                 call.tool + "(" + call.id + ")");
   ledger_->StageCall(CallRecord{ledger_->turn(), call.id, call.tool, call.arguments, writes,
                                 output.error ? "error" : "ok"});
   if (writes) ConsumeConfirmation(call);

@@ -22,6 +22,8 @@ class CallView {
   void Install(lua_State* L);
   // Inside Protected(): fills the proxies with `call` and pushes `call`.
   void Push(lua_State* L, const ProposedCall& call);
+  // The registry reference of the table behind `call` (after Install).
+  int call_data_ref() const { return call_data_ref_; }
 
  private:
   void PushArguments(lua_State* L, const nlohmann::json& arguments);

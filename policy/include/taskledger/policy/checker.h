@@ -28,6 +28,7 @@
 #include "taskledger/pack/lua_extractors.h"
 #include "taskledger/pack/rule_pack.h"
 #include "taskledger/policy/decision.h"
+#include "taskledger/provenance/index.h"
 
 namespace taskledger {
 
@@ -63,6 +64,10 @@ class PolicyChecker : public LuaExtractors {
   // running any rule. Never fails: every error becomes a deny decision.
   PolicyDecision Check(const ProposedCall& call, const LedgerState& state, const ViewKey& key,
                        int64_t now_ms);
+
+  // The provenance index rules ask through call.sources & co. (owned by the
+  // caller, who keeps it alive while checks run; null: those functions raise).
+  void SetProvenance(const provenance::ProvenanceIndex* index);
 
   // True if some extractor{} of the pack applies to `tool`.
   bool HasExtractors(std::string_view tool) const override;

@@ -59,6 +59,10 @@ struct PolicyDecision {
   ToolClass tool_class = ToolClass::kUnknown;
   bool read_only = false;  // tool_class == kReadOnly: no rule ran
   int64_t latency_us = 0;  // wall time of the check
+  // For a decision other than allow: the provenance lookups the rules made
+  // (call.sources & co., docs/rule-api.md "Provenance"): [{arg, value,
+  // sources}], the evidence of where each argument came from. Else null.
+  nlohmann::json provenance;
 
   bool allowed() const { return outcome == Outcome::kAllow; }
 };

@@ -60,6 +60,10 @@ struct Source {
   nlohmann::json ToJson() const;
 };
 
+// At most `max` bytes of `s`, cut on a character boundary, with every byte
+// that is not valid UTF-8 replaced by '?' (so the result always serialises).
+std::string CleanUtf8Prefix(std::string_view s, std::size_t max);
+
 // "$.messages[2].body" for "/messages/2/body"; "$" for "".
 std::string PointerToPath(std::string_view pointer);
 
@@ -67,6 +71,7 @@ struct IndexLimits {
   std::size_t max_output_bytes = std::size_t{2} << 20;  // text bytes of one output / message
   std::size_t max_sources = 500'000;
   std::size_t max_key_bytes = std::size_t{32} << 20;
+  int max_depth = 64;  // nesting of an output's arrays and objects
 };
 
 class ProvenanceIndex {

@@ -212,10 +212,15 @@ void PolicyChecker::Impl::Decide(PolicyDecision& d, const ProposedCall& call,
   });
   runtime->view.Unbind();
   sb.DisarmBudget();
-  nlohmann::json evidence = runtime->provenance.TakeEvidence();
+  // Evidence is resolved only for a decision that keeps it (not an allow).
+  const bool keeps = !st.ok() || std::any_of(d.rules.begin(), d.rules.end(), [](const auto& ev) {
+    return ev.outcome != Outcome::kAllow;
+  });
+  if (keeps) {
+    nlohmann::json evidence = runtime->provenance.TakeEvidence();
+    if (!evidence.empty()) d.provenance = std::move(evidence);
+  }
   runtime->provenance.Unbind();
-  // Kept whatever the outcome turns out to be; cleared below for an allow.
-  if (!evidence.empty()) d.provenance = std::move(evidence);
   if (!st.ok()) {
     sb.Recover();
     d.outcome = Outcome::kDeny;

@@ -5,6 +5,7 @@
 #include "internal/provenance_view.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "taskledger/pack/lua/lua_json.h"
 #include "taskledger/provenance/tokens.h"
@@ -92,12 +93,52 @@ void PushSource(lua_State* L, const Source& s) {
   }
 }
 
+// A read-only list of read-only source tables (they are cached and shared).
 void PushSources(lua_State* L, const std::vector<const Source*>& sources) {
   lua_createtable(L, static_cast<int>(sources.size()), 0);
   for (size_t i = 0; i < sources.size(); ++i) {
     PushSource(L, *sources[i]);
+    lua::WrapReadOnly(L, -1);
     lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
   }
+  lua::WrapReadOnly(L, -1);
+}
+
+// Pushes cache[key] and returns true, or pushes nothing and returns false.
+// Leaves the cache table below: `cache` is its absolute index.
+bool CacheGet(lua_State* L, int cache, const std::string& key) {
+  lua_pushlstring(L, key.data(), key.size());
+  if (lua_rawget(L, cache) != LUA_TNIL) return true;
+  lua_pop(L, 1);
+  return false;
+}
+
+// cache[key] = the value at the top (left on the stack).
+void CachePut(lua_State* L, int cache, const std::string& key) {
+  lua_pushlstring(L, key.data(), key.size());
+  lua_pushvalue(L, -2);
+  lua_rawset(L, cache);
+}
+
+std::string ValueKey(char prefix, const nlohmann::json& value) {
+  std::string key(1, prefix);
+  key += value.is_string() ? "s" : "j";
+  key += value.is_string() ? value.get_ref<const std::string&>() : value.dump();
+  return key;
+}
+
+// Sources of `value` as a cached read-only list, pushed.
+void PushCachedSources(lua_State* L, const char* fn, const nlohmann::json& value) {
+  ProvenanceView& view = ViewOf(L);
+  IndexOf(L, fn);
+  view.PushCache(L);
+  const int cache = lua_gettop(L);
+  const std::string key = ValueKey('s', value);
+  if (!CacheGet(L, cache, key)) {
+    PushSources(L, Lookup(L, fn, value));
+    CachePut(L, cache, key);
+  }
+  lua_remove(L, cache);
 }
 
 bool AnyTrusted(const std::vector<const Source*>& sources) {
@@ -107,9 +148,8 @@ bool AnyTrusted(const std::vector<const Source*>& sources) {
 int Sources(lua_State* L) {
   std::string name;
   const nlohmann::json& value = ArgOf(L, "call.sources", name);
-  auto sources = Lookup(L, "call.sources", value);
-  PushSources(L, sources);
-  ViewOf(L).Record({name, TextOf(value), std::move(sources)});
+  PushCachedSources(L, "call.sources", value);
+  ViewOf(L).Record({name, TextOf(value), 0});
   return 1;
 }
 
@@ -119,18 +159,16 @@ int SourcesOf(lua_State* L) {
     luaL_argerror(L, 1, "a string, number or boolean");
   }
   const nlohmann::json value = lua::ToJson(L, 1);
-  auto sources = Lookup(L, "call.sources_of", value);
-  PushSources(L, sources);
-  ViewOf(L).Record({"", TextOf(value), std::move(sources)});
+  PushCachedSources(L, "call.sources_of", value);
+  ViewOf(L).Record({"", TextOf(value), 0});
   return 1;
 }
 
 int Trusted(lua_State* L) {
   std::string name;
   const nlohmann::json& value = ArgOf(L, "call.trusted", name);
-  auto sources = Lookup(L, "call.trusted", value);
-  lua_pushboolean(L, AnyTrusted(sources) ? 1 : 0);
-  ViewOf(L).Record({name, TextOf(value), std::move(sources)});
+  lua_pushboolean(L, AnyTrusted(Lookup(L, "call.trusted", value)) ? 1 : 0);
+  ViewOf(L).Record({name, TextOf(value), 0});
   return 1;
 }
 
@@ -150,20 +188,34 @@ int UntrustedTokens(lua_State* L) {
   if (kinds == 0) kinds = provenance::kAllTokenKinds;
   const provenance::ProvenanceIndex& index = IndexOf(L, "call.untrusted_tokens");
   const std::string text = TextOf(value);
-  lua_createtable(L, 0, 0);
-  lua_Integer n = 0;
-  for (provenance::Token& t : provenance::Tokenize(text, kinds)) {
-    auto r = index.SourcesOf(t.text);
-    if (!r) lua::RaiseError(L, "call.untrusted_tokens: " + r.error().message());
-    if (AnyTrusted(r.value())) continue;
-    lua_createtable(L, 0, 3);
-    SetString(L, "text", t.text);
-    SetString(L, "kind", provenance::TokenKindName(t.kind));
-    PushSources(L, r.value());
-    lua_setfield(L, -2, "sources");
-    lua_rawseti(L, -2, ++n);
-    ViewOf(L).Record({name, std::move(t.text), std::move(r).value()});
+  ProvenanceView& view = ViewOf(L);
+  view.PushCache(L);
+  const int cache = lua_gettop(L);
+  std::string key = "u";
+  key.push_back(static_cast<char>(kinds));
+  key += text;
+  if (!CacheGet(L, cache, key)) {
+    lua_createtable(L, 0, 0);
+    lua_Integer n = 0;
+    std::unordered_set<std::string> seen;
+    for (provenance::Token& t : provenance::Tokenize(text, kinds)) {
+      if (!seen.insert(t.text).second) continue;  // each distinct token once
+      auto r = index.SourcesOf(t.text);
+      if (!r) lua::RaiseError(L, "call.untrusted_tokens: " + r.error().message());
+      if (AnyTrusted(r.value())) continue;
+      lua_createtable(L, 0, 3);
+      SetString(L, "text", t.text);
+      SetString(L, "kind", provenance::TokenKindName(t.kind));
+      PushSources(L, r.value());
+      lua_setfield(L, -2, "sources");
+      lua::WrapReadOnly(L, -1);
+      lua_rawseti(L, -2, ++n);
+    }
+    lua::WrapReadOnly(L, -1);
+    CachePut(L, cache, key);
   }
+  lua_remove(L, cache);
+  view.Record({name, text, kinds});
   return 1;
 }
 
@@ -187,10 +239,9 @@ std::string Explain(const std::string& name, const std::string& value,
 int ExplainFn(lua_State* L) {
   std::string name;
   const nlohmann::json& value = ArgOf(L, "call.explain", name);
-  auto sources = Lookup(L, "call.explain", value);
-  const std::string text = Explain(name, TextOf(value), sources);
+  const std::string text = Explain(name, TextOf(value), Lookup(L, "call.explain", value));
   lua_pushlstring(L, text.data(), text.size());
-  ViewOf(L).Record({name, TextOf(value), std::move(sources)});
+  ViewOf(L).Record({name, TextOf(value), 0});
   return 1;
 }
 
@@ -211,6 +262,8 @@ int UserMessages(lua_State* L) {
 
 void ProvenanceView::Install(lua_State* L, int call_data) {
   call_data = lua_absindex(L, call_data);
+  lua_createtable(L, 0, 0);
+  cache_ref_ = luaL_ref(L, LUA_REGISTRYINDEX);
   const std::pair<const char*, lua_CFunction> fns[] = {{"sources", Sources},
                                                        {"sources_of", SourcesOf},
                                                        {"trusted", Trusted},
@@ -228,6 +281,17 @@ void ProvenanceView::Bind(const provenance::ProvenanceIndex* index, const Propos
   index_ = index;
   call_ = call;
   lookups_.clear();
+  if (index != nullptr && index->generation() != cache_generation_) cache_stale_ = true;
+}
+
+void ProvenanceView::PushCache(lua_State* L) {
+  if (cache_stale_) {
+    lua_createtable(L, 0, 0);
+    lua_rawseti(L, LUA_REGISTRYINDEX, cache_ref_);
+    cache_generation_ = index_ != nullptr ? index_->generation() : 0;
+    cache_stale_ = false;
+  }
+  lua_rawgeti(L, LUA_REGISTRYINDEX, cache_ref_);
 }
 
 void ProvenanceView::Unbind() {
@@ -241,17 +305,32 @@ void ProvenanceView::Record(Lookup lookup) {
 
 nlohmann::json ProvenanceView::TakeEvidence() {
   nlohmann::json out = nlohmann::json::array();
-  for (Lookup& l : lookups_) {
-    nlohmann::json sources = nlohmann::json::array();
-    for (size_t i = 0; i < l.sources.size() && i < kEvidenceSources; ++i) {
-      sources.push_back(l.sources[i]->ToJson());
+  auto add = [&](const std::string& arg, const std::string& value,
+                 const std::vector<const Source*>& sources) {
+    nlohmann::json list = nlohmann::json::array();
+    for (size_t i = 0; i < sources.size() && i < kEvidenceSources; ++i) {
+      list.push_back(sources[i]->ToJson());
     }
-    nlohmann::json e = {{"value", provenance::CleanUtf8Prefix(l.value, kEvidenceValueBytes)},
-                        {"sources", std::move(sources)}};
-    if (!l.arg.empty()) e["arg"] = provenance::CleanUtf8Prefix(l.arg, kEvidenceValueBytes);
-    if (l.sources.size() > kEvidenceSources)
-      e["more_sources"] = l.sources.size() - kEvidenceSources;
+    nlohmann::json e = {{"value", provenance::CleanUtf8Prefix(value, kEvidenceValueBytes)},
+                        {"sources", std::move(list)}};
+    if (!arg.empty()) e["arg"] = provenance::CleanUtf8Prefix(arg, kEvidenceValueBytes);
+    if (sources.size() > kEvidenceSources) e["more_sources"] = sources.size() - kEvidenceSources;
     out.push_back(std::move(e));
+  };
+  for (const Lookup& l : lookups_) {
+    if (index_ == nullptr || out.size() >= kEvidenceLookups) break;
+    if (l.kinds == 0) {
+      auto r = index_->SourcesOf(l.value);
+      if (r) add(l.arg, l.value, r.value());
+      continue;
+    }
+    std::unordered_set<std::string> seen;
+    for (const provenance::Token& t : provenance::Tokenize(l.value, l.kinds)) {
+      if (out.size() >= kEvidenceLookups) break;
+      if (!seen.insert(t.text).second) continue;
+      auto r = index_->SourcesOf(t.text);
+      if (r && !AnyTrusted(r.value())) add(l.arg, t.text, r.value());
+    }
   }
   lookups_.clear();
   return out;

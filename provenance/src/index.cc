@@ -3,6 +3,7 @@
 #include "taskledger/provenance/index.h"
 
 #include <algorithm>
+#include <atomic>
 #include <utility>
 
 #include "internal/utf8.h"
@@ -12,6 +13,13 @@ namespace taskledger::provenance {
 namespace {
 
 constexpr std::size_t kRecordFieldBytes = 256;
+
+// Generations are unique across every index of the process, so a cache keyed
+// by one never mistakes another index (even at the same address) for its own.
+std::uint64_t NextGeneration() {
+  static std::atomic<std::uint64_t> counter{0};
+  return ++counter;
+}
 
 // Escapes one JSON pointer segment.
 std::string EscapeSegment(std::string_view s) {
@@ -127,7 +135,7 @@ nlohmann::json Source::ToJson() const {
 }
 
 ProvenanceIndex::ProvenanceIndex(TrustPolicy trust, IndexLimits limits)
-    : trust_(std::move(trust)), limits_(limits) {}
+    : trust_(std::move(trust)), limits_(limits), generation_(NextGeneration()) {}
 
 Status ProvenanceIndex::Fail(Status error) {
   if (health_.ok()) health_ = error;
@@ -232,12 +240,14 @@ struct ProvenanceIndex::Walk {
 Status ProvenanceIndex::AddToolOutput(std::int64_t turn, std::string_view tool,
                                       std::string_view call_id, const nlohmann::json& output) {
   if (!health_.ok()) return health_;
+  generation_ = NextGeneration();
   Walk walk{*this, turn, tool, call_id};
   return walk.Node(output, "", nullptr, 0);
 }
 
 Status ProvenanceIndex::AddUserMessage(std::int64_t turn, std::string_view text) {
   if (!health_.ok()) return health_;
+  generation_ = NextGeneration();
   if (text.size() > limits_.max_output_bytes) {
     return Fail(
         Status::LimitExceeded("user message over " + std::to_string(limits_.max_output_bytes) +
@@ -265,6 +275,7 @@ Status ProvenanceIndex::AddUserMessage(std::int64_t turn, std::string_view text)
 
 Status ProvenanceIndex::AddConstant(std::string_view name, std::string_view value) {
   if (!health_.ok()) return health_;
+  generation_ = NextGeneration();
   Source s;
   s.kind = SourceKind::kConstant;
   s.tool = std::string(name);

@@ -5,9 +5,14 @@
 // session's ProvenanceIndex, plus the evidence of every lookup a check made,
 // which a denial's decision record keeps. Without a bound index (a checker
 // used outside a Session, e.g. `policy check`) the functions raise, so a rule
-// relying on them fails closed. Not thread-safe: one per RuleRuntime.
+// relying on them fails closed. The lists sources() and untrusted_tokens()
+// return are read-only and cached per value while the index's generation
+// holds, so re-checking a call costs a table lookup; a lookup's evidence is
+// only resolved (TakeEvidence) for a decision that needs it. Not thread-safe:
+// one per RuleRuntime.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -16,6 +21,7 @@
 #include "lua.hpp"
 #include "taskledger/base/tool_call.h"
 #include "taskledger/provenance/index.h"
+#include "taskledger/provenance/tokens.h"
 
 namespace taskledger::policy_internal {
 
@@ -26,24 +32,31 @@ class ProvenanceView {
   // For one check: the index (may be null: functions raise) and the call.
   void Bind(const provenance::ProvenanceIndex* index, const ProposedCall* call);
   void Unbind();
-  // The lookups of the bound check as JSON: [{arg, value, sources: [...]}];
-  // consumes them. Call before Unbind's successor Bind.
+  // The lookups of the bound check as JSON: [{arg, value, sources: [...]}]
+  // (an untrusted_tokens lookup gives one per untrusted token); consumes them.
+  // Call before Unbind.
   nlohmann::json TakeEvidence();
 
   // For the Lua functions (provenance_view.cc).
   struct Lookup {
     std::string arg;  // "" for sources_of
     std::string value;
-    std::vector<const provenance::Source*> sources;
+    provenance::TokenKinds kinds = 0;  // untrusted_tokens: the kinds asked; else 0
   };
   const provenance::ProvenanceIndex* index() const { return index_; }
   const ProposedCall* call() const { return call_; }
   void Record(Lookup lookup);
+  // Pushes the cache table of the bound index's generation (a fresh one when
+  // the index changed since it was filled).
+  void PushCache(lua_State* L);
 
  private:
   const provenance::ProvenanceIndex* index_ = nullptr;
   const ProposedCall* call_ = nullptr;
   std::vector<Lookup> lookups_;
+  int cache_ref_ = LUA_NOREF;
+  std::uint64_t cache_generation_ = 0;
+  bool cache_stale_ = true;
 };
 
 }  // namespace taskledger::policy_internal

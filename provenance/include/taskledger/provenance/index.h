@@ -107,6 +107,10 @@ class ProvenanceIndex {
   // Ok, or the LimitExceeded that made the index incomplete.
   const Status& health() const { return health_; }
   std::size_t source_count() const { return sources_.size(); }
+  // Changes whenever the index does (each Add*), and is unique across every
+  // index of the process: derived answers cached under one stay right while
+  // it holds.
+  std::uint64_t generation() const { return generation_; }
 
  private:
   struct Walk;
@@ -119,6 +123,7 @@ class ProvenanceIndex {
   std::vector<Source> sources_;
   std::unordered_map<std::string, std::vector<std::uint32_t>> by_value_;
   std::size_t key_bytes_ = 0;
+  std::uint64_t generation_ = 0;
   std::vector<UserMessage> user_messages_;
 };
 

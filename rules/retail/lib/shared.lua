@@ -21,29 +21,27 @@ local M = {}
 --                  source_known, balance (gift cards)
 local function call_facts(ledger, call)
   local args, keys = call.args, ledger.keys("identifier", "user.authenticated.")
-  local f = {users = 0, method = tostring(args.payment_method_id)}
+  local users, names = 0, nil
   for i = 1, #keys do
     if ledger.verified("identifier", keys[i]) then
       local id = tostring(ledger.identifier(keys[i]))
-      f.users, f.names = f.users + 1, f.names and f.names .. ", " .. id or id
+      users, names = users + 1, names and names .. ", " .. id or id
     end
   end
-  f.user = f.users == 1 and f.names or nil
-  if args.order_id ~= nil then
-    f.order = tostring(args.order_id)
-    local order = std.key("order", f.order)
-    f.status, f.owner = ledger.fact(order .. ".status"), ledger.fact(order .. ".user_id")
-    f.status_known = ledger.verified("fact", order .. ".status")
-    f.owner_known = ledger.verified("fact", order .. ".user_id")
-    f.original = ledger.fact(order .. ".original_payment_method")
-  end
-  if f.user ~= nil then
-    local method = std.key("user", f.user, "payment", f.method)
-    f.source = ledger.fact(method .. ".source")
-    f.source_known = ledger.verified("fact", method .. ".source")
-    f.balance = f.source == "gift_card" and ledger.fact(method .. ".balance") or nil
-  end
-  return f
+  local user, method = users == 1 and names or nil, tostring(args.payment_method_id)
+  local order_id = args.order_id ~= nil and tostring(args.order_id) or nil
+  local order = order_id and std.key("order", order_id)
+  local pm = user and std.key("user", user, "payment", method)
+  local source = pm and ledger.fact(pm .. ".source")
+  -- One constructor: the table is allocated once, at its full size.
+  return {users = users, names = names, user = user, method = method, order = order_id,
+          status = order and ledger.fact(order .. ".status"),
+          owner = order and ledger.fact(order .. ".user_id"),
+          status_known = order and ledger.verified("fact", order .. ".status"),
+          owner_known = order and ledger.verified("fact", order .. ".user_id"),
+          original = order and ledger.fact(order .. ".original_payment_method"),
+          source = source, source_known = pm and ledger.verified("fact", pm .. ".source"),
+          balance = source == "gift_card" and ledger.fact(pm .. ".balance") or nil}
 end
 
 -- Declares a retail rule. `why(call, ledger, facts)` returns the reason the call

@@ -25,8 +25,9 @@ local required_arguments = {
 -- What is missing for the items of order `order_id`, or nil: each old item must be
 -- one of the order's, each new one a variant get_product_details showed.
 local function missing_items(ledger, order_id, args)
+  if order_id == nil or args.item_ids == nil then return nil end
   local old, new = string_list(args.item_ids) or none, string_list(args.new_item_ids) or none
-  for i, item in ipairs(order_id ~= nil and old or none) do
+  for i, item in ipairs(old) do
     local variant = new[i]
     if not ledger.verified("fact", std.key("order", order_id, "item", item, "price")) then
       return "item " .. item .. " is not an item of order " .. order_id .. ": use the item ids "

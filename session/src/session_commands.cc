@@ -116,14 +116,22 @@ std::optional<Command> Session::Commands::ReserveReady(Session& s, const Propose
   spec.decision = result.decision_record;
   spec.pack_version = s.pack_->version();
   spec.requires_approval = result.decision.outcome == Outcome::kRequireApproval;
-  auto reserved = cmd.ledger.Reserve(spec);
+  // An allowed call reserves and leases in one store call; an approval
+  // request only reserves (it runs only if an operator approved it already).
+  auto reserved = [&]() -> Result<ReserveResult> {
+    if (result.decision.allowed()) return cmd.ledger.ReserveAndLease(spec);
+    auto only = cmd.ledger.Reserve(spec);
+    if (!only) return only.error();
+    return ReserveResult{std::move(only).value(), false, false};
+  }();
   if (!reserved) {
     // Without its command the call does not run: nothing changed.
     s.DenyForStore(call, reserved.error(), result);
     s.StageCallRecord(call, true, "denied");
     return std::nullopt;
   }
-  Command c = std::move(reserved).value();
+  Command c = std::move(reserved->command);
+  if (reserved->leased) return WriteAhead(s, call, std::move(c), result);
   if (external && c.state == CommandState::kLeased && CallIdOf(c) == call.id) {
     // The same client proposing its own call again (its answer was lost):
     // the lease it was given still stands (in result.command).
@@ -153,6 +161,21 @@ std::optional<Command> Session::Commands::LeaseReady(Session& s, const ProposedC
     return std::nullopt;
   }
   return Lease(s, call, c, result, consumed);
+}
+
+std::optional<Command> Session::Commands::WriteAhead(Session& s, const ProposedCall& call,
+                                                     Command leased, CallResult& result) {
+  if (!leased.approver.empty()) s.StageApproval(call, leased, result);
+  if (s.commit_before_write_ && !s.CommitBeforeWrite(call, result)) {
+    // The call never started: give the lease back, so the command is ready
+    // for a retry at once. If that fails too, the lease runs out and the
+    // startup guard reconciles it (the lookup finds nothing: released).
+    auto back = s.commands_->ledger.Unlease(leased);
+    s.StageCallRecord(call, true, "denied");
+    result.command = back ? std::move(back).value() : std::move(leased);
+    return std::nullopt;
+  }
+  return leased;
 }
 
 std::optional<Command> Session::Commands::Lease(Session& s, const ProposedCall& call,

@@ -33,6 +33,11 @@ struct Session::Commands {
   // result.command (and nullopt returned: nothing new to run).
   static std::optional<Command> ReserveReady(Session& s, const ProposedCall& call,
                                              CallResult& result, bool external);
+  // ReserveReady's end for a command its reservation leased at once (an
+  // allowed call, one store call): stages an operator's approval and makes
+  // the write-ahead commit; if that fails, gives the lease back (Unlease).
+  static std::optional<Command> WriteAhead(Session& s, const ProposedCall& call, Command leased,
+                                           CallResult& result);
   // ReserveReady from a command already reserved (ResumeApproved's approved ones).
   static std::optional<Command> LeaseReady(Session& s, const ProposedCall& call, Command c,
                                            CallResult& result);

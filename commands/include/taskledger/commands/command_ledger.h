@@ -97,6 +97,13 @@ class CommandLedger {
   Result<Command> Reserve(const CommandSpec& spec);
   // Leases a pending or approved command for this worker.
   Result<Command> Lease(const RunId& run, std::string_view command_key);
+  // Reserve and, if the command is pending or approved, Lease, in one store
+  // call (CommandStore::ReserveAndLease). `leased` says whether it leased.
+  Result<ReserveResult> ReserveAndLease(const CommandSpec& spec);
+  // Gives back a lease this worker took but whose call never started
+  // (leased -> pending, attempts-1; the token stays raised, so `leased`'s
+  // lease is fenced). Conflict if a newer lease exists.
+  Result<Command> Unlease(const Command& leased);
   // Records a tool outcome under the lease `leased` holds. An ambiguous
   // outcome is marked uncertain and reconciled at once. A success without an
   // external id or evidence is treated as ambiguous.

@@ -31,7 +31,9 @@
 // "cluster_to_single_pipelined" (goal >= 0.8). With --durable N
 // (scripts/bench store passes it for the server it starts), N commits against
 // N bare SETs of the same bytes with appendfsync always (durable_phase.h):
-// "durable":{...} and "durable_commit_to_set_p50" (goal <= 1.2).
+// "durable":{...} and "durable_commit_to_set_p50" (goal <= 1.2). With
+// --tls-url (scripts/bench store --tls), the latency phase again over TLS:
+// "tls":{...} and "tls_to_plain_commit_p50".
 // Single-threaded.
 #include <sched.h>
 #include <algorithm>
@@ -275,10 +277,39 @@ int Fail(const std::string& what, const Status& s) {
   return 1;
 }
 
+// The headline latency phase again over TLS (--tls-url rediss://...?ca=...),
+// as JSON fields to append: PING and commit p50 and their ratio to the plain
+// TCP commit of the same run.
+Result<std::string> TlsFigures(const std::string& url, const std::string& run, int samples,
+                               double plain_commit_p50) {
+  RedisOptions options;
+  options.url = url;
+  auto opened = OpenRedisStore(options);
+  if (!opened) return opened.error();
+  auto endpoint = internal::ParseRedisUrl(url);
+  if (!endpoint) return endpoint.error();
+  internal::RedisClient ping_client(*endpoint, {});
+  ConversationId id{"bench", "tls-latency-" + run};
+  Latency latency;
+  LedgerState head;
+  if (Status s = MeasureLatency(ping_client, **opened, id, head, samples, latency); !s.ok()) {
+    return s;
+  }
+  (void)(*opened)->DropConversation(id);
+  char text[256];
+  std::snprintf(
+      text, sizeof text,
+      ",\"tls\":{\"ping_p50_us\":%.1f,\"commit_p50_us\":%.1f,\"commit_to_ping_p50\":%.2f},"
+      "\"tls_to_plain_commit_p50\":%.2f",
+      latency.ping_p50(), latency.commit_p50(), latency.commit_p50() / latency.ping_p50(),
+      latency.commit_p50() / plain_commit_p50);
+  return std::string(text);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string url, cluster_url;
+  std::string url, cluster_url, tls_url;
   uint32_t replicas = 0;  // the cluster store's RedisOptions::replicas
   int samples = 20000, batch = 1000, durable = 0;
   double seconds = 3;
@@ -296,6 +327,8 @@ int main(int argc, char** argv) {
       cluster_url = argv[i + 1];
     else if (flag == "--replicas")
       replicas = static_cast<uint32_t>(std::atoi(argv[i + 1]));
+    else if (flag == "--tls-url")
+      tls_url = argv[i + 1];
     else if (flag == "--durable")
       durable = std::atoi(argv[i + 1]);
   }
@@ -303,7 +336,8 @@ int main(int argc, char** argv) {
     std::fprintf(
         stderr,
         "usage: bench_store --url redis://HOST:PORT [--samples N] [--batch N] [--seconds S] "
-        "[--cluster-url redis+cluster://HOST:PORT,...] [--durable SAMPLES]\n");
+        "[--cluster-url redis+cluster://HOST:PORT,...] [--durable SAMPLES] [--tls-url "
+        "rediss://...]\n");
     return 2;
   }
   RedisOptions options;
@@ -401,6 +435,12 @@ int main(int argc, char** argv) {
         figures->commit_p50_us / figures->set_p50_us);
     durable_json = text;
   }
+  std::string tls_json;
+  if (!tls_url.empty()) {
+    auto figures = TlsFigures(tls_url, run, samples, apart.commit_p50());
+    if (!figures) return Fail("tls", figures.error());
+    tls_json = *figures;
+  }
   std::string cluster_json;
   if (!cluster_url.empty()) {
     auto figures =
@@ -421,13 +461,14 @@ int main(int argc, char** argv) {
       "\"turn_json_bytes\":%zu,\"snapshot_every\":%u,"
       "\"pipelined_us_per_turn\":{\"wall\":%.2f,\"client_cpu\":%.2f,\"server_cpu\":%.2f},"
       "\"redis\":{\"version\":\"%s\",\"appendonly\":\"%s\",\"appendfsync\":\"%s\"},"
-      "\"server_us_per_call\":{%s}%s%s}\n",
+      "\"server_us_per_call\":{%s}%s%s%s}\n",
       ping_p50, apart.ping_p99(), commit_p50, apart.commit_p99(), commit_p50 / ping_p50,
       commit_p50 - ping_p50, placement.pinned ? "separate cores" : "os", same_core.c_str(),
       static_cast<double>(committed) / store_seconds, batch, turn_bytes, turn_json_bytes,
       options.store.snapshot_every, store_seconds * 1e6 / static_cast<double>(committed),
       client_cpu_seconds * 1e6 / static_cast<double>(committed),
       server_us / static_cast<double>(committed), redis_version.c_str(), appendonly.c_str(),
-      appendfsync.c_str(), server_stats.c_str(), durable_json.c_str(), cluster_json.c_str());
+      appendfsync.c_str(), server_stats.c_str(), durable_json.c_str(), tls_json.c_str(),
+      cluster_json.c_str());
   return 0;
 }

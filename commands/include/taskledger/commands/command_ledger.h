@@ -46,7 +46,8 @@ struct CommandLedgerOptions {
   // an error (normally PolicyError) to refuse. Unset: replays skip the re-check.
   std::function<Status(const Command&)> policy_recheck;
   // Called after each durable protocol step with its name ("reserved", "leased",
-  // "outcome", "reconciled"): for tracing, and for the crash harness.
+  // "outcome", "reconciled", "unleased"): for tracing, and for the crash harness.
+  // ReserveAndLease reports "reserved" and then "leased" after its one store call.
   std::function<void(std::string_view point, const Command&)> observer;
 };
 

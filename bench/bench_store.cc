@@ -28,7 +28,13 @@
 // gains "nodes", "cluster":{ping/commit p50, p99, pipelined_turns_per_s}
 // and the ratios against the single server of the same run:
 // "cluster_to_single_commit_p50" (goal <= 1.2) and
-// "cluster_to_single_pipelined" (goal >= 0.8). Single-threaded.
+// "cluster_to_single_pipelined" (goal >= 0.8). With --durable N
+// (scripts/bench store passes it for the server it starts), N commits against
+// N bare SETs of the same bytes with appendfsync always (durable_phase.h):
+// "durable":{...} and "durable_commit_to_set_p50" (goal <= 1.2). With
+// --tls-url (scripts/bench store --tls), the latency phase again over TLS:
+// "tls":{...} and "tls_to_plain_commit_p50".
+// Single-threaded.
 #include <sched.h>
 #include <algorithm>
 #include <chrono>
@@ -38,6 +44,7 @@
 #include <string>
 #include <vector>
 
+#include "durable_phase.h"
 #include "internal/redis_records.h"
 #include "taskledger/ledger/codec.h"
 #include "taskledger/ledger/redis_store.h"
@@ -270,12 +277,41 @@ int Fail(const std::string& what, const Status& s) {
   return 1;
 }
 
+// The headline latency phase again over TLS (--tls-url rediss://...?ca=...),
+// as JSON fields to append: PING and commit p50 and their ratio to the plain
+// TCP commit of the same run.
+Result<std::string> TlsFigures(const std::string& url, const std::string& run, int samples,
+                               double plain_commit_p50) {
+  RedisOptions options;
+  options.url = url;
+  auto opened = OpenRedisStore(options);
+  if (!opened) return opened.error();
+  auto endpoint = internal::ParseRedisUrl(url);
+  if (!endpoint) return endpoint.error();
+  internal::RedisClient ping_client(*endpoint, {});
+  ConversationId id{"bench", "tls-latency-" + run};
+  Latency latency;
+  LedgerState head;
+  if (Status s = MeasureLatency(ping_client, **opened, id, head, samples, latency); !s.ok()) {
+    return s;
+  }
+  (void)(*opened)->DropConversation(id);
+  char text[256];
+  std::snprintf(
+      text, sizeof text,
+      ",\"tls\":{\"ping_p50_us\":%.1f,\"commit_p50_us\":%.1f,\"commit_to_ping_p50\":%.2f},"
+      "\"tls_to_plain_commit_p50\":%.2f",
+      latency.ping_p50(), latency.commit_p50(), latency.commit_p50() / latency.ping_p50(),
+      latency.commit_p50() / plain_commit_p50);
+  return std::string(text);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string url, cluster_url;
+  std::string url, cluster_url, tls_url;
   uint32_t replicas = 0;  // the cluster store's RedisOptions::replicas
-  int samples = 20000, batch = 1000;
+  int samples = 20000, batch = 1000, durable = 0;
   double seconds = 3;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
@@ -291,12 +327,17 @@ int main(int argc, char** argv) {
       cluster_url = argv[i + 1];
     else if (flag == "--replicas")
       replicas = static_cast<uint32_t>(std::atoi(argv[i + 1]));
+    else if (flag == "--tls-url")
+      tls_url = argv[i + 1];
+    else if (flag == "--durable")
+      durable = std::atoi(argv[i + 1]);
   }
   if (url.empty() || samples <= 0 || batch <= 0) {
     std::fprintf(
         stderr,
         "usage: bench_store --url redis://HOST:PORT [--samples N] [--batch N] [--seconds S] "
-        "[--cluster-url redis+cluster://HOST:PORT,...]\n");
+        "[--cluster-url redis+cluster://HOST:PORT,...] [--durable SAMPLES] [--tls-url "
+        "rediss://...]\n");
     return 2;
   }
   RedisOptions options;
@@ -368,6 +409,38 @@ int main(int argc, char** argv) {
   // and redis-server's CPU (INFO cpu: commands, networking, AOF writes).
   double server_us = (ServerCpuSeconds(ping_client) - server_cpu_start) * 1e6;
   (void)store.DropConversation(id);
+  std::string durable_json;
+  if (durable > 0) {
+    ConversationId durable_id{"bench", "durable-" + run};
+    LedgerState durable_head;
+    auto commit = [&](int i) {
+      TurnRecord turn = MakeTurn(durable_head.version + 1, 1'700'000'000'000 + i);
+      LedgerState after = durable_head;
+      if (Status s = ApplyTurn(after, turn); !s.ok()) return s;
+      Status s = store.CommitTurn(durable_id, turn, after);
+      if (s.ok()) durable_head = std::move(after);
+      return s;
+    };
+    auto figures = bench::MeasureDurable(ping_client, "bench:durable-set:" + run,
+                                         internal::TurnRecordBytes(MakeTurn(1, 0)), durable, commit,
+                                         Percentile);
+    (void)store.DropConversation(durable_id);
+    if (!figures) return Fail("durable", figures.error());
+    char text[400];
+    std::snprintf(
+        text, sizeof text,
+        ",\"durable\":{\"appendfsync\":\"always\",\"commit_p50_us\":%.1f,"
+        "\"set_p50_us\":%.1f,\"server_us_per_call\":%s},\"durable_commit_to_set_p50\":%.2f",
+        figures->commit_p50_us, figures->set_p50_us, figures->server_us_per_call.c_str(),
+        figures->commit_p50_us / figures->set_p50_us);
+    durable_json = text;
+  }
+  std::string tls_json;
+  if (!tls_url.empty()) {
+    auto figures = TlsFigures(tls_url, run, samples, apart.commit_p50());
+    if (!figures) return Fail("tls", figures.error());
+    tls_json = *figures;
+  }
   std::string cluster_json;
   if (!cluster_url.empty()) {
     auto figures =
@@ -388,13 +461,14 @@ int main(int argc, char** argv) {
       "\"turn_json_bytes\":%zu,\"snapshot_every\":%u,"
       "\"pipelined_us_per_turn\":{\"wall\":%.2f,\"client_cpu\":%.2f,\"server_cpu\":%.2f},"
       "\"redis\":{\"version\":\"%s\",\"appendonly\":\"%s\",\"appendfsync\":\"%s\"},"
-      "\"server_us_per_call\":{%s}%s}\n",
+      "\"server_us_per_call\":{%s}%s%s%s}\n",
       ping_p50, apart.ping_p99(), commit_p50, apart.commit_p99(), commit_p50 / ping_p50,
       commit_p50 - ping_p50, placement.pinned ? "separate cores" : "os", same_core.c_str(),
       static_cast<double>(committed) / store_seconds, batch, turn_bytes, turn_json_bytes,
       options.store.snapshot_every, store_seconds * 1e6 / static_cast<double>(committed),
       client_cpu_seconds * 1e6 / static_cast<double>(committed),
       server_us / static_cast<double>(committed), redis_version.c_str(), appendonly.c_str(),
-      appendfsync.c_str(), server_stats.c_str(), cluster_json.c_str());
+      appendfsync.c_str(), server_stats.c_str(), durable_json.c_str(), tls_json.c_str(),
+      cluster_json.c_str());
   return 0;
 }

@@ -10,6 +10,7 @@
 #include "policy_cases.h"
 #include "policy_coverage.h"
 #include "taskledger/base/clock.h"
+#include "taskledger/ledger/codec.h"
 #include "taskledger/pack/rule_pack.h"
 #include "taskledger/policy/checker.h"
 #include "taskledger/policy/decision.h"
@@ -153,7 +154,16 @@ int RunPolicyCheck(const PolicyCheckOptions& o) {
   auto checker = PolicyChecker::Create(*pack);
   if (!checker) return ReportError("cannot load the pack's Lua", checker.error());
   PolicyDecision d = (*checker)->Check(*call, *state, ViewKey{}, now);
+  // The entries each rule read, with their evidence, as a session records them.
+  if (Status s = (*checker)->ResolveReads(d, *state); !s.ok()) {
+    return ReportError("cannot resolve the rules' reads", s);
+  }
   nlohmann::json out = EncodeDecision(d);
+  const nlohmann::json recorded = EncodeDecision(MakeDecisionRecord(d, *call, {}));
+  for (size_t i = 0; i < out["rules"].size() && i < recorded["rules"].size(); ++i) {
+    if (recorded["rules"][i].contains("reads"))
+      out["rules"][i]["reads"] = recorded["rules"][i]["reads"];
+  }
   out["tool"] = call->tool;
   if (o.common.json) {
     PrintJson(out);

@@ -55,6 +55,31 @@ Result<Command> CommandLedger::Lease(const RunId& run, std::string_view command_
   return leased;
 }
 
+Result<ReserveResult> CommandLedger::ReserveAndLease(const CommandSpec& spec) {
+  const int64_t now = clock_.NowMs();
+  auto initial = NewCommand(spec, now);
+  if (!initial) return initial.error();
+  TransitionRequest r;
+  r.transition = Transition::kLease;
+  r.owner = options_.worker_id;
+  r.lease_ms = options_.lease_ms;
+  r.now_ms = now;
+  auto reserved = store_.ReserveAndLease(*initial, r);
+  if (!reserved) return reserved;
+  Observe("reserved", reserved->command);
+  if (reserved->leased) Observe("leased", reserved->command);
+  return reserved;
+}
+
+Result<Command> CommandLedger::Unlease(const Command& leased) {
+  TransitionRequest r;
+  r.transition = Transition::kUnlease;
+  r.fencing_token = leased.fencing_token;
+  auto back = Transit(leased, r);
+  if (back) Observe("unleased", *back);
+  return back;
+}
+
 Result<Command> CommandLedger::RecordOutcome(const Command& leased, const ToolOutcome& outcome) {
   TransitionRequest r;
   r.fencing_token = leased.fencing_token;

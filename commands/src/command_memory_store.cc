@@ -31,6 +31,33 @@ class MemoryCommandStore final : public CommandStore {
     return ReserveResult{std::move(c), true};
   }
 
+  Result<ReserveResult> ReserveAndLease(const Command& initial,
+                                        const TransitionRequest& lease) override {
+    if (lease.transition != Transition::kLease) {
+      return Status::InvalidArgument("ReserveAndLease needs a lease request");
+    }
+    std::lock_guard lock(mu_);
+    RunData& run = RunOf(initial.run);
+    auto it = run.commands.find(initial.command_key);
+    const bool created = it == run.commands.end();
+    Command c = created ? initial : it->second;
+    if (created) c.seq = run.next_seq;
+    const auto sources = TransitionSources(Transition::kLease);
+    bool leased = false;
+    if (std::find(sources.begin(), sources.end(), c.state) != sources.end()) {
+      TransitionRequest r = lease;
+      r.run = initial.run;
+      r.command_key = initial.command_key;
+      // Only the run's counters of this run; a lease does not change them.
+      RunCounters counters = run.record.counters;
+      if (Status s = ApplyTransition(c, counters, r); !s.ok()) return s;
+      leased = true;
+    }
+    if (created) ++run.next_seq;
+    if (created || leased) run.commands.insert_or_assign(c.command_key, c);
+    return ReserveResult{std::move(c), created, leased};
+  }
+
   Result<Command> Apply(const TransitionRequest& request) override {
     std::lock_guard lock(mu_);
     auto run_it = runs_.find(request.run);

@@ -115,6 +115,8 @@ local function transition(name, keys, args)
                'lease_owner', owner, 'lease_expires_ms', n2s(now + lease_ms))
   elseif name == 'renew' then
     redis.call('HSET', cmd, 'lease_expires_ms', n2s(now + lease_ms))
+  elseif name == 'unlease' then
+    if attempts > 0 then redis.call('HSET', cmd, 'attempts', n2s(attempts - 1)) end
   elseif name == 'succeed' or name == 'reconcile_found' then
     local done = redis.call('HINCRBY', meta, 'completed_seq', 1)
     redis.call('HSET', cmd, 'external_id', ext, 'evidence', ev, 'completed_seq', n2s(done))
@@ -155,17 +157,43 @@ for i = 1, #NAMES do
   end)
 end
 
--- KEYS = {command hash, run meta, run order}; ARGV = {command_key, spec_json, state, now_ms}
--- Returns {created (0|1), HGETALL of the command}.
-redis.register_function('tlc_reserve', function(keys, args)
+-- Inserts the command unless it exists; returns 1 if it did not.
+local function reserve(keys, args)
   local cmd, meta, order = keys[1], keys[2], keys[3]
-  if redis.call('EXISTS', cmd) == 1 then return {0, redis.call('HGETALL', cmd)} end
+  if redis.call('EXISTS', cmd) == 1 then return 0 end
   local seq = redis.call('HINCRBY', meta, 'next_seq', 1)
   redis.call('HSET', cmd, 'command_key', args[1], 'spec', args[2], 'state', args[3],
              'seq', n2s(seq), 'attempts', '0', 'fencing_token', '0', 'lease_owner', '',
              'lease_expires_ms', '0', 'created_ms', args[4], 'updated_ms', args[4])
   redis.call('ZADD', order, seq, args[1])
-  return {1, redis.call('HGETALL', cmd)}
+  return 1
+end
+
+-- KEYS = {command hash, run meta, run order}; ARGV = {command_key, spec_json, state, now_ms}
+-- Returns {created (0|1), HGETALL of the command}.
+redis.register_function('tlc_reserve', function(keys, args)
+  local created = reserve(keys, args)
+  return {created, redis.call('HGETALL', keys[1])}
+end)
+
+-- tlc_reserve, then the lease transition if the command (new or found) is in
+-- one of its source states: one round trip for a write's reserve and lease.
+-- ARGV = tlc_reserve's, then {lease_now_ms, owner, lease_ms}.
+-- Returns {created (0|1), HGETALL of the command, leased (0|1)}.
+redis.register_function('tlc_reserve_lease', function(keys, args)
+  -- The lease's own guards first: a refused call writes nothing.
+  if args[6] == '' then return fail('TLARG', 'lease needs an owner') end
+  if tonumber(args[7]) <= 0 then return fail('TLARG', 'lease needs a positive duration') end
+  local created = reserve(keys, args)
+  local cmd = keys[1]
+  if not SOURCES['lease'][redis.call('HGET', cmd, 'state')] then
+    return {created, redis.call('HGETALL', cmd), 0}
+  end
+  local leased = transition('lease', {cmd, keys[2]},
+                            {args[5], '0', args[6], args[7], '', '', '', '', '', '0', '0', '0',
+                             '0', '0'})
+  if leased.err then return leased end
+  return {created, leased, 1}
 end)
 
 -- KEYS = {run meta}; ARGV = {to, reason, now_ms, from...}. Returns HGETALL of meta.

@@ -148,34 +148,16 @@ class RedisCommandStore final : public CommandStore {
   }
 
   Result<ReserveResult> Reserve(const Command& initial) override {
-    auto keys = internal::KeysOfRun(initial.run);
-    // Indexed first: a crash after this line leaves an indexed run with no
-    // command, which ListRuns callers see as empty (never a lost command).
-    const bool known = IndexedBefore(initial.run);
-    if (!known) {
-      if (Status s = Index(initial.run); !s.ok()) return s;
+    return ReserveIn("tlc_reserve", initial, {});
+  }
+
+  Result<ReserveResult> ReserveAndLease(const Command& initial,
+                                        const TransitionRequest& lease) override {
+    if (lease.transition != Transition::kLease) {
+      return Status::InvalidArgument("ReserveAndLease needs a lease request");
     }
-    auto reply =
-        FCall("tlc_reserve", {keys.Command(initial.command_key), keys.meta, keys.order},
-              {initial.command_key, Json(EncodeCommand(initial)),
-               std::string(CommandStateName(initial.state)), std::to_string(initial.created_ms)},
-              "reserve " + initial.command_key);
-    if (!reply) return reply.error();
-    const auto& e = reply->elements();
-    if (e.size() != 2 || !e[0].is_integer()) {
-      return Status::Corruption("reserve: unexpected reply " + reply->Describe());
-    }
-    auto fields = ToFields(e[1], "reserve");
-    if (!fields) return fields.error();
-    auto c = DecodeFields(*fields);
-    if (!c) return c.error();
-    if (known && c->seq == 1 && e[0].integer() == 1) {
-      // The run's first command, yet this process had indexed the run: it was
-      // dropped (here or by another process) since. Index it again; a crash
-      // before this line leaves a run DropRun had already taken out of the index.
-      if (Status s = Index(initial.run); !s.ok()) return s;
-    }
-    return ReserveResult{std::move(c).value(), e[0].integer() == 1};
+    return ReserveIn("tlc_reserve_lease", initial,
+                     {std::to_string(lease.now_ms), lease.owner, std::to_string(lease.lease_ms)});
   }
 
   Result<Command> Apply(const TransitionRequest& r) override {
@@ -300,6 +282,42 @@ class RedisCommandStore final : public CommandStore {
   }
 
  private:
+  // tlc_reserve or tlc_reserve_lease (`lease_args` appended to the reserve's).
+  Result<ReserveResult> ReserveIn(const std::string& function, const Command& initial,
+                                  const std::vector<std::string>& lease_args) {
+    auto keys = internal::KeysOfRun(initial.run);
+    // Indexed first: a crash after this line leaves an indexed run with no
+    // command, which ListRuns callers see as empty (never a lost command).
+    const bool known = IndexedBefore(initial.run);
+    if (!known) {
+      if (Status s = Index(initial.run); !s.ok()) return s;
+    }
+    std::vector<std::string> args = {initial.command_key, Json(EncodeCommand(initial)),
+                                     std::string(CommandStateName(initial.state)),
+                                     std::to_string(initial.created_ms)};
+    args.insert(args.end(), lease_args.begin(), lease_args.end());
+    auto reply = FCall(function, {keys.Command(initial.command_key), keys.meta, keys.order}, args,
+                       "reserve " + initial.command_key);
+    if (!reply) return reply.error();
+    const auto& e = reply->elements();
+    const size_t size = lease_args.empty() ? 2 : 3;
+    if (e.size() != size || !e[0].is_integer() || (size == 3 && !e[2].is_integer())) {
+      return Status::Corruption("reserve: unexpected reply " + reply->Describe());
+    }
+    auto fields = ToFields(e[1], "reserve");
+    if (!fields) return fields.error();
+    auto c = DecodeFields(*fields);
+    if (!c) return c.error();
+    const bool created = e[0].integer() == 1;
+    if (known && c->seq == 1 && created) {
+      // The run's first command, yet this process had indexed the run: it was
+      // dropped (here or by another process) since. Index it again; a crash
+      // before this line leaves a run DropRun had already taken out of the index.
+      if (Status s = Index(initial.run); !s.ok()) return s;
+    }
+    return ReserveResult{std::move(c).value(), created, size == 3 && e[2].integer() == 1};
+  }
+
   // Runs this store has put into their tenant's index. Bounded: past
   // kMaxIndexed names it starts again (a forgotten run costs one SADD more).
   static constexpr size_t kMaxIndexed = 65536;

@@ -23,7 +23,7 @@ constexpr std::array<S, 1> kFromFailed = {S::kFailed};
 
 constexpr std::string_view kNames[kTransitionCount] = {
     "lease",   "renew",    "succeed", "fail", "mark_uncertain", "expire_lease", "reconcile_found",
-    "release", "escalate", "approve", "deny", "cancel",         "replay"};
+    "release", "escalate", "approve", "deny", "cancel",         "replay",       "unlease"};
 
 bool EvidenceMissing(const TransitionRequest& r) {
   return r.external_id.empty() || r.evidence.is_null() ||
@@ -81,6 +81,8 @@ Status Check(const Command& c, const RunCounters& run, const TransitionRequest& 
       if (r.error.empty())
         return Status::InvalidArgument(std::string(TransitionName(t)) + " needs an error");
       return Status::Ok();
+    case Transition::kUnlease:
+      return Status::Ok();
     case Transition::kExpireLease:
       if (r.now_ms < c.lease_expires_ms && (r.owner.empty() || r.owner != c.lease_owner)) {
         return Status::FailedPrecondition("expire_lease: the lease of " + c.lease_owner +
@@ -136,7 +138,7 @@ Status Check(const Command& c, const RunCounters& run, const TransitionRequest& 
 
 bool TransitionNeedsFencingToken(Transition t) {
   return t == Transition::kRenew || t == Transition::kSucceed || t == Transition::kFail ||
-         t == Transition::kMarkUncertain;
+         t == Transition::kMarkUncertain || t == Transition::kUnlease;
 }
 
 std::string_view TransitionName(Transition t) {
@@ -153,6 +155,7 @@ std::span<const CommandState> TransitionSources(Transition t) {
     case Transition::kFail:
     case Transition::kMarkUncertain:
     case Transition::kExpireLease:
+    case Transition::kUnlease:
       return kFromLeased;
     case Transition::kReconcileFound:
     case Transition::kRelease:
@@ -184,6 +187,7 @@ CommandState TransitionTarget(Transition t) {
       return S::kUncertain;
     case Transition::kRelease:
     case Transition::kReplay:
+    case Transition::kUnlease:
       return S::kPending;
     case Transition::kEscalate:
       return S::kBlocked;
@@ -225,6 +229,9 @@ Status ApplyTransition(Command& c, RunCounters& run, const TransitionRequest& r)
           r.error.empty() ? "lease of " + c.lease_owner + " ended without an outcome" : r.error;
       break;
     case Transition::kRelease:
+      break;
+    case Transition::kUnlease:
+      c.attempts -= c.attempts > 0 ? 1 : 0;
       break;
     case Transition::kEscalate:
       c.escalated = true;

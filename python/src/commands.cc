@@ -302,12 +302,20 @@ void RegisterCommands(py::module_& m) {
             static const LedgerState kEmpty;
             auto lock = Enter(c.busy, "PolicyChecker");
             const LedgerState& s = state ? *state->state : kEmpty;
-            py::gil_scoped_release release;
-            return c.checker->Check(call, s, ViewKey{}, now_ms.value_or(SystemClock().NowMs()));
+            PolicyDecision d;
+            Status resolved;
+            {
+              py::gil_scoped_release release;
+              d = c.checker->Check(call, s, ViewKey{}, now_ms.value_or(SystemClock().NowMs()));
+              // Each rule's reads with their evidence, as a session records them.
+              resolved = c.checker->ResolveReads(d, s);
+            }
+            Check(resolved);
+            return d;
           },
           "call"_a, "state"_a = py::none(), "now_ms"_a = py::none(),
-          "Decides `call` (a taskledger.Call) against `state` (default: empty). Never raises for "
-          "a failing rule: that is a deny.");
+          "Decides `call` (a taskledger.Call) against `state` (default: empty); each rule's "
+          "`reads` names the entries it read. Never raises for a failing rule: that is a deny.");
 }
 
 }  // namespace taskledger::py

@@ -5,6 +5,7 @@
 
 #include "convert.h"
 #include "objects.h"
+#include "taskledger/ledger/codec.h"
 #include "taskledger/session/session.h"
 
 namespace taskledger::py {
@@ -40,7 +41,18 @@ void RegisterDecisions(py::module_& m) {
       .def_readonly("reason", &RuleEvaluation::reason)
       .def_readonly("error", &RuleEvaluation::error, "True when the rule itself failed (denied).")
       .def_readonly("log", &RuleEvaluation::log,
-                    "The lines the rule wrote with log() during this check (never in the prompt).");
+                    "The lines the rule wrote with log() during this check (never in the prompt).")
+      .def_property_readonly(
+          "reads",
+          [](const RuleEvaluation& r) {
+            // Encoded by the ledger's codec: the same dicts a decision record holds.
+            DecisionRecord record;
+            record.rules.emplace_back().reads = r.reads;
+            nlohmann::json rule = EncodeDecision(record)["rules"][0];
+            return FromJson(rule.value("reads", nlohmann::json::array()));
+          },
+          "The ledger entries the rule read: dicts of category, key, present and, for a present "
+          "entry, digest, turn, source, source_id, rule, verified (empty when not resolved).");
 
   py::class_<PolicyDecision>(m, "Decision", "The policy gate's answer for one call.")
       .def_property_readonly("allowed", &PolicyDecision::allowed)

@@ -95,4 +95,11 @@ def test_policy_checker_alone(subscription_pack):
                                                                "days_remaining": 3})
     d = checker.check(call, s.ledger.working)
     assert d.rule == "subscription.no_cancel_in_grace_period" and "3 days" in d.reason
+    # Each rule's reads carry the evidence the session's own decision record holds.
+    s.check("c1", "cancel_subscription", {"user_id": "u1"})
+    recorded = {r["id"]: r.get("reads", []) for r in s.ledger.pending.decisions[-1]["rules"]}
+    assert {r.rule: r.reads for r in d.rules} == recorded
+    grace = next(r for r in d.rules if r.rule == d.rule)
+    assert any(x["present"] and x["verified"] and x["source_id"].startswith("get_subscription#")
+               for x in grace.reads)
     assert checker.check(taskledger.Call("c3", "downgrade_subscription"), s.ledger.working)

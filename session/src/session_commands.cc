@@ -38,10 +38,16 @@ std::string OutputText(const nlohmann::json& output) {
   return output.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+bool OperatorApproved(const Command& c) {
+  return c.state == CommandState::kApproved ||
+         (c.state == CommandState::kPending && !c.approver.empty());
+}
+
 }  // namespace session_internal
 
 namespace {
 
+using session_internal::OperatorApproved;
 using session_internal::OutputText;
 
 constexpr std::string_view kApprovalRule = "taskledger.operator_approval";
@@ -55,21 +61,17 @@ std::string TargetOf(const SessionCommandOptions& options, const ProposedCall& c
   return {};
 }
 
-// The call a command was reserved for: its decision record names the call id.
-ProposedCall CallOf(const Command& c) {
-  std::string id = "command:" + c.command_key;
-  if (auto it = c.decision.find("call_id"); it != c.decision.end() && it->is_string()) {
-    id = it->get<std::string>();
-  }
-  return ProposedCall{std::move(id), c.tool, c.arguments};
+// The call id a command was reserved for (its decision record names it).
+std::string CallIdOf(const Command& c) {
+  auto it = c.decision.find("call_id");
+  return it != c.decision.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-// Approved by an operator and not run to an end yet: approved, or released
-// for another attempt after an uncertain outcome (a release keeps no state
-// "approved", but the approval stands).
-bool OperatorApproved(const Command& c) {
-  return c.state == CommandState::kApproved ||
-         (c.state == CommandState::kPending && !c.approver.empty());
+// The call a command was reserved for.
+ProposedCall CallOf(const Command& c) {
+  std::string id = CallIdOf(c);
+  if (id.empty()) id = "command:" + c.command_key;
+  return ProposedCall{std::move(id), c.tool, c.arguments};
 }
 
 std::string Where(const Command& c) {
@@ -101,11 +103,10 @@ Status Session::RecoverCommands() {
   return Status::Ok();
 }
 
-void Session::HandleCommand(const ProposedCall& call, const ContextToolExecutor& execute,
-                            CallResult& result) {
-  Commands& cmd = *commands_;
+std::optional<Command> Session::Commands::ReserveReady(Session& s, const ProposedCall& call,
+                                                       CallResult& result, bool external) {
+  Commands& cmd = *s.commands_;
   cmd.BindLookup(call.tool);
-  const bool approval = result.decision.outcome == Outcome::kRequireApproval;
   CommandSpec spec;
   spec.run = cmd.run;
   spec.step = cmd.options.step_of ? cmd.options.step_of(call) : std::string("call");
@@ -113,16 +114,30 @@ void Session::HandleCommand(const ProposedCall& call, const ContextToolExecutor&
   spec.target = TargetOf(cmd.options, call);
   spec.arguments = call.arguments;
   spec.decision = result.decision_record;
-  spec.pack_version = pack_->version();
-  spec.requires_approval = approval;
-  auto reserved = cmd.ledger.Reserve(spec);
+  spec.pack_version = s.pack_->version();
+  spec.requires_approval = result.decision.outcome == Outcome::kRequireApproval;
+  // An allowed call reserves and leases in one store call; an approval
+  // request only reserves (it runs only if an operator approved it already).
+  auto reserved = [&]() -> Result<ReserveResult> {
+    if (result.decision.allowed()) return cmd.ledger.ReserveAndLease(spec);
+    auto only = cmd.ledger.Reserve(spec);
+    if (!only) return only.error();
+    return ReserveResult{std::move(only).value(), false, false};
+  }();
   if (!reserved) {
     // Without its command the call does not run: nothing changed.
-    DenyForStore(call, reserved.error(), result);
-    StageCallRecord(call, true, "denied");
-    return;
+    s.DenyForStore(call, reserved.error(), result);
+    s.StageCallRecord(call, true, "denied");
+    return std::nullopt;
   }
-  Command c = std::move(reserved).value();
+  Command c = std::move(reserved->command);
+  if (reserved->leased) return WriteAhead(s, call, std::move(c), result);
+  if (external && c.state == CommandState::kLeased && CallIdOf(c) == call.id) {
+    // The same client proposing its own call again (its answer was lost):
+    // the lease it was given still stands (in result.command).
+    result.command = std::move(c);
+    return std::nullopt;
+  }
   if (c.state == CommandState::kUncertain) {
     // A retry of a call whose outcome is unknown: ask the system first.
     if (auto reconciled = cmd.ledger.Reconcile(c.run, c.command_key)) c = *reconciled;
@@ -130,17 +145,64 @@ void Session::HandleCommand(const ProposedCall& call, const ContextToolExecutor&
   const bool ready =
       OperatorApproved(c) || (c.state == CommandState::kPending && result.decision.allowed());
   if (!ready) {
-    ReportCommand(call, c, result);
-    return;
+    s.ReportCommand(call, c, result);
+    return std::nullopt;
   }
-  if (OperatorApproved(c)) StageApproval(call, c, result);
+  return LeaseReady(s, call, std::move(c), result);
+}
+
+std::optional<Command> Session::Commands::LeaseReady(Session& s, const ProposedCall& call,
+                                                     Command c, CallResult& result) {
+  if (OperatorApproved(c)) s.StageApproval(call, c, result);
   std::optional<Entry> consumed;
-  if (commit_before_write_ && !CommitBeforeWrite(call, result, &consumed)) {
-    StageCallRecord(call, true, "denied");  // the command stays ready for a retry
-    result.command = c;
-    return;
+  if (s.commit_before_write_ && !s.CommitBeforeWrite(call, result, &consumed)) {
+    s.StageCallRecord(call, true, "denied");  // the command stays ready for a retry
+    result.command = std::move(c);
+    return std::nullopt;
   }
-  RunCommand(call, c, execute, result, consumed);
+  return Lease(s, call, c, result, consumed);
+}
+
+std::optional<Command> Session::Commands::WriteAhead(Session& s, const ProposedCall& call,
+                                                     Command leased, CallResult& result) {
+  if (!leased.approver.empty()) s.StageApproval(call, leased, result);
+  if (s.commit_before_write_ && !s.CommitBeforeWrite(call, result)) {
+    // The call never started: give the lease back, so the command is ready
+    // for a retry at once. If that fails too, the lease runs out and the
+    // startup guard reconciles it (the lookup finds nothing: released).
+    auto back = s.commands_->ledger.Unlease(leased);
+    s.StageCallRecord(call, true, "denied");
+    result.command = back ? std::move(back).value() : std::move(leased);
+    return std::nullopt;
+  }
+  return leased;
+}
+
+std::optional<Command> Session::Commands::Lease(Session& s, const ProposedCall& call,
+                                                const Command& c, CallResult& result,
+                                                const std::optional<Entry>& consumed) {
+  Commands& cmd = *s.commands_;
+  auto leased = cmd.ledger.Lease(c.run, c.command_key);
+  if (leased) return std::move(leased).value();
+  // Another worker took it first (then report what it is now), or the store is down.
+  auto now = cmd.store.Get(c.run, c.command_key);
+  if (leased.error().code() == StatusCode::kFailedPrecondition && now.has_value()) {
+    s.ReportCommand(call, *now, result);
+  } else {
+    // The call did not run, so the user's yes still stands for the retry.
+    if (consumed) s.RestoreConfirmation(*consumed);
+    s.DenyForStore(call, leased.error(), result);
+    s.StageCallRecord(call, true, "denied");
+    result.command = c;
+  }
+  return std::nullopt;
+}
+
+void Session::HandleCommand(const ProposedCall& call, const ContextToolExecutor& execute,
+                            CallResult& result) {
+  if (auto leased = Commands::ReserveReady(*this, call, result, /*external=*/false)) {
+    Commands::RunLeased(*this, call, *leased, execute, result);
+  }
 }
 
 void Session::StageApproval(const ProposedCall& call, const Command& command, CallResult& result) {
@@ -155,30 +217,14 @@ void Session::StageApproval(const ProposedCall& call, const Command& command, Ca
   result.decision = std::move(d);
 }
 
-void Session::RunCommand(const ProposedCall& call, const Command& command,
-                         const ContextToolExecutor& execute, CallResult& result,
-                         const std::optional<Entry>& consumed) {
-  Commands& cmd = *commands_;
-  auto leased = cmd.ledger.Lease(command.run, command.command_key);
-  if (!leased) {
-    // Another worker took it first (then report what it is now), or the store is down.
-    auto now = cmd.store.Get(command.run, command.command_key);
-    if (leased.error().code() == StatusCode::kFailedPrecondition && now.has_value()) {
-      ReportCommand(call, *now, result);
-    } else {
-      // The call did not run, so the user's yes still stands for the retry.
-      if (consumed) RestoreConfirmation(*consumed);
-      DenyForStore(call, leased.error(), result);
-      StageCallRecord(call, true, "denied");
-      result.command = command;
-    }
-    return;
-  }
-  ToolContext context{leased->idempotency_key, leased->command_key, leased->run, leased->attempts};
-  const bool uncertain = ExecutePlain(call, true, execute, context, result);
+void Session::Commands::RunLeased(Session& s, const ProposedCall& call, const Command& leased,
+                                  const ContextToolExecutor& execute, CallResult& result) {
+  Commands& cmd = *s.commands_;
+  ToolContext context{leased.idempotency_key, leased.command_key, leased.run, leased.attempts};
+  const bool uncertain = s.ExecutePlain(call, true, execute, context, result);
   ToolOutcome outcome;
   if (result.output && !result.output->error) {
-    outcome = ToolOutcome::Succeeded(leased->idempotency_key,
+    outcome = ToolOutcome::Succeeded(leased.idempotency_key,
                                      {{"output", result.output->output}, {"call_id", call.id}});
   } else if (result.output) {
     outcome = ToolOutcome::Failed(OutputText(result.output->output));
@@ -187,16 +233,16 @@ void Session::RunCommand(const ProposedCall& call, const Command& command,
   } else {
     outcome = ToolOutcome::Failed(result.message);
   }
-  auto settled = cmd.ledger.RecordOutcome(*leased, outcome);
+  auto settled = cmd.ledger.RecordOutcome(leased, outcome);
   if (!settled) {
     // The lease stays; the startup guard of the next session finds it.
-    result.command = *leased;
-    ledger_->StageError({{"source", "commands"},
-                         {"tool", call.tool},
-                         {"call_id", call.id},
-                         {"code", "command_unsettled"},
-                         {"command_key", leased->command_key},
-                         {"message", settled.error().ToString()}});
+    result.command = leased;
+    s.ledger_->StageError({{"source", "commands"},
+                           {"tool", call.tool},
+                           {"call_id", call.id},
+                           {"code", "command_unsettled"},
+                           {"command_key", leased.command_key},
+                           {"message", settled.error().ToString()}});
     return;
   }
   result.command = *settled;
@@ -301,12 +347,9 @@ Result<std::vector<CallResult>> Session::ResumeApproved(const ContextToolExecuto
     if (OperatorApproved(c)) {
       cmd.BindLookup(c.tool);
       CallResult r;
-      StageApproval(call, c, r);
-      if (commit_before_write_ && !CommitBeforeWrite(call, r)) {
-        StageCallRecord(call, true, "denied");  // still approved: the next call runs it
-        r.command = c;
-      } else {
-        RunCommand(call, c, execute, r);
+      // A failed write-ahead commit leaves it approved: the next call runs it.
+      if (auto leased = Commands::LeaseReady(*this, call, c, r)) {
+        Commands::RunLeased(*this, call, *leased, execute, r);
       }
       out.push_back(std::move(r));
     } else if (c.state == CommandState::kCancelled && !c.approver.empty()) {

@@ -12,27 +12,6 @@
 namespace taskledger {
 namespace {
 
-// The natural key of what a call changes, as session_commands.cc picks it.
-std::string ExternalTargetOf(const SessionCommandOptions& options, const ProposedCall& call) {
-  if (options.target_of) return options.target_of(call);
-  for (const char* name : {"path", "destination", "uri", "url", "name", "id", "order_id"}) {
-    auto it = call.arguments.find(name);
-    if (it != call.arguments.end() && it->is_string()) return it->get<std::string>();
-  }
-  return {};
-}
-
-bool ApprovedByOperator(const Command& c) {
-  return c.state == CommandState::kApproved ||
-         (c.state == CommandState::kPending && !c.approver.empty());
-}
-
-// The call id a command was reserved for (its decision record names it).
-std::string CallIdOf(const Command& c) {
-  auto it = c.decision.find("call_id");
-  return it != c.decision.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 // What the client reported, as the executor HandleToolCall would have run.
 ContextToolExecutor Replay(const ExternalOutcome& outcome) {
   return [&outcome](const ProposedCall& call, const ToolContext&) -> Result<ToolOutput> {
@@ -67,60 +46,9 @@ CallResult Session::ProposeExternal(const ProposedCall& call) {
 }
 
 void Session::ProposeCommand(const ProposedCall& call, CallResult& result) {
-  Commands& cmd = *commands_;
-  cmd.BindLookup(call.tool);
-  CommandSpec spec;
-  spec.run = cmd.run;
-  spec.step = cmd.options.step_of ? cmd.options.step_of(call) : std::string("call");
-  spec.tool = call.tool;
-  spec.target = ExternalTargetOf(cmd.options, call);
-  spec.arguments = call.arguments;
-  spec.decision = result.decision_record;
-  spec.pack_version = pack_->version();
-  spec.requires_approval = result.decision.outcome == Outcome::kRequireApproval;
-  auto reserved = cmd.ledger.Reserve(spec);
-  if (!reserved) {
-    DenyForStore(call, reserved.error(), result);
-    StageCallRecord(call, true, "denied");
-    return;
-  }
-  Command c = std::move(reserved).value();
-  if (c.state == CommandState::kLeased && CallIdOf(c) == call.id) {
-    // The same client proposing its own call again (its answer was lost):
-    // the lease it was given still stands.
-    result.command = c;
-    return;
-  }
-  if (c.state == CommandState::kUncertain) {
-    if (auto reconciled = cmd.ledger.Reconcile(c.run, c.command_key)) c = *reconciled;
-  }
-  const bool ready =
-      ApprovedByOperator(c) || (c.state == CommandState::kPending && result.decision.allowed());
-  if (!ready) {
-    ReportCommand(call, c, result);
-    return;
-  }
-  if (ApprovedByOperator(c)) StageApproval(call, c, result);
-  std::optional<Entry> consumed;
-  if (commit_before_write_ && !CommitBeforeWrite(call, result, &consumed)) {
-    StageCallRecord(call, true, "denied");  // the command stays ready for a retry
-    result.command = c;
-    return;
-  }
-  auto leased = cmd.ledger.Lease(c.run, c.command_key);
-  if (!leased) {
-    auto now = cmd.store.Get(c.run, c.command_key);
-    if (leased.error().code() == StatusCode::kFailedPrecondition && now.has_value()) {
-      ReportCommand(call, *now, result);
-    } else {
-      if (consumed) RestoreConfirmation(*consumed);
-      DenyForStore(call, leased.error(), result);
-      StageCallRecord(call, true, "denied");
-      result.command = c;
-    }
-    return;
-  }
-  result.command = *leased;
+  auto leased = Commands::ReserveReady(*this, call, result, /*external=*/true);
+  if (!leased) return;
+  result.command = std::move(leased);
   result.message.clear();
   result.message_is_error = false;
 }

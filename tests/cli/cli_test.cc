@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/cli_runner.h"
+#include "taskledger/base/digest.h"
 
 using namespace taskledger::testing;
 
@@ -205,6 +206,34 @@ TEST_CASE("policy check prints one decision as JSON and exits 1 when the call is
   CHECK(
       RunCli({"policy", "check", "--rules", Pack(), "--state", state, "--call", call}).exit_code ==
       2);
+}
+
+TEST_CASE("policy check shows the entries each rule read, with their evidence") {
+  const std::string state = TempDir() + "/state-reads.json";
+  const std::string call = TempDir() + "/call-reads.json";
+  WriteFile(state, R"({"facts": {"order.#W1.status": {"$entry": {
+      "value": "delivered", "source": "tool", "source_id": "get_order#c0", "turn": 3}}}})");
+  WriteFile(call, R"({"tool": "cancel_order", "arguments": {"order_id": "#W1"}})");
+  CliRun deny =
+      RunCli({"policy", "check", "--rules", Pack(), "--state", state, "--call", call, "--json"});
+  INFO(deny.out << deny.err);
+  REQUIRE(deny.exit_code == 1);
+  nlohmann::json d = deny.LastJson();
+  nlohmann::json deciding;
+  for (const auto& r : d["rules"]) {
+    if (r["id"] == d["rule"]) deciding = r;
+  }
+  REQUIRE(deciding.contains("reads"));
+  nlohmann::json status;
+  for (const auto& r : deciding["reads"]) {
+    if (r["key"] == "order.#W1.status") status = r;
+  }
+  CHECK(status["category"] == "fact");
+  CHECK(status["present"] == true);
+  CHECK(status["source_id"] == "get_order#c0");
+  CHECK(status["turn"] == 3);
+  CHECK(status["verified"] == true);
+  CHECK(status["digest"] == taskledger::ArgsHash("delivered").substr(0, 16));
 }
 
 namespace {

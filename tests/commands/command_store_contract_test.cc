@@ -102,8 +102,8 @@ TEST_CASE("every transition from every state: allowed ones land, forbidden ones 
       }
     }
   }
-  CHECK(allowed == 16);
-  CHECK(refused == kTransitionCount * 8 - 16);
+  CHECK(allowed == 17);
+  CHECK(refused == kTransitionCount * 8 - 17);
 }
 
 TEST_CASE("a worker whose lease was taken over cannot record an outcome", "[commands]") {
@@ -149,6 +149,87 @@ TEST_CASE("a worker whose lease was taken over cannot record an outcome", "[comm
   CHECK(done->state == S::kSucceeded);
   CHECK(done->external_id == "ext-1");
   CHECK(done->completed_seq == 1);
+}
+
+TEST_CASE("reserve and lease in one step leases only a ready command", "[commands]") {
+  auto kind = TL_COMMAND_STORES;
+  auto store = MakeCommandStore(kind);
+  RunId run = FreshRun("reserve-lease");
+  TransitionRequest lease;
+  lease.transition = Transition::kLease;
+  lease.owner = "worker-a";
+  lease.lease_ms = kLeaseMs;
+  lease.now_ms = kNow + 1;
+
+  // New: reserved and leased at once.
+  auto first = store->ReserveAndLease(*NewCommand(SpecFor(run, "rl-1"), kNow), lease);
+  REQUIRE(first.has_value());
+  CHECK(first->created);
+  CHECK(first->leased);
+  CHECK(first->command.state == S::kLeased);
+  CHECK(first->command.seq == 1);
+  CHECK(first->command.attempts == 1);
+  CHECK(first->command.fencing_token == 1);
+  CHECK(first->command.lease_owner == "worker-a");
+  CHECK(first->command.lease_expires_ms == kNow + 1 + kLeaseMs);
+  CHECK(*store->Get(run, first->command.command_key) == first->command);
+
+  // Found leased (another worker's live lease): returned as it is.
+  lease.owner = "worker-b";
+  auto again = store->ReserveAndLease(*NewCommand(SpecFor(run, "rl-1"), kNow), lease);
+  REQUIRE(again.has_value());
+  CHECK_FALSE(again->created);
+  CHECK_FALSE(again->leased);
+  CHECK(again->command == first->command);
+
+  // Needs approval: reserved blocked, not leased; once approved, leased.
+  auto blocked = store->ReserveAndLease(*NewCommand(SpecFor(run, "rl-2", true), kNow), lease);
+  REQUIRE(blocked.has_value());
+  CHECK(blocked->created);
+  CHECK_FALSE(blocked->leased);
+  CHECK(blocked->command.state == S::kBlocked);
+  CHECK(blocked->command.seq == 2);
+  REQUIRE(store->Apply(ValidRequest(blocked->command, Transition::kApprove)).has_value());
+  auto approved = store->ReserveAndLease(*NewCommand(SpecFor(run, "rl-2", true), kNow), lease);
+  REQUIRE(approved.has_value());
+  CHECK(approved->leased);
+  CHECK(approved->command.state == S::kLeased);
+  CHECK(approved->command.approver == "alice");
+
+  // A lease request without an owner is refused and writes nothing.
+  lease.owner.clear();
+  auto refused = store->ReserveAndLease(*NewCommand(SpecFor(run, "rl-3"), kNow), lease);
+  REQUIRE_FALSE(refused.has_value());
+  CHECK(refused.error().code() == StatusCode::kInvalidArgument);
+  CHECK(store->ListCommands(run)->size() == 2);
+}
+
+TEST_CASE("unlease gives back a lease whose call never started, and fences it", "[commands]") {
+  auto kind = TL_COMMAND_STORES;
+  auto store = MakeCommandStore(kind);
+  RunId run = FreshRun("unlease");
+  Command leased = DriveTo(*store, run, S::kLeased);
+  REQUIRE(leased.attempts == 1);
+  auto back = store->Apply(ValidRequest(leased, Transition::kUnlease));
+  REQUIRE(back.has_value());
+  CHECK(back->state == S::kPending);
+  CHECK(back->attempts == 0);       // that lease never ran
+  CHECK(back->fencing_token == 1);  // but its token is spent:
+  CHECK(back->lease_owner.empty());
+  for (Transition t : {Transition::kSucceed, Transition::kUnlease}) {
+    auto late = store->Apply(ValidRequest(leased, t));  // a pending command has no lease
+    REQUIRE_FALSE(late.has_value());
+    CHECK(late.error().code() == StatusCode::kFailedPrecondition);
+  }
+  auto next = store->Apply(ValidRequest(*back, Transition::kLease));
+  REQUIRE(next.has_value());
+  CHECK(next->attempts == 1);
+  CHECK(next->fencing_token == 2);
+  TransitionRequest stale = ValidRequest(leased, Transition::kUnlease);  // token 1
+  auto fenced = store->Apply(stale);
+  REQUIRE_FALSE(fenced.has_value());
+  CHECK(fenced.error().code() == StatusCode::kConflict);
+  CHECK(*store->Get(run, leased.command_key) == *next);
 }
 
 TEST_CASE("transition guards refuse without writing", "[commands]") {

@@ -293,3 +293,36 @@ TEST_CASE(
   REQUIRE(listed.has_value());
   CHECK(listed->empty());
 }
+
+TEST_CASE(
+    "session commands: a write whose write-ahead commit fails gives its lease back and runs once "
+    "on the retry") {
+  Fixture f(GENERATE(as<std::string>{}, "memory", "redis"));
+  auto session = f.Open();
+  auto other = f.Open();
+  Backend backend;
+  // Another writer commits first: this session's write-ahead commit conflicts
+  // after its command was reserved and leased in one step.
+  REQUIRE(other->RecordUserMessage("hello").ok());
+  REQUIRE(other->EndTurn().has_value());
+  CallResult r = session->HandleToolCall(Ship("c1"), backend.executor());
+  CHECK_FALSE(r.executed);
+  CHECK(backend.keys.empty());
+  CHECK(r.decision.rule_id == kStateConflictRule);
+  Command back = f.Only();
+  CHECK(back.state == CommandState::kPending);  // not left leased until it expires
+  CHECK(back.attempts == 0);
+  CHECK(back.fencing_token == 1);
+  REQUIRE(r.command.has_value());
+  CHECK(r.command->state == CommandState::kPending);
+
+  REQUIRE(session->Rebase().ok());
+  CallResult retried = session->HandleToolCall(Ship("c2"), backend.executor());
+  CHECK(retried.executed);
+  REQUIRE(backend.keys.size() == 1);
+  Command done = f.Only();
+  CHECK(done.state == CommandState::kSucceeded);
+  CHECK(done.attempts == 1);
+  CHECK(done.fencing_token == 2);
+  CHECK(backend.keys[0] == done.idempotency_key);
+}

@@ -1,6 +1,8 @@
 // Internal to the session component: what a Session keeps for its command
-// ledger, and the one place an executor is called (so that an exception it
-// throws never leaves the session). Not thread-safe, like Session.
+// ledger, the write path HandleToolCall and ProposeExternal share (reserve,
+// ready test, approval, write-ahead commit, lease), and the one place an
+// executor is called (so that an exception it throws never leaves the
+// session). Not thread-safe, like Session.
 #pragma once
 
 #include <optional>
@@ -20,6 +22,34 @@ struct Session::Commands {
         options(std::move(o)) {}
   // Binds `tool`'s lookup (SessionCommandOptions::lookup) in the ledger.
   void BindLookup(const std::string& tool);
+
+  // The write path of an allowed or approval-requiring environment-changing
+  // call, up to the lease: reserves its command (decision record attached),
+  // reconciles an uncertain one, reports one that may not run now, stages an
+  // operator's approval, makes the write-ahead commit and leases. Returns the
+  // leased command; nullopt when `result` already says why the call does not
+  // run now (its call record staged). `external`: ProposeExternal's caller
+  // proposing its own call again finds the lease it already holds in
+  // result.command (and nullopt returned: nothing new to run).
+  static std::optional<Command> ReserveReady(Session& s, const ProposedCall& call,
+                                             CallResult& result, bool external);
+  // ReserveReady's end for a command its reservation leased at once (an
+  // allowed call, one store call): stages an operator's approval and makes
+  // the write-ahead commit; if that fails, gives the lease back (Unlease).
+  static std::optional<Command> WriteAhead(Session& s, const ProposedCall& call, Command leased,
+                                           CallResult& result);
+  // ReserveReady from a command already reserved (ResumeApproved's approved ones).
+  static std::optional<Command> LeaseReady(Session& s, const ProposedCall& call, Command c,
+                                           CallResult& result);
+  // Leases `c`; if the lease cannot be taken, reports why in `result`
+  // (another worker's lease, or a store failure: then `consumed`, the
+  // confirmation the write-ahead commit used up, is restored) and returns nullopt.
+  static std::optional<Command> Lease(Session& s, const ProposedCall& call, const Command& c,
+                                      CallResult& result, const std::optional<Entry>& consumed);
+  // Runs a command this session leased, settles it and records the call.
+  static void RunLeased(Session& s, const ProposedCall& call, const Command& leased,
+                        const ContextToolExecutor& execute, CallResult& result);
+
   CommandStore& store;
   RunId run;
   CommandLedger ledger;
@@ -42,6 +72,11 @@ ExecutorRun RunExecutor(const ContextToolExecutor& execute, const ProposedCall& 
 
 // The tool output as the model reads it: a string verbatim, JSON as text.
 std::string OutputText(const nlohmann::json& output);
+
+// Approved by an operator and not run to an end yet: approved, or released
+// for another attempt after an uncertain outcome (a release keeps no state
+// "approved", but the approval stands).
+bool OperatorApproved(const Command& c);
 
 }  // namespace session_internal
 }  // namespace taskledger

@@ -46,7 +46,8 @@ struct CommandLedgerOptions {
   // an error (normally PolicyError) to refuse. Unset: replays skip the re-check.
   std::function<Status(const Command&)> policy_recheck;
   // Called after each durable protocol step with its name ("reserved", "leased",
-  // "outcome", "reconciled"): for tracing, and for the crash harness.
+  // "outcome", "reconciled", "unleased"): for tracing, and for the crash harness.
+  // ReserveAndLease reports "reserved" and then "leased" after its one store call.
   std::function<void(std::string_view point, const Command&)> observer;
 };
 
@@ -97,6 +98,13 @@ class CommandLedger {
   Result<Command> Reserve(const CommandSpec& spec);
   // Leases a pending or approved command for this worker.
   Result<Command> Lease(const RunId& run, std::string_view command_key);
+  // Reserve and, if the command is pending or approved, Lease, in one store
+  // call (CommandStore::ReserveAndLease). `leased` says whether it leased.
+  Result<ReserveResult> ReserveAndLease(const CommandSpec& spec);
+  // Gives back a lease this worker took but whose call never started
+  // (leased -> pending, attempts-1; the token stays raised, so `leased`'s
+  // lease is fenced). Conflict if a newer lease exists.
+  Result<Command> Unlease(const Command& leased);
   // Records a tool outcome under the lease `leased` holds. An ambiguous
   // outcome is marked uncertain and reconciled at once. A success without an
   // external id or evidence is treated as ambiguous.

@@ -6,6 +6,7 @@
 // Contract, for every implementation:
 // - Reserve is unique per (run, command_key): reserving again returns the
 //   existing record (created=false), never a second one.
+// - ReserveAndLease is Reserve and, when the command is ready, its lease.
 // - Apply runs one Transition atomically: every precondition of
 //   ApplyTransition is checked before anything is written; a refused
 //   transition changes nothing.
@@ -57,6 +58,7 @@ struct JournalEntry {
 struct ReserveResult {
   Command command;
   bool created = false;  // false: the same logical command already existed
+  bool leased = false;   // ReserveAndLease took the lease (command is the leased record)
 };
 
 class CommandStore {
@@ -66,6 +68,15 @@ class CommandStore {
   // Inserts `initial` (from NewCommand; its seq is assigned here) unless the
   // run already holds its command_key, in which case the stored one is returned.
   virtual Result<ReserveResult> Reserve(const Command& initial) = 0;
+  // Reserve, then, if the command (new or found) is pending or approved,
+  // Apply(`lease`) to it (`lease.transition` must be kLease; its run and
+  // command_key are taken from `initial`). Leased: leased=true and the leased
+  // record. Found in any other state, or leased by someone else in between:
+  // leased=false and the record as it is. Errors: Reserve's and the lease's
+  // (InvalidArgument for a missing owner or duration). The stores do both in
+  // one atomic step (Redis: one FCALL); this default makes two calls.
+  virtual Result<ReserveResult> ReserveAndLease(const Command& initial,
+                                                const TransitionRequest& lease);
   // Applies one transition atomically and returns the record after it.
   // NotFound for an unknown command; see ApplyTransition for the other errors.
   virtual Result<Command> Apply(const TransitionRequest& request) = 0;

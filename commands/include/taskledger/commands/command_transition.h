@@ -44,8 +44,12 @@ enum class Transition {
   kDeny,            // blocked -> cancelled (approver, reason)
   kCancel,          // pending|blocked|approved -> cancelled (reason)
   kReplay,          // failed -> pending, explicitly (reason; attempt, run and rate budgets)
+  // leased -> pending (token must match): gives back a lease whose call never
+  // started (the session's write-ahead commit failed after ReserveAndLease);
+  // attempts-1, the token stays raised so the returned lease is fenced.
+  kUnlease,
 };
-inline constexpr int kTransitionCount = 13;
+inline constexpr int kTransitionCount = 14;
 
 std::string_view TransitionName(Transition t);  // "lease", "renew", ...
 // The states a transition may start from.
@@ -68,7 +72,7 @@ struct TransitionRequest {
   std::string command_key;
   Transition transition = Transition::kLease;
   int64_t now_ms = 0;
-  uint64_t fencing_token = 0;  // kRenew, kSucceed, kFail, kMarkUncertain
+  uint64_t fencing_token = 0;  // kRenew, kSucceed, kFail, kMarkUncertain, kUnlease
   std::string owner;     // kLease, kRenew (must match), kExpireLease (the owner may expire early)
   int64_t lease_ms = 0;  // kLease, kRenew
   std::string external_id;    // kSucceed, kReconcileFound

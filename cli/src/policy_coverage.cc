@@ -11,17 +11,18 @@
 #include <iostream>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli_common.h"
 #include "policy_cases.h"
 #include "policy_coverage.h"
+#include "replay_input.h"
 #include "taskledger/ledger/memory_store.h"
 #include "taskledger/pack/rule_pack.h"
 #include "taskledger/policy/checker.h"
 #include "taskledger/session/replay.h"
 #include "taskledger/session/session.h"
-#include "taskledger/session/trace_reader.h"
 
 namespace taskledger::cli {
 namespace {
@@ -110,40 +111,38 @@ bool CountTraces(const std::shared_ptr<const RulePack>& pack, const std::vector<
   auto store = NewMemoryStore();
   bool ok = true;
   uint64_t n = 0;
-  for (const std::string& path : paths) {
-    auto reader = TraceReader::Open(path);
-    if (!reader) {
-      ReportError("cannot read trace", reader.error());
-      return false;
+  ReplayInput input(paths);
+  while (auto line = input.Next()) {
+    const std::string& where = line->where;
+    if (!line->conversation) {
+      std::cerr << where << ": " << line->conversation.error().ToString() << "\n";
+      ok = false;
+      continue;
     }
-    while (auto line = (*reader)->Next()) {
-      const std::string where = path + ":" + std::to_string(line->line);
-      if (!line->conversation) {
-        std::cerr << where << ": " << line->conversation.error().ToString() << "\n";
-        ok = false;
-        continue;
-      }
-      // Each line is its own conversation, whatever ids the traces reuse.
-      ConversationId id{"coverage", std::to_string(++n)};
-      auto session = Session::Open(*store, id, pack, options);
-      auto replay = session ? ReplayConversation(**session, *line->conversation)
-                            : Result<ConversationReplay>(session.error());
-      if (!replay) {
-        std::cerr << where << ": " << replay.error().ToString() << "\n";
-        ok = false;
-        continue;
-      }
-      for (const ReplayedCall& c : replay->calls) {
-        if (c.read_only) continue;
-        ++calls;
-        for (const auto& [rule, outcome] : c.evaluations) {
-          const bool error = std::find(c.errored_rules.begin(), c.errored_rules.end(),
-                                       rule.str()) != c.errored_rules.end();
-          const bool deciding = c.outcome != Outcome::kAllow && rule.str() == c.rule_id;
-          Count(t, rule.str(), outcome, error, deciding);
-        }
+    // Each line is its own conversation, whatever ids the traces reuse.
+    ConversationId id{"coverage", std::to_string(++n)};
+    auto session = Session::Open(*store, id, pack, options);
+    auto replay = session ? ReplayConversation(**session, std::move(*line->conversation))
+                          : Result<ConversationReplay>(session.error());
+    if (!replay) {
+      std::cerr << where << ": " << replay.error().ToString() << "\n";
+      ok = false;
+      continue;
+    }
+    for (const ReplayedCall& c : replay->calls) {
+      if (c.read_only) continue;
+      ++calls;
+      for (const auto& [rule, outcome] : c.evaluations) {
+        const bool error = std::find(c.errored_rules.begin(), c.errored_rules.end(), rule.str()) !=
+                           c.errored_rules.end();
+        const bool deciding = c.outcome != Outcome::kAllow && rule.str() == c.rule_id;
+        Count(t, rule.str(), outcome, error, deciding);
       }
     }
+  }
+  if (!input.error().ok()) {
+    ReportError("cannot read trace", input.error());
+    return false;
   }
   return ok;
 }

@@ -15,17 +15,18 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "audit_html.h"
 #include "cli_common.h"
+#include "replay_input.h"
 #include "taskledger/base/clock.h"
 #include "taskledger/pack/rule_pack.h"
 #include "taskledger/policy/checker.h"
 #include "taskledger/session/replay.h"
 #include "taskledger/session/replay_tally.h"
 #include "taskledger/session/session.h"
-#include "taskledger/session/trace_reader.h"
 #include "verbs.h"
 
 namespace taskledger::cli {
@@ -211,47 +212,51 @@ int RunReplay(ReplayOptions& o) {
   std::vector<ConversationId> replayed;
   const int64_t start = MonotonicMs();
   ProgressBar progress("replay");
-  for (const std::string& path : o.traces) {
-    auto reader = TraceReader::Open(path);
-    if (!reader) return ReportError("cannot read trace", reader.error());
-    while (auto line = (*reader)->Next()) {
-      if (o.limit != 0 && tally.conversations() + tally.failed_conversations() >= o.limit) break;
-      const std::string where = path + ":" + std::to_string(line->line);
-      if (!line->conversation) {
-        std::cerr << where << ": " << line->conversation.error().ToString() << "\n";
-        tally.AddFailedConversation();
-        if (o.strict) return kExitUsage;
-        continue;
-      }
-      const TraceConversation& trace = *line->conversation;
-      ConversationId id{o.common.tenant, PrefixedId(o.prefix, trace.conversation)};
-      auto session = Session::Open(*store, id, *pack, session_options);
-      if (!session) return ReportError(where + ": cannot open session", session.error());
-      if ((*session)->ledger().version() != 0) {
-        // Replaying on top of an earlier run (or a duplicate line) would mix
-        // two replays' turns in one ledger.
-        std::cerr << where << ": conversation " << id.conversation
-                  << " already has turns in the store; skipped (use another --prefix)\n";
-        tally.AddFailedConversation();
-        if (o.strict) return kExitUsage;
-        continue;
-      }
-      auto result = ReplayConversation(**session, trace);
-      if (!result) {
-        std::cerr << where << ": " << result.error().ToString() << "\n";
-        tally.AddFailedConversation();
-        if (o.strict) return kExitUsage;
-        continue;
-      }
-      for (const ReplayedCall& c : result->calls) PrintDecision(o, trace.conversation, c);
-      tally.Add(*result);
-      replayed.push_back(id);
-      uint64_t elapsed = static_cast<uint64_t>(std::max<int64_t>(1, MonotonicMs() - start));
-      progress.Update((*reader)->bytes_read(), (*reader)->file_size(),
-                      std::to_string(tally.conversations()) + " conversations, " +
-                          std::to_string(tally.events() * 1000 / elapsed) + " events/s");
+  ReplayInput input(o.traces);
+  while (auto line = input.Next()) {
+    if (o.limit != 0 && tally.conversations() + tally.failed_conversations() >= o.limit) {
+      // The later files are still opened (an unreadable one is an error),
+      // but nothing more is replayed.
+      input.SkipRestOfFile();
+      continue;
     }
+    const std::string& where = line->where;
+    if (!line->conversation) {
+      std::cerr << where << ": " << line->conversation.error().ToString() << "\n";
+      tally.AddFailedConversation();
+      if (o.strict) return kExitUsage;
+      continue;
+    }
+    TraceConversation& trace = *line->conversation;
+    ConversationId id{o.common.tenant, PrefixedId(o.prefix, trace.conversation)};
+    auto session = Session::Open(*store, id, *pack, session_options);
+    if (!session) return ReportError(where + ": cannot open session", session.error());
+    if ((*session)->ledger().version() != 0) {
+      // Replaying on top of an earlier run (or a duplicate line) would mix
+      // two replays' turns in one ledger.
+      std::cerr << where << ": conversation " << id.conversation
+                << " already has turns in the store; skipped (use another --prefix)\n";
+      tally.AddFailedConversation();
+      if (o.strict) return kExitUsage;
+      continue;
+    }
+    // The trace line is not needed afterwards: its outputs move into the session.
+    auto result = ReplayConversation(**session, std::move(trace));
+    if (!result) {
+      std::cerr << where << ": " << result.error().ToString() << "\n";
+      tally.AddFailedConversation();
+      if (o.strict) return kExitUsage;
+      continue;
+    }
+    for (const ReplayedCall& c : result->calls) PrintDecision(o, result->conversation, c);
+    tally.Add(*result);
+    replayed.push_back(id);
+    uint64_t elapsed = static_cast<uint64_t>(std::max<int64_t>(1, MonotonicMs() - start));
+    progress.Update(input.bytes_read(), input.file_size(),
+                    std::to_string(tally.conversations()) + " conversations, " +
+                        std::to_string(tally.events() * 1000 / elapsed) + " events/s");
   }
+  if (!input.error().ok()) return ReportError("cannot read trace", input.error());
   progress.Finish();
   const double seconds = std::max<int64_t>(1, MonotonicMs() - start) / 1000.0;
   if (!o.audit_html.empty()) {

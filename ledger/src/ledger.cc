@@ -85,7 +85,9 @@ Result<uint64_t> Ledger::Commit() {
     // applying them again (ApplyTurn) would build the same state.
     SealTurn(next, pending_);
   }
-  if (Status s = store_.CommitTurn(id_, pending_, next); !s.ok()) return s;
+  // The record is the store's once it lands (the memory store keeps it
+  // without a copy); a failed commit leaves pending_ as it was, for a retry.
+  if (Status s = store_.CommitTakingTurn(id_, std::move(pending_), next); !s.ok()) return s;
   head_ = std::move(next);
   working_ = head_;
   pending_ = TurnRecord{};

@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 
 namespace taskledger {
 namespace {
@@ -29,25 +30,14 @@ class MemoryStore final : public Store {
 
   Status CommitTurn(const ConversationId& id, const TurnRecord& turn,
                     const LedgerState& after) override {
-    if (turn.turn == 0 || after.version != turn.turn) {
-      return Status::InvalidArgument("commit: the state after the turn must carry its version");
-    }
-    std::lock_guard lock(mu_);
-    Conversation* c = Find(id);
-    uint64_t head = c ? c->head() : 0;
-    if (turn.turn != head + 1) {
-      return Status::Conflict("conversation '" + id.conversation + "' is at version " +
-                              std::to_string(head) + "; this turn was built on version " +
-                              std::to_string(turn.turn - 1));
-    }
-    if (!c) {
-      c = &conversations_[id];
-      c->states.emplace_back();
-    }
-    c->turns.push_back(turn);
-    c->states.push_back(after);
-    c->last_commit_ms = clock_.NowMs();
-    return Status::Ok();
+    return Append(id, turn, after);
+  }
+
+  // The record is kept as it is handed over: no copy of its updates, call
+  // arguments and decisions (a replay commits thousands of them).
+  Status CommitTakingTurn(const ConversationId& id, TurnRecord&& turn,
+                          const LedgerState& after) override {
+    return Append(id, std::move(turn), after);
   }
 
   Result<uint64_t> Head(const ConversationId& id) override {
@@ -101,6 +91,31 @@ class MemoryStore final : public Store {
   }
 
  private:
+  // Appends turn N+1 on top of version N, or changes nothing (then `turn`
+  // is untouched, whichever way it was passed).
+  template <typename Record>
+  Status Append(const ConversationId& id, Record&& turn, const LedgerState& after) {
+    if (turn.turn == 0 || after.version != turn.turn) {
+      return Status::InvalidArgument("commit: the state after the turn must carry its version");
+    }
+    std::lock_guard lock(mu_);
+    Conversation* c = Find(id);
+    uint64_t head = c ? c->head() : 0;
+    if (turn.turn != head + 1) {
+      return Status::Conflict("conversation '" + id.conversation + "' is at version " +
+                              std::to_string(head) + "; this turn was built on version " +
+                              std::to_string(turn.turn - 1));
+    }
+    if (!c) {
+      c = &conversations_[id];
+      c->states.emplace_back();
+    }
+    c->turns.push_back(std::forward<Record>(turn));
+    c->states.push_back(after);
+    c->last_commit_ms = clock_.NowMs();
+    return Status::Ok();
+  }
+
   // The live conversation, or nullptr; erases it if its retention ran out.
   Conversation* Find(const ConversationId& id) {
     auto it = conversations_.find(id);

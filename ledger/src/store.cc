@@ -11,6 +11,11 @@ std::vector<Status> Store::CommitTurns(std::span<const CommitRequest> batch) {
   return out;
 }
 
+Status Store::CommitTakingTurn(const ConversationId& id, TurnRecord&& turn,
+                               const LedgerState& after) {
+  return CommitTurn(id, turn, after);
+}
+
 Result<LedgerState> Store::ReadHead(const ConversationId& id) {
   auto head = Head(id);
   if (!head.has_value()) return head.error();

@@ -1,20 +1,43 @@
 // ReplayEvents / ReplayConversation (see replay.h).
 #include "taskledger/session/replay.h"
 
+#include <type_traits>
 #include <unordered_map>
 
 namespace taskledger {
+namespace {
 
-Result<ConversationReplay> ReplayEvents(Session& session, std::span<const TraceEvent> events) {
+// A recorded result and the number of call events still to use it.
+template <typename Event>
+struct Recorded {
+  Event* event = nullptr;
+  size_t calls_left = 0;
+};
+
+// The replay over events the caller keeps (Event = const TraceEvent) or
+// hands over (Event = TraceEvent): then each recorded output is moved into
+// the session by the last call that uses it instead of being copied (tool
+// outputs are most of a trace's bytes).
+template <typename Event>
+Result<ConversationReplay> Replay(Session& session, std::span<Event> events) {
+  constexpr bool kMayTake = !std::is_const_v<Event>;
   ConversationReplay out;
   // The first result recorded after each call, by call id.
-  std::unordered_map<std::string_view, const TraceEvent*> results;
-  for (const TraceEvent& e : events) {
-    if (e.type == TraceEventType::kResult) results.try_emplace(e.id, &e);
+  std::unordered_map<std::string_view, Recorded<Event>> results;
+  for (Event& e : events) {
+    if (e.type == TraceEventType::kResult) results.try_emplace(e.id, Recorded<Event>{&e, 0});
+  }
+  if constexpr (kMayTake) {
+    for (const Event& e : events) {
+      if (e.type != TraceEventType::kCall) continue;
+      if (auto it = results.find(std::string_view(e.id)); it != results.end()) {
+        ++it->second.calls_left;
+      }
+    }
   }
   auto count_errors = [&] { out.extraction_errors += session.pending().errors.size(); };
   for (size_t i = 0; i < events.size(); ++i) {
-    const TraceEvent& e = events[i];
+    Event& e = events[i];
     ++out.events;
     switch (e.type) {
       case TraceEventType::kUser: {
@@ -30,7 +53,11 @@ Result<ConversationReplay> ReplayEvents(Session& session, std::span<const TraceE
       case TraceEventType::kCall: {
         ProposedCall call{e.id, e.tool, e.arguments};
         auto found = results.find(std::string_view(e.id));
-        const TraceEvent* recorded = found == results.end() ? nullptr : found->second;
+        Event* recorded = found == results.end() ? nullptr : found->second.event;
+        // This call is the last to use its result: the output may be taken.
+        [[maybe_unused]] const bool last_use =
+            kMayTake && recorded != nullptr && --found->second.calls_left == 0;
+        bool taken = false;
         ReplayedCall rc;
         rc.call_id = e.id;
         rc.tool = e.tool;
@@ -43,13 +70,26 @@ Result<ConversationReplay> ReplayEvents(Session& session, std::span<const TraceE
           // A call the trace holds no result for (the gate should have
           // stopped it) ran without visible output.
           if (recorded == nullptr) return ToolOutput{nullptr, false};
+          if constexpr (kMayTake) {
+            if (last_use) {
+              taken = true;
+              return ToolOutput{std::move(recorded->output), recorded->error};
+            }
+          }
           return ToolOutput{recorded->output, recorded->error};
         });
         if (!r.executed && recorded != nullptr && !r.decision.read_only) {
           // The gate would have stopped a call that the trace shows ran. The
           // trace is what happened, so the ledger follows it: later decisions
           // are judged against the world as it really was.
-          Status s = session.RecordToolOutput(call, ToolOutput{recorded->output, recorded->error});
+          if (taken && !r.output) {
+            // The session ran the executor, reported the call as not run and
+            // dropped its output: the recorded output is gone with it.
+            return Status::Internal("replay: the recorded output of call " + e.id +
+                                    " was taken by a call the session did not run");
+          }
+          Status s = session.RecordToolOutput(
+              call, taken ? *r.output : ToolOutput{recorded->output, recorded->error});
           if (!s.ok()) return s;
           rc.recorded_despite_denial = true;
         }
@@ -88,8 +128,20 @@ Result<ConversationReplay> ReplayEvents(Session& session, std::span<const TraceE
   return out;
 }
 
+}  // namespace
+
+Result<ConversationReplay> ReplayEvents(Session& session, std::span<const TraceEvent> events) {
+  return Replay(session, events);
+}
+
 Result<ConversationReplay> ReplayConversation(Session& session, const TraceConversation& trace) {
   auto r = ReplayEvents(session, trace.events);
+  if (r.has_value()) r->conversation = trace.conversation;
+  return r;
+}
+
+Result<ConversationReplay> ReplayConversation(Session& session, TraceConversation&& trace) {
+  auto r = Replay(session, std::span<TraceEvent>(trace.events));
   if (r.has_value()) r->conversation = trace.conversation;
   return r;
 }

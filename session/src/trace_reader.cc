@@ -2,10 +2,16 @@
 #include "taskledger/session/trace_reader.h"
 
 #include <sys/stat.h>
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 namespace taskledger {
+namespace {
+
+constexpr size_t kBlockBytes = 64 * 1024;
+
+}  // namespace
 
 Result<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string& path,
                                                        TraceLimits limits) {
@@ -29,19 +35,32 @@ bool TraceReader::ReadLine() {
   too_long_ = false;
   bool any = false;
   for (;;) {
-    int c = getc_unlocked(file_);  // one reader per thread: no stdio locking needed
-    if (c == EOF) {
-      if (std::ferror(file_)) failed_ = true;
-      return any;
+    if (buffer_pos_ == buffer_end_) {
+      if (buffer_.empty()) buffer_.resize(kBlockBytes);
+      // One reader per thread: no stdio locking needed.
+      const size_t n = fread_unlocked(buffer_.data(), 1, buffer_.size(), file_);
+      if (n == 0) {
+        if (std::ferror(file_)) failed_ = true;
+        return any;
+      }
+      buffer_pos_ = 0;
+      buffer_end_ = n;
     }
     any = true;
-    ++bytes_read_;
-    if (c == '\n') return true;
-    if (line_.size() < limits_.max_line_bytes) {
-      line_.push_back(static_cast<char>(c));
-    } else {
-      too_long_ = true;  // keep consuming up to the newline without buffering
-    }
+    const char* start = buffer_.data() + buffer_pos_;
+    const size_t available = buffer_end_ - buffer_pos_;
+    const void* newline = std::memchr(start, '\n', available);
+    const size_t take = newline == nullptr
+                            ? available
+                            : static_cast<size_t>(static_cast<const char*>(newline) - start);
+    const size_t consumed = take + (newline == nullptr ? 0 : 1);
+    bytes_read_ += consumed;
+    buffer_pos_ += consumed;
+    // Past the limit the rest of the line is consumed without being buffered.
+    const size_t room = limits_.max_line_bytes - std::min(line_.size(), limits_.max_line_bytes);
+    line_.append(start, std::min(take, room));
+    if (take > room) too_long_ = true;
+    if (newline != nullptr) return true;
   }
 }
 

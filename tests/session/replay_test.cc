@@ -126,3 +126,51 @@ TEST_CASE("a wrong deciding rule is a mismatch even though the call was blocked"
   REQUIRE(tally.mismatches().size() == 1);
   CHECK(tally.mismatches()[0].kind == "wrong_rule");
 }
+
+TEST_CASE(
+    "a replay that takes the trace's outputs decides and records exactly as one that copies") {
+  // c0's result is used by two calls with the same id: the first must not
+  // take it from the second.
+  std::string shared = kTrace;
+  const std::string lookup =
+      R"({"type":"call","id":"c0","tool":"get_order","arguments":{"order_id":"#W1"}},)";
+  shared.insert(shared.find(R"({"type":"user")"), lookup);
+  const TraceConversation kept = MustParse(shared);
+  auto store = NewMemoryStore();
+  auto copying = Session::Open(*store, {"t", "copy"}, ShopPack());
+  auto taking = Session::Open(*store, {"t", "take"}, ShopPack());
+  REQUIRE(copying.has_value());
+  REQUIRE(taking.has_value());
+  auto a = ReplayConversation(**copying, kept);
+  TraceConversation handed = kept;
+  auto b = ReplayConversation(**taking, std::move(handed));
+  REQUIRE(a.has_value());
+  REQUIRE(b.has_value());
+  // The copying replay left its trace alone.
+  CHECK(EncodeTraceLine(kept) == EncodeTraceLine(MustParse(shared)));
+  REQUIRE(a->calls.size() == 4);
+  REQUIRE(b->calls.size() == 4);
+  for (size_t i = 0; i < a->calls.size(); ++i) {
+    CHECK(a->calls[i].call_id == b->calls[i].call_id);
+    CHECK(a->calls[i].outcome == b->calls[i].outcome);
+    CHECK(a->calls[i].rule_id == b->calls[i].rule_id);
+    CHECK(a->calls[i].executed == b->calls[i].executed);
+    CHECK(a->calls[i].version_seen == b->calls[i].version_seen);
+    CHECK(a->calls[i].recorded_despite_denial == b->calls[i].recorded_despite_denial);
+  }
+  CHECK(b->calls[1].read_only);
+  CHECK(b->calls[1].has_result);
+  CHECK(a->version == b->version);
+  auto head_a = store->ReadHead({"t", "copy"}).value();
+  auto head_b = store->ReadHead({"t", "take"}).value();
+  CHECK(head_a.of(Category::kFact) == head_b.of(Category::kFact));
+  CHECK(head_a.calls == head_b.calls);
+  // Both lookups extracted the recorded output (the second one too).
+  auto turns = store->ReadTurns({"t", "take"}, 1, 2).value();
+  REQUIRE(turns.size() == 2);
+  for (const TurnRecord& t : turns) {
+    bool status_seen = false;
+    for (const Update& u : t.updates) status_seen = status_seen || u.key == "order.#W1.status";
+    CHECK(status_seen);
+  }
+}

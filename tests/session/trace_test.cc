@@ -153,6 +153,38 @@ TEST_CASE("an over-long line is skipped without buffering and reported as a limi
   std::remove(path.c_str());
 }
 
+TEST_CASE("lines longer than a read block are read whole, up to exactly the limit") {
+  std::string path = TempPath("blocks.jsonl");
+  // 200,000-byte lines span several of the reader's 64 KiB blocks.
+  auto line_of = [](size_t bytes) {
+    const std::string head = R"({"conversation":"b","events":[{"type":"user","text":")";
+    const std::string tail = R"("}]})";
+    return head + std::string(bytes - head.size() - tail.size(), 'y') + tail;
+  };
+  WriteFile(path, line_of(200'000) + "\n" + line_of(200'001) + "\r\n" + line_of(150'000));
+  TraceLimits limits;
+  limits.max_line_bytes = 200'000;
+  auto reader = TraceReader::Open(path, limits);
+  REQUIRE(reader.has_value());
+  auto exact = (*reader)->Next();
+  REQUIRE(exact.has_value());
+  REQUIRE(exact->conversation.has_value());
+  CHECK(exact->conversation->events.at(0).text.size() == 200'000 - 57);
+  auto over = (*reader)->Next();
+  REQUIRE(over.has_value());
+  CHECK(over->line == 2);
+  REQUIRE_FALSE(over->conversation.has_value());
+  CHECK(over->conversation.error().code() == StatusCode::kLimitExceeded);
+  auto last = (*reader)->Next();  // no final newline
+  REQUIRE(last.has_value());
+  CHECK(last->line == 3);
+  REQUIRE(last->conversation.has_value());
+  CHECK(last->conversation->events.at(0).text == std::string(150'000 - 57, 'y'));
+  CHECK_FALSE((*reader)->Next().has_value());
+  CHECK((*reader)->bytes_read() == (*reader)->file_size());
+  std::remove(path.c_str());
+}
+
 TEST_CASE("opening a missing trace is NotFound") {
   auto r = TraceReader::Open("/nonexistent/trace.jsonl");
   REQUIRE_FALSE(r.has_value());

@@ -42,6 +42,12 @@ class Store {
   // REQUIRES: after.version == turn.turn, and `after` is the base version with `turn` applied.
   virtual Status CommitTurn(const ConversationId& id, const TurnRecord& turn,
                             const LedgerState& after) = 0;
+  // CommitTurn for a caller that no longer needs `turn`: a store that keeps
+  // records in memory takes its contents instead of copying them. On success
+  // `turn` is left valid but unspecified; on any error it is unchanged, so the
+  // caller can rebase and retry with it. The default copies (CommitTurn).
+  virtual Status CommitTakingTurn(const ConversationId& id, TurnRecord&& turn,
+                                  const LedgerState& after);
   // Commits many turns (normally of different conversations) as one batch: on
   // Redis one pipelined round trip. Each result is that request's own status.
   virtual std::vector<Status> CommitTurns(std::span<const CommitRequest> batch);

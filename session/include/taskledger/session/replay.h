@@ -74,5 +74,10 @@ Result<ConversationReplay> ReplayEvents(Session& session, std::span<const TraceE
 
 // ReplayEvents over a whole conversation (its id is copied into the result).
 Result<ConversationReplay> ReplayConversation(Session& session, const TraceConversation& trace);
+// The same for a trace the caller no longer needs: each recorded output is
+// moved into the session by the last call that uses it instead of copied.
+// `trace` is left valid with every id, call and label as it was; only outputs
+// may be emptied.
+Result<ConversationReplay> ReplayConversation(Session& session, TraceConversation&& trace);
 
 }  // namespace taskledger

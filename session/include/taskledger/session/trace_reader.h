@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "taskledger/session/trace.h"
 
@@ -54,6 +55,10 @@ class TraceReader {
   uint64_t bytes_read_ = 0;
   uint64_t line_no_ = 0;
   std::string line_;
+  // Read-ahead: the file is read in blocks and split at newlines with memchr.
+  std::vector<char> buffer_;
+  size_t buffer_pos_ = 0;
+  size_t buffer_end_ = 0;
   bool too_long_ = false;
   bool failed_ = false;
 };

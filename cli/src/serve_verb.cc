@@ -1,8 +1,8 @@
 // `taskledger serve [--rules DIR] [--store URL] [--listen HOST:PORT]
 //      [--tokens FILE] [--tls-cert F --tls-key F [--tls-client-ca F]]
-//      [--access-log]` runs the Session API as an HTTP/JSON
-// service (serve/service.h; the API is docs/openapi.yaml, the deployment
-// docs/deploy.md). With no arguments: the memory store, 127.0.0.1:8420, and
+//      [--access-log] [--tenants FILE] [--time-limit-ms N]` runs the Session
+// API as an HTTP/JSON service (serve/service.h; the API is docs/openapi.yaml,
+// the deployment docs/deploy.md). With no arguments: the memory store, 127.0.0.1:8420, and
 // a built-in pack that denies every tool (pass --rules for a real one).
 // `--store redis://...` makes the process stateless: any number of them over
 // one Redis serve any conversation.

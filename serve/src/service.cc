@@ -142,13 +142,19 @@ Result<nlohmann::json> WithSession(const RouteContext& ctx, const ConversationId
                                    const std::function<Result<nlohmann::json>(Session&)>& op) {
   Service::Impl& s = ctx.service;
   Status last = Status::Conflict("no attempt made");
+  // Once an attempt committed something (a write's command, written ahead
+  // inside the operation), the request goes on to its answer whatever the
+  // time: a 504 then would hide a lease the client holds.
+  bool wrote = false;
   for (int attempt = 0; attempt <= s.options.conflict_retries; ++attempt) {
     if (attempt > 0) {
       s.metrics.conflicts_retried.fetch_add(1, std::memory_order_relaxed);
       // Two writers racing again at once would keep colliding: back off a little.
       std::this_thread::sleep_for(std::chrono::microseconds(100 * attempt));
     }
-    if (Status late = PastDeadline(ctx, "before its commit"); !late.ok()) return late;
+    if (!wrote) {
+      if (Status late = PastDeadline(ctx, "before its commit"); !late.ok()) return late;
+    }
     SessionOptions options;
     auto borrowed = ctx.loaded->Borrow();
     if (!borrowed) return borrowed.error();
@@ -166,15 +172,15 @@ Result<nlohmann::json> WithSession(const RouteContext& ctx, const ConversationId
     if (!session) return session.error();
     const uint64_t opened = (*session)->ledger().version();
     auto out = op(**session);
+    wrote = wrote || (*session)->ledger().version() != opened;
     if (!out && out.error().code() == StatusCode::kConflict) {
       last = out.error();
       continue;
     }
     if (!out) return out;
     if ((*session)->ledger().has_pending()) {
-      // Past the limit, what is staged is dropped, unless the operation
-      // already committed part of it (a write's command, written ahead).
-      if ((*session)->ledger().version() == opened) {
+      // Past the limit, what is staged is dropped.
+      if (!wrote) {
         if (Status late = PastDeadline(ctx, "before its commit"); !late.ok()) return late;
       }
       auto committed = (*session)->EndTurn();

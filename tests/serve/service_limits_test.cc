@@ -116,7 +116,7 @@ TEST_CASE("serve: a request past its tenant's time limit gets 504 and writes not
   options.command_store = commands.get();
   options.pack = *pack;
   options.request_time_limit_ms = 0;               // no limit by default...
-  options.tenant_time_limit_ms = {{"slow", 100}};  // ...but for tenant "slow"
+  options.tenant_time_limit_ms = {{"slow", 500}};  // ...but for tenant "slow"
   options.tokens = {{Sha256Hex("slow-token"), "slow", false},
                     {Sha256Hex("other-token"), "other", false}};
   auto service = serve::Service::Create(options);
@@ -128,31 +128,32 @@ TEST_CASE("serve: a request past its tenant's time limit gets 504 and writes not
                                {{"Authorization", "Bearer " + token}},
                                R"({"conversation": "c", "call": {"id": "1", "tool": "t"}})"};
   };
-  // Both requests wait in the store for 300 ms: past "slow"'s 100 ms.
-  auto held_for_300ms = [&](const serve::ServeRequest& r) {
+  // Requests wait in the store for 800 ms: past "slow"'s 500 ms (which is
+  // long enough for the same request without the wait, even under TSan).
+  auto held_for_800ms = [&](const serve::ServeRequest& r) {
     store.Hold(true);
     serve::ServeResponse out;
     std::thread t([&] { out = (*service)->Handle(r); });
     store.WaitForReader();
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));
     store.Hold(false);
     t.join();
     return out;
   };
 
-  serve::ServeResponse late = held_for_300ms(request("/v1/propose", "slow-token"));
+  serve::ServeResponse late = held_for_800ms(request("/v1/propose", "slow-token"));
   CHECK(late.status == 504);
   INFO(late.body);
   CHECK(late.body.find("\"time_limit\"") != std::string::npos);
-  CHECK(late.body.find("100 ms") != std::string::npos);
+  CHECK(late.body.find("500 ms") != std::string::npos);
   CHECK(store.Head({"slow", "c"}).value() == 0);  // the staged message was dropped
 
-  serve::ServeResponse unlimited = held_for_300ms(request("/v1/propose", "other-token"));
+  serve::ServeResponse unlimited = held_for_800ms(request("/v1/propose", "other-token"));
   CHECK(unlimited.status == 200);
   CHECK(store.Head({"other", "c"}).value() == 1);
 
   // A read past the limit is 504 too; within the limit the same calls work.
-  CHECK(held_for_300ms(request("/v1/render", "slow-token")).status == 504);
+  CHECK(held_for_800ms(request("/v1/render", "slow-token")).status == 504);
   CHECK((*service)->Handle(request("/v1/propose", "slow-token")).status == 200);
   CHECK(store.Head({"slow", "c"}).value() == 1);
   CHECK((*service)->Handle(request("/v1/render", "slow-token")).status == 200);

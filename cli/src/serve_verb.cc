@@ -1,23 +1,29 @@
 // `taskledger serve [--rules DIR] [--store URL] [--listen HOST:PORT]
 //      [--tokens FILE] [--tls-cert F --tls-key F [--tls-client-ca F]]
-//      [--access-log]` runs the Session API as an HTTP/JSON
-// service (serve/service.h; the API is docs/openapi.yaml, the deployment
-// docs/deploy.md). With no arguments: the memory store, 127.0.0.1:8420, and
+//      [--access-log] [--tenants FILE] [--time-limit-ms N]` runs the Session
+// API as an HTTP/JSON service (serve/service.h; the API is docs/openapi.yaml,
+// the deployment docs/deploy.md). With no arguments: the memory store, 127.0.0.1:8420, and
 // a built-in pack that denies every tool (pass --rules for a real one).
 // `--store redis://...` makes the process stateless: any number of them over
 // one Redis serve any conversation.
 // Prints one line "taskledger serve: listening on http://HOST:PORT ..." to
 // stderr (in one write) once it accepts connections.
-// SIGHUP loads --rules again: new requests run under the new pack, running
-// ones finish on theirs; a pack that fails to load keeps the old one serving.
+// `--tenants FILE` gives tenants packs and time limits of their own (lines
+// "TENANT [rules=DIR] [time-limit-ms=N]"; DIR relative to the file).
+// SIGHUP loads --rules and every tenant's pack again: new requests run under
+// the new packs, running ones finish on theirs; a pack that fails to load
+// keeps its old version serving (stderr and /readyz say why), the others
+// still reload.
 // Exit: 0 stopped by SIGINT/SIGTERM, 2 bad usage, a broken pack or token
 // file, an unreachable store, or an address that cannot be bound.
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -39,6 +45,8 @@ struct ServeOptions {
   std::string rules;
   std::string listen = "127.0.0.1:8420";
   std::string tokens;
+  std::string tenants;
+  int64_t time_limit_ms = 30'000;
   std::string tls_cert, tls_key, tls_client_ca;
   bool access_log = false;
   size_t max_body_bytes = 1u << 20;
@@ -90,6 +98,53 @@ Result<std::vector<serve::TokenGrant>> ReadTokens(const std::string& path) {
   return grants;
 }
 
+// A tenant's own settings from the --tenants file.
+struct TenantSettings {
+  std::string rules;           // pack folder; empty: the default pack
+  int64_t time_limit_ms = -1;  // -1: --time-limit-ms
+};
+
+// One tenant per line: "TENANT [rules=DIR] [time-limit-ms=N]"; '#' starts a
+// comment; a relative DIR is taken from the file's folder.
+Result<std::map<std::string, TenantSettings>> ReadTenants(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::InvalidArgument("cannot read the tenants file " + path);
+  const std::filesystem::path base = std::filesystem::path(path).parent_path();
+  std::map<std::string, TenantSettings> tenants;
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    std::istringstream fields(line);
+    std::string tenant, field;
+    if (!(fields >> tenant)) continue;
+    const std::string where = path + ":" + std::to_string(number) + ": ";
+    if (tenants.count(tenant) != 0) {
+      return Status::InvalidArgument(where + "tenant " + tenant + " is listed twice");
+    }
+    TenantSettings t;
+    while (fields >> field) {
+      if (field.rfind("rules=", 0) == 0 && field.size() > 6) {
+        std::filesystem::path dir = field.substr(6);
+        t.rules = (dir.is_absolute() ? dir : base / dir).lexically_normal().string();
+      } else if (field.rfind("time-limit-ms=", 0) == 0 && field.size() > 14 &&
+                 field.size() <= 14 + 9 &&
+                 field.find_first_not_of("0123456789", 14) == std::string::npos) {
+        t.time_limit_ms = std::stoll(field.substr(14));
+      } else {
+        return Status::InvalidArgument(
+            where + "expected \"TENANT [rules=DIR] [time-limit-ms=N]\", got \"" + field + "\"");
+      }
+    }
+    tenants[tenant] = std::move(t);
+  }
+  if (tenants.empty()) {
+    return Status::InvalidArgument("the tenants file " + path + " names no tenant");
+  }
+  return tenants;
+}
+
 // Without --rules: a pack that declares no tools, so every call is denied
 // (taskledger.unknown_tool). Never fail-open by default.
 Result<std::shared_ptr<const RulePack>> DefaultPack() {
@@ -97,21 +152,33 @@ Result<std::shared_ptr<const RulePack>> DefaultPack() {
       {{"pack.json", R"({"name": "serve-default", "unknown_tools": "deny"})"}});
 }
 
-// SIGHUP: load --rules again and switch new requests to it; on failure the
-// current pack keeps serving. One line on stderr either way.
-void Reload(const ServeOptions& o, serve::Service& service) {
-  if (o.rules.empty()) {
-    std::cerr << "taskledger serve: SIGHUP: no --rules to reload; the built-in pack stays\n";
-    return;
-  }
-  Status set = service.ReloadPack(o.rules);
-  const RulePack& now = *service.pack();
+// One line on stderr for the reload of one pack (`who`: "" or " (tenant T)").
+void ReportReload(const std::string& dir, const std::string& who, const Status& set,
+                  const RulePack& now) {
   if (set.ok()) {
-    std::cerr << ("taskledger serve: reloaded " + o.rules + ": pack " + now.name() + " " +
+    std::cerr << ("taskledger serve: reloaded " + dir + who + ": pack " + now.name() + " " +
                   now.version() + "\n");
   } else {
-    std::cerr << ("taskledger serve: reload of " + o.rules + " failed, still serving pack " +
+    std::cerr << ("taskledger serve: reload of " + dir + who + " failed, still serving pack " +
                   now.name() + " " + now.version() + ": " + set.ToString() + "\n");
+  }
+}
+
+// SIGHUP: load --rules and every tenant's pack again and switch new requests
+// to them; a pack that fails keeps its current version serving, the others
+// still switch. One line on stderr per pack.
+void Reload(const ServeOptions& o, const std::map<std::string, TenantSettings>& tenants,
+            serve::Service& service) {
+  if (o.rules.empty()) {
+    std::cerr << "taskledger serve: SIGHUP: no --rules to reload; the built-in pack stays\n";
+  } else {
+    Status set = service.ReloadPack(o.rules);
+    ReportReload(o.rules, "", set, *service.pack());
+  }
+  for (const auto& [tenant, t] : tenants) {
+    if (t.rules.empty()) continue;
+    Status set = service.ReloadTenantPack(tenant, t.rules);
+    ReportReload(t.rules, " (tenant " + tenant + ")", set, *service.PackOf(tenant));
   }
 }
 
@@ -128,7 +195,21 @@ int RunServe(const ServeOptions& o) {
   options.lease_ms = o.lease_ms;
   options.max_body_bytes = o.max_body_bytes;
   options.max_concurrent_per_tenant = o.max_concurrent_per_tenant;
+  options.request_time_limit_ms = o.time_limit_ms;
   options.pack = *pack;
+  std::map<std::string, TenantSettings> tenants;
+  if (!o.tenants.empty()) {
+    auto read = ReadTenants(o.tenants);
+    if (!read) return ReportError("serve", read.error());
+    tenants = std::move(read).value();
+  }
+  for (const auto& [tenant, t] : tenants) {
+    if (t.time_limit_ms >= 0) options.tenant_time_limit_ms[tenant] = t.time_limit_ms;
+    if (t.rules.empty()) continue;
+    auto own = RulePack::Load(t.rules);
+    if (!own) return ReportError("cannot load the rule pack of tenant " + tenant, own.error());
+    options.tenant_packs[tenant] = std::move(own).value();
+  }
   if (!o.tokens.empty()) {
     auto grants = ReadTokens(o.tokens);
     if (!grants) return ReportError("serve", grants.error());
@@ -183,7 +264,8 @@ int RunServe(const ServeOptions& o) {
                 std::to_string((*listener)->port()) + ", store " + o.common.store + ", pack " +
                 (*pack)->name() + " " + (*pack)->version() +
                 (o.rules.empty() ? " (built in: every tool is denied; pass --rules DIR)" : "") +
-                (o.tokens.empty() ? ", no tokens (tenant " + o.common.tenant + ")" : "") + "\n")
+                (o.tokens.empty() ? ", no tokens (tenant " + o.common.tenant + ")" : "") +
+                (tenants.empty() ? "" : ", " + std::to_string(tenants.size()) + " tenants") + "\n")
             << std::flush;
   Status served = Status::Ok();
   std::thread serving([&listener, &served] {
@@ -191,7 +273,7 @@ int RunServe(const ServeOptions& o) {
     ::kill(::getpid(), SIGTERM);  // wakes the sigwait below if Serve ended on its own
   });
   int sig = 0;
-  while (::sigwait(&signals, &sig) == 0 && sig == SIGHUP) Reload(o, **service);
+  while (::sigwait(&signals, &sig) == 0 && sig == SIGHUP) Reload(o, tenants, **service);
   (*service)->SetReady(false);
   (*listener)->Stop();
   serving.join();
@@ -211,6 +293,13 @@ void AddServeVerb(CLI::App& app, int& exit_code) {
   verb->add_option("--listen", options->listen, "HOST:PORT to listen on (default 127.0.0.1:8420)");
   verb->add_option("--tokens", options->tokens,
                    "Token file: lines \"TENANT SHA256HEX [operator]\" (sha256 of the token)");
+  verb->add_option("--tenants", options->tenants,
+                   "Tenants file: lines \"TENANT [rules=DIR] [time-limit-ms=N]\" (own pack, "
+                   "own time limit)");
+  verb->add_option("--time-limit-ms", options->time_limit_ms,
+                   "Time limit of a request; past it nothing more is committed and it gets 504 "
+                   "(0: none)")
+      ->check(CLI::Range(int64_t{0}, int64_t{86'400'000}));
   verb->add_option("--tls-cert", options->tls_cert, "Serve HTTPS: PEM certificate chain file");
   verb->add_option("--tls-key", options->tls_key, "Serve HTTPS: PEM private key file");
   verb->add_option("--tls-client-ca", options->tls_client_ca,

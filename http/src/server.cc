@@ -4,6 +4,7 @@
 #include "taskledger/http/server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <cctype>
@@ -16,6 +17,8 @@
 
 namespace taskledger::http {
 namespace {
+
+constexpr int kListenBacklog = 1024;
 
 std::string RegexEscape(const std::string& path) {
   std::string out;
@@ -82,6 +85,7 @@ struct Server::Impl {
   std::mutex mu;
   bool bound = false, serving = false, stopped = false;
   std::atomic<bool> finished{false};  // the listen loop has returned
+  int listen_fd = -1;                 // the socket Bind bound last (set by socket options)
 
   // Runs the listen loop just long enough to close the bound socket.
   void CloseUnserved() {
@@ -129,6 +133,11 @@ Server::Server(ServerOptions options, TlsOptions tls)
   s.set_tcp_nodelay(true);
   // httplib's default closes a kept-alive connection after 5 requests.
   s.set_keep_alive_max_count(1000);
+  Impl* impl = impl_.get();
+  s.set_socket_options([impl](socket_t sock) {
+    httplib::default_socket_options(sock);
+    impl->listen_fd = sock;
+  });
   s.set_read_timeout(options.read_timeout_ms / 1000, (options.read_timeout_ms % 1000) * 1000);
   s.set_write_timeout(options.write_timeout_ms / 1000, (options.write_timeout_ms % 1000) * 1000);
   s.set_exception_handler(
@@ -183,6 +192,10 @@ Result<int> Server::Bind(const std::string& host, int port) {
     bound = -1;
   }
   if (bound >= 0) {
+    // Debian's libcpp-httplib listens with a backlog of 5: a burst of
+    // clients connecting at once (a fleet restarting) overflows it and some
+    // connections fail. listen() again on the bound socket raises it.
+    if (impl_->listen_fd >= 0) ::listen(impl_->listen_fd, kListenBacklog);
     std::lock_guard<std::mutex> lock(impl_->mu);
     impl_->bound = true;
   } else {

@@ -42,13 +42,14 @@ Result<ProposedCall> CallOf(const nlohmann::json& body, const char* field) {
   return call;
 }
 
-nlohmann::json DecisionJson(const CallResult& r) {
+nlohmann::json DecisionJson(const CallResult& r, const RulePack& pack) {
   const PolicyDecision& d = r.decision;
   return {{"outcome", OutcomeName(d.outcome)},
           {"allowed", d.allowed()},
           {"rule_id", d.rule_id},
           {"reason", d.reason},
           {"pack_version", d.pack_version},
+          {"pack_name", pack.name()},
           {"read_only", d.read_only}};
 }
 
@@ -116,7 +117,7 @@ Result<nlohmann::json> ProposeCall(const RouteContext& ctx) {
                                                            : m.decisions_deny)
             .fetch_add(1, std::memory_order_relaxed);
         if (leased) m.leases.fetch_add(1, std::memory_order_relaxed);
-        nlohmann::json out = {{"decision", DecisionJson(r)},
+        nlohmann::json out = {{"decision", DecisionJson(r, *ctx.loaded->pack)},
                               {"decision_record", r.decision_record},
                               {"execute", execute},
                               {"message", r.message},
@@ -176,7 +177,8 @@ Result<nlohmann::json> ReportOutcome(const RouteContext& ctx) {
 Result<nlohmann::json> EndTurn(const RouteContext& ctx) {
   auto id = ConversationOf(ctx);
   if (!id) return id.error();
-  return WithSession(ctx, *id, CommandUse::kNone, [](Session& s) -> Result<nlohmann::json> {
+  return WithSession(ctx, *id, CommandUse::kNone, [&ctx](Session& s) -> Result<nlohmann::json> {
+    if (Status late = PastDeadline(ctx, "before its commit"); !late.ok()) return late;
     auto v = s.EndTurn();
     if (!v) return v.error();
     return nlohmann::json::object();

@@ -47,10 +47,18 @@ std::string MetricsText(const Service::Impl& service) {
   out += "taskledger_serve_request_seconds_sum " +
          std::to_string(static_cast<double>(m.latency_us_sum.load()) / 1e6) + "\n";
   line("taskledger_serve_request_seconds_count", m.requests.load());
-  const RulePack& p = *service.Loaded()->pack;
-  out += "# HELP taskledger_serve_pack_info The rule pack new requests run under.\n";
+  out += "# HELP taskledger_serve_pack_info The rule packs new requests run under ";
+  out += "(tenant=\"\": the default pack).\n";
   out += "# TYPE taskledger_serve_pack_info gauge\n";
-  line("taskledger_serve_pack_info{name=\"" + p.name() + "\",version=\"" + p.version() + "\"}", 1);
+  {
+    std::lock_guard<std::mutex> lock(service.pack_mu);
+    for (const auto& [tenant, slot] : service.packs) {
+      const RulePack& p = *slot.loaded->pack;
+      line("taskledger_serve_pack_info{name=\"" + p.name() + "\",version=\"" + p.version() +
+               "\",tenant=\"" + tenant + "\"}",
+           1);
+    }
+  }
   out += "# TYPE taskledger_serve_pack_reloads_total counter\n";
   line("taskledger_serve_pack_reloads_total{result=\"ok\"}", service.reloads.load());
   line("taskledger_serve_pack_reloads_total{result=\"failed\"}", service.reloads_failed.load());

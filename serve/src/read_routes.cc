@@ -5,6 +5,7 @@
 // Session: nothing is staged or committed); approve and deny need an
 // operator token (service.cc checks it).
 #include <algorithm>
+#include <functional>
 
 #include "internal/service_impl.h"
 #include "taskledger/base/clock.h"
@@ -45,6 +46,21 @@ Result<std::vector<TurnRecord>> TurnsOf(const RouteContext& ctx, const Conversat
   return ctx.service.options.store->ReadTurns(id, from, to);
 }
 
+// The body's conversation, its turns (TurnsOf), each added to a list by
+// `add`: {"head": HEAD, field: LIST}.
+Result<nlohmann::json> WithTurns(
+    const RouteContext& ctx, const char* field,
+    const std::function<void(const TurnRecord&, nlohmann::json&)>& add) {
+  auto id = ConversationOf(ctx);
+  if (!id) return id.error();
+  uint64_t head = 0;
+  auto turns = TurnsOf(ctx, *id, head);
+  if (!turns) return turns.error();
+  nlohmann::json list = nlohmann::json::array();
+  for (const TurnRecord& t : *turns) add(t, list);
+  return nlohmann::json{{"head", head}, {field, std::move(list)}};
+}
+
 Result<Command> Decide(const RouteContext& ctx, bool approve) {
   auto id = ConversationOf(ctx);
   if (!id) return id.error();
@@ -53,6 +69,7 @@ Result<Command> Decide(const RouteContext& ctx, bool approve) {
   auto reason = RequiredString(ctx.body, "reason");
   if (!reason) return reason.error();
   std::string approver = ctx.body.value("approver", std::string("operator"));
+  if (Status late = PastDeadline(ctx, "before its commit"); !late.ok()) return late;
   CommandLedger ledger(*ctx.service.options.command_store, SystemClock());
   RunId run{id->tenant, id->conversation};
   return approve ? ledger.Approve(run, *key, approver, *reason)
@@ -86,14 +103,9 @@ Result<nlohmann::json> RenderState(const RouteContext& ctx) {
 }
 
 Result<nlohmann::json> ReadVersions(const RouteContext& ctx) {
-  auto id = ConversationOf(ctx);
-  if (!id) return id.error();
-  uint64_t head = 0;
-  auto turns = TurnsOf(ctx, *id, head);
-  if (!turns) return turns.error();
-  nlohmann::json list = nlohmann::json::array();
-  for (const TurnRecord& t : *turns) list.push_back(EncodeTurn(t));
-  return nlohmann::json{{"head", head}, {"turns", std::move(list)}};
+  return WithTurns(ctx, "turns", [](const TurnRecord& t, nlohmann::json& list) {
+    list.push_back(EncodeTurn(t));
+  });
 }
 
 Result<nlohmann::json> ReadState(const RouteContext& ctx) {
@@ -131,20 +143,13 @@ Result<nlohmann::json> ReadDiff(const RouteContext& ctx) {
 }
 
 Result<nlohmann::json> ReadDecisions(const RouteContext& ctx) {
-  auto id = ConversationOf(ctx);
-  if (!id) return id.error();
-  uint64_t head = 0;
-  auto turns = TurnsOf(ctx, *id, head);
-  if (!turns) return turns.error();
-  nlohmann::json list = nlohmann::json::array();
-  for (const TurnRecord& t : *turns) {
+  return WithTurns(ctx, "decisions", [](const TurnRecord& t, nlohmann::json& list) {
     for (const DecisionRecord& d : t.decisions) {
       nlohmann::json record = EncodeDecision(d);
       record["turn"] = t.turn;
       list.push_back(std::move(record));
     }
-  }
-  return nlohmann::json{{"head", head}, {"decisions", std::move(list)}};
+  });
 }
 
 Result<nlohmann::json> ListCommands(const RouteContext& ctx) {

@@ -25,25 +25,26 @@ struct RouteEntry {
   const char* path;
   Handler handler;  // null: answered by Handle itself (health, metrics)
   bool needs_operator;
+  bool writes;  // commits (its handler checks the time limit before); else a read
 };
 
 const RouteEntry kRoutes[] = {
-    {"GET", "/healthz", nullptr, false},
-    {"GET", "/readyz", nullptr, false},
-    {"GET", "/metrics", nullptr, false},
-    {"POST", "/v1/open", OpenConversation, false},
-    {"POST", "/v1/message", RecordMessage, false},
-    {"POST", "/v1/propose", ProposeCall, false},
-    {"POST", "/v1/outcome", ReportOutcome, false},
-    {"POST", "/v1/end-turn", EndTurn, false},
-    {"POST", "/v1/render", RenderState, false},
-    {"POST", "/v1/versions", ReadVersions, false},
-    {"POST", "/v1/state", ReadState, false},
-    {"POST", "/v1/diff", ReadDiff, false},
-    {"POST", "/v1/decisions", ReadDecisions, false},
-    {"POST", "/v1/commands/list", ListCommands, false},
-    {"POST", "/v1/commands/approve", ApproveCommand, true},
-    {"POST", "/v1/commands/deny", DenyCommand, true},
+    {"GET", "/healthz", nullptr, false, false},
+    {"GET", "/readyz", nullptr, false, false},
+    {"GET", "/metrics", nullptr, false, false},
+    {"POST", "/v1/open", OpenConversation, false, true},
+    {"POST", "/v1/message", RecordMessage, false, true},
+    {"POST", "/v1/propose", ProposeCall, false, true},
+    {"POST", "/v1/outcome", ReportOutcome, false, true},
+    {"POST", "/v1/end-turn", EndTurn, false, true},
+    {"POST", "/v1/render", RenderState, false, false},
+    {"POST", "/v1/versions", ReadVersions, false, false},
+    {"POST", "/v1/state", ReadState, false, false},
+    {"POST", "/v1/diff", ReadDiff, false, false},
+    {"POST", "/v1/decisions", ReadDecisions, false, false},
+    {"POST", "/v1/commands/list", ListCommands, false, false},
+    {"POST", "/v1/commands/approve", ApproveCommand, true, true},
+    {"POST", "/v1/commands/deny", DenyCommand, true, true},
 };
 
 ServeResponse JsonResponse(int status, const nlohmann::json& body) {
@@ -96,35 +97,14 @@ bool ConstantTimeEqual(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
-// A policy checker per worker thread for the service's pack: building one
-// runs the pack's Lua, which costs more than a whole request.
-PolicyChecker* ThreadChecker(const std::shared_ptr<const RulePack>& pack) {
-  struct Cached {
-    std::shared_ptr<const RulePack> pack;
-    std::unique_ptr<PolicyChecker> checker;
-  };
-  thread_local Cached cached;
-  if (cached.pack != pack) {
-    auto created = PolicyChecker::Create(pack);
-    if (!created) return nullptr;
-    cached.checker = std::move(created).value();
-    cached.pack = pack;
+// Gives a borrowed checker back to its pack's pool when the attempt ends.
+struct CheckerLease {
+  const LoadedPack& pack;
+  std::unique_ptr<PolicyChecker> checker;
+  ~CheckerLease() {
+    if (checker) pack.Return(std::move(checker));
   }
-  return cached.checker.get();
-}
-
-// Compiles what every request needs from `pack`, and checks that its Lua
-// loads, before any request may use it.
-Result<std::shared_ptr<const LoadedPack>> LoadPack(std::shared_ptr<const RulePack> pack) {
-  if (!pack) return Status::InvalidArgument("no rule pack");
-  auto rules = CompileExtractionRules(*pack);
-  if (!rules) return rules.error();
-  if (auto checker = PolicyChecker::Create(pack); !checker) return checker.error();
-  auto loaded = std::make_shared<LoadedPack>();
-  loaded->pack = std::move(pack);
-  loaded->extraction_rules = std::move(rules).value();
-  return std::shared_ptr<const LoadedPack>(std::move(loaded));
-}
+};
 
 }  // namespace
 
@@ -149,20 +129,37 @@ Result<ConversationId> ConversationOf(const RouteContext& ctx) {
   return ConversationId{ctx.tenant, std::move(name).value()};
 }
 
+Status PastDeadline(const RouteContext& ctx, const char* where) {
+  if (std::chrono::steady_clock::now() < ctx.deadline) return Status::Ok();
+  if (ctx.timed_out != nullptr) *ctx.timed_out = true;
+  return Status::Timeout("the request passed this tenant's time limit of " +
+                         std::to_string(ctx.time_limit_ms) + " ms " + where +
+                         "; nothing more was written");
+}
+
 Result<nlohmann::json> WithSession(const RouteContext& ctx, const ConversationId& id,
                                    CommandUse commands,
                                    const std::function<Result<nlohmann::json>(Session&)>& op) {
   Service::Impl& s = ctx.service;
   Status last = Status::Conflict("no attempt made");
+  // Once an attempt committed something (a write's command, written ahead
+  // inside the operation), the request goes on to its answer whatever the
+  // time: a 504 then would hide a lease the client holds.
+  bool wrote = false;
   for (int attempt = 0; attempt <= s.options.conflict_retries; ++attempt) {
     if (attempt > 0) {
       s.metrics.conflicts_retried.fetch_add(1, std::memory_order_relaxed);
       // Two writers racing again at once would keep colliding: back off a little.
       std::this_thread::sleep_for(std::chrono::microseconds(100 * attempt));
     }
+    if (!wrote) {
+      if (Status late = PastDeadline(ctx, "before its commit"); !late.ok()) return late;
+    }
     SessionOptions options;
-    options.checker = ThreadChecker(ctx.loaded->pack);
-    if (options.checker == nullptr) return Status::Internal("the rule pack does not load");
+    auto borrowed = ctx.loaded->Borrow();
+    if (!borrowed) return borrowed.error();
+    CheckerLease lease{*ctx.loaded, std::move(borrowed).value()};
+    options.checker = lease.checker.get();
     options.extraction_rules = ctx.loaded->extraction_rules;
     if (commands != CommandUse::kNone) options.commands.store = s.options.command_store;
     options.commands.recover_on_open = commands == CommandUse::kGuarded;
@@ -173,13 +170,19 @@ Result<nlohmann::json> WithSession(const RouteContext& ctx, const ConversationId
         "serve-" + std::to_string(::getpid()) + "-" + std::to_string(s.next_worker.fetch_add(1));
     auto session = Session::Open(*s.options.store, id, ctx.loaded->pack, options);
     if (!session) return session.error();
+    const uint64_t opened = (*session)->ledger().version();
     auto out = op(**session);
+    wrote = wrote || (*session)->ledger().version() != opened;
     if (!out && out.error().code() == StatusCode::kConflict) {
       last = out.error();
       continue;
     }
     if (!out) return out;
     if ((*session)->ledger().has_pending()) {
+      // Past the limit, what is staged is dropped.
+      if (!wrote) {
+        if (Status late = PastDeadline(ctx, "before its commit"); !late.ok()) return late;
+      }
       auto committed = (*session)->EndTurn();
       if (!committed && committed.error().code() == StatusCode::kConflict) {
         last = committed.error();
@@ -209,36 +212,17 @@ Result<std::unique_ptr<Service>> Service::Create(ServiceOptions options) {
     }
     if (g.tenant.empty()) return Status::InvalidArgument("a token grant needs a tenant");
   }
-  auto loaded = LoadPack(options.pack);
-  if (!loaded) return loaded.error();
+  if (options.request_time_limit_ms < 0) {
+    return Status::InvalidArgument("a request time limit cannot be negative");
+  }
+  for (const auto& [tenant, ms] : options.tenant_time_limit_ms) {
+    if (ms < 0) return Status::InvalidArgument("the time limit of " + tenant + " is negative");
+  }
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
-  impl->loaded = std::move(loaded).value();
+  if (Status packs = InitPacks(*impl); !packs.ok()) return packs;
   return std::unique_ptr<Service>(new Service(std::move(impl)));
 }
-
-Status Service::SetPack(std::shared_ptr<const RulePack> pack) {
-  auto loaded = LoadPack(std::move(pack));
-  if (!loaded) {
-    impl_->reloads_failed.fetch_add(1, std::memory_order_relaxed);
-    return loaded.error();
-  }
-  std::lock_guard<std::mutex> lock(impl_->pack_mu);
-  impl_->loaded = std::move(loaded).value();
-  impl_->reloads.fetch_add(1, std::memory_order_relaxed);
-  return Status::Ok();
-}
-
-Status Service::ReloadPack(const std::string& dir) {
-  auto pack = RulePack::Load(dir);
-  if (!pack) {
-    impl_->reloads_failed.fetch_add(1, std::memory_order_relaxed);
-    return pack.error();
-  }
-  return SetPack(std::move(pack).value());
-}
-
-std::shared_ptr<const RulePack> Service::pack() const { return impl_->Loaded()->pack; }
 
 const std::vector<RouteInfo>& Service::Routes() {
   static const std::vector<RouteInfo> routes = [] {
@@ -250,6 +234,19 @@ const std::vector<RouteInfo>& Service::Routes() {
 }
 
 void Service::SetReady(bool ready) { impl_->ready = ready; }
+
+// /readyz: 503 while draining; the packs in use, and why a reload failed.
+ServeResponse Service::Readiness() const {
+  nlohmann::json packs = nlohmann::json::array();
+  for (const PackStatus& p : Packs()) {
+    nlohmann::json entry = {{"name", p.name}, {"version", p.version}};
+    if (!p.tenant.empty()) entry["tenant"] = p.tenant;
+    if (!p.reload_error.empty()) entry["reload_error"] = p.reload_error;
+    packs.push_back(std::move(entry));
+  }
+  return JsonResponse(impl_->ready ? 200 : 503,
+                      {{"status", impl_->ready ? "ok" : "draining"}, {"packs", std::move(packs)}});
+}
 
 ServeResponse Service::Handle(const ServeRequest& request) {
   const auto start = std::chrono::steady_clock::now();
@@ -271,9 +268,7 @@ ServeResponse Service::Handle(const ServeRequest& request) {
         r.body = MetricsText(*impl_);
         return r;
       }
-      if (request.path == "/readyz" && !impl_->ready) {
-        return JsonResponse(503, {{"status", "draining"}});
-      }
+      if (request.path == "/readyz") return Readiness();
       return JsonResponse(200, {{"status", "ok"}});
     }
     std::string tenant = impl_->options.default_tenant;
@@ -330,8 +325,19 @@ ServeResponse Service::Handle(const ServeRequest& request) {
     if (body.is_discarded() || !body.is_object()) {
       return Error(400, "bad_json", "the request body must be a JSON object");
     }
-    RouteContext ctx{*impl_, impl_->Loaded(), tenant, operator_role, body};
+    bool timed_out = false;
+    RouteContext ctx{*impl_, impl_->Loaded(tenant), tenant, operator_role, body};
+    ctx.timed_out = &timed_out;
+    auto limit = impl_->options.tenant_time_limit_ms.find(tenant);
+    ctx.time_limit_ms = limit != impl_->options.tenant_time_limit_ms.end()
+                            ? limit->second
+                            : impl_->options.request_time_limit_ms;
+    if (ctx.time_limit_ms > 0) ctx.deadline = start + std::chrono::milliseconds(ctx.time_limit_ms);
     auto out = route->handler(ctx);
+    if (out && !route->writes) {
+      if (Status late = PastDeadline(ctx, "while reading"); !late.ok()) out = late;
+    }
+    if (!out && timed_out) return Error(504, "time_limit", out.error().message());
     if (!out) {
       const Status& e = out.error();
       std::string code(StatusCodeName(e.code()));

@@ -1,8 +1,11 @@
 // serve::Service called directly (no transport): a tenant with
 // max_concurrent_per_tenant requests running gets 429 for the next one while
 // another tenant is still served, and the slot comes back when a request
-// ends. A store whose reads can be held open keeps a request running.
+// ends; a request that passes its tenant's time limit is answered 504 and
+// commits nothing. A store whose reads can be held open keeps a request
+// running.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -101,6 +104,59 @@ TEST_CASE("serve: a tenant at its concurrent-request limit gets 429, others are 
   CHECK(held.status == 200);
   CHECK(other_tenant.status == 200);
   CHECK((*service)->Handle(request("a-token")).status == 200);  // the slot came back
+}
+
+TEST_CASE("serve: a request past its tenant's time limit gets 504 and writes nothing", "[serve]") {
+  HeldStore store;
+  auto commands = NewMemoryCommandStore();
+  auto pack = RulePack::FromFiles({{"pack.json", R"({"name": "p", "unknown_tools": "deny"})"}});
+  REQUIRE(pack.has_value());
+  serve::ServiceOptions options;
+  options.store = &store;
+  options.command_store = commands.get();
+  options.pack = *pack;
+  options.request_time_limit_ms = 0;               // no limit by default...
+  options.tenant_time_limit_ms = {{"slow", 500}};  // ...but for tenant "slow"
+  options.tokens = {{Sha256Hex("slow-token"), "slow", false},
+                    {Sha256Hex("other-token"), "other", false}};
+  auto service = serve::Service::Create(options);
+  REQUIRE(service.has_value());
+  // A proposal commits its decision record (the pack denies every tool).
+  auto request = [](const std::string& path, const std::string& token) {
+    return serve::ServeRequest{"POST",
+                               path,
+                               {{"Authorization", "Bearer " + token}},
+                               R"({"conversation": "c", "call": {"id": "1", "tool": "t"}})"};
+  };
+  // Requests wait in the store for 800 ms: past "slow"'s 500 ms (which is
+  // long enough for the same request without the wait, even under TSan).
+  auto held_for_800ms = [&](const serve::ServeRequest& r) {
+    store.Hold(true);
+    serve::ServeResponse out;
+    std::thread t([&] { out = (*service)->Handle(r); });
+    store.WaitForReader();
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    store.Hold(false);
+    t.join();
+    return out;
+  };
+
+  serve::ServeResponse late = held_for_800ms(request("/v1/propose", "slow-token"));
+  CHECK(late.status == 504);
+  INFO(late.body);
+  CHECK(late.body.find("\"time_limit\"") != std::string::npos);
+  CHECK(late.body.find("500 ms") != std::string::npos);
+  CHECK(store.Head({"slow", "c"}).value() == 0);  // the staged message was dropped
+
+  serve::ServeResponse unlimited = held_for_800ms(request("/v1/propose", "other-token"));
+  CHECK(unlimited.status == 200);
+  CHECK(store.Head({"other", "c"}).value() == 1);
+
+  // A read past the limit is 504 too; within the limit the same calls work.
+  CHECK(held_for_800ms(request("/v1/render", "slow-token")).status == 504);
+  CHECK((*service)->Handle(request("/v1/propose", "slow-token")).status == 200);
+  CHECK(store.Head({"slow", "c"}).value() == 1);
+  CHECK((*service)->Handle(request("/v1/render", "slow-token")).status == 200);
 }
 
 }  // namespace taskledger

@@ -13,10 +13,12 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "taskledger/base/status.h"
+#include "taskledger/policy/checker.h"
 #include "taskledger/serve/service.h"
 #include "taskledger/session/session.h"
 
@@ -33,22 +35,44 @@ struct Metrics {
   std::array<std::atomic<uint64_t>, 11> latency_buckets{};
 };
 
-// The pack a request runs under, with its compiled extraction rules. A
-// request takes the current one when it starts and keeps it to its end, so
-// a reload (Service::SetPack) never changes the pack under a request.
+// The pack a request runs under, with its compiled extraction rules and a
+// pool of policy checkers for it (building one runs the pack's Lua, which
+// costs more than a whole request; a checker serves one request at a time).
+// A request takes its tenant's current pack when it starts and keeps it to
+// its end, so a reload (Service::SetPack) never changes the pack under a
+// request; the pool dies with the last request that holds the pack.
 struct LoadedPack {
   std::shared_ptr<const RulePack> pack;
   std::shared_ptr<const ExtractionRules> extraction_rules;
+
+  // A checker of this pack for one request; given back with Return.
+  Result<std::unique_ptr<PolicyChecker>> Borrow() const;
+  void Return(std::unique_ptr<PolicyChecker> checker) const;
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::vector<std::unique_ptr<PolicyChecker>> idle_;  // guarded by mu_
+};
+
+// The packs of a service: the default one and those of named tenants, each
+// with the error of its last failed reload (empty after a good one).
+struct PackSlot {
+  std::shared_ptr<const LoadedPack> loaded;
+  std::string reload_error;
 };
 
 struct Service::Impl {
-  ServiceOptions options;  // options.pack is the first pack; `loaded` the current one
-  std::shared_ptr<const LoadedPack> Loaded() const {
+  ServiceOptions options;  // options.pack(s) are the first packs; `packs` the current ones
+  // The pack `tenant`'s requests run under now: its own, or the default one.
+  std::shared_ptr<const LoadedPack> Loaded(const std::string& tenant) const {
     std::lock_guard<std::mutex> lock(pack_mu);
-    return loaded;
+    auto it = packs.find(tenant);
+    return it != packs.end() ? it->second.loaded : packs.at(kDefaultPack).loaded;
   }
+  // The key of the default pack in `packs` (not a valid tenant name).
+  static constexpr const char* kDefaultPack = "";
   mutable std::mutex pack_mu;
-  std::shared_ptr<const LoadedPack> loaded;  // guarded by pack_mu
+  std::map<std::string, PackSlot> packs;  // tenant ("" default) -> pack; guarded by pack_mu
   std::atomic<uint64_t> reloads{0}, reloads_failed{0};
   std::mutex inflight_mu;
   std::map<std::string, int> inflight;  // tenant -> requests running; guarded by inflight_mu
@@ -64,7 +88,20 @@ struct RouteContext {
   std::string tenant;
   bool operator_role = false;
   const nlohmann::json& body;
+  // The tenant's request time limit: past it, nothing more is committed
+  // (WithSession answers DeadlineExceeded instead); max() when unlimited.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  int64_t time_limit_ms = 0;
+  // Set when the request stopped at its deadline (Handle answers 504).
+  bool* timed_out = nullptr;
 };
+
+// Whether ctx's deadline has passed; if so marks the request timed out and
+// returns the Timeout status to answer with (nothing was committed).
+Status PastDeadline(const RouteContext& ctx, const char* where);
+
+// Loads options.pack and options.tenant_packs into `packs` (packs.cc).
+Status InitPacks(Service::Impl& impl);
 
 // /metrics text, and the bookkeeping of one answered request (metrics.cc).
 std::string MetricsText(const Service::Impl& service);

@@ -21,12 +21,28 @@
 // command needs an operator token (403 otherwise). Tokens are kept as
 // SHA-256 digests and compared in constant time.
 //
+// Packs: every tenant's proposals are checked by its own pack when
+// `tenant_packs` names one, by `pack` otherwise; every decision names the
+// pack (name and version) that made it.
+//
+// Time limit: a request of a tenant with a time limit (request_time_limit_ms,
+// or its entry in tenant_time_limit_ms) that is still running when the limit
+// passes commits nothing more: it is answered 504 ("time_limit") and what it
+// staged is dropped. The limit is checked before each commit (and before each
+// conflict retry), never in the middle of one: a commit that began finishes
+// and is answered normally, and a write proposal whose command was already
+// written ahead is answered normally too (its lease stands; proposing the same
+// call id again returns it). A read that finishes past the limit is answered
+// 504 as well (it wrote nothing). Time a request waits for a worker thread
+// before Handle starts is not counted.
+//
 // Thread-safety: Handle may be called from many threads at once; each call
 // builds its own Session. The store, the command store and the pack are
 // shared and must outlive the Service.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -62,7 +78,9 @@ struct TokenGrant {
 struct ServiceOptions {
   Store* store = nullptr;                 // required
   CommandStore* command_store = nullptr;  // required: writes go through the command ledger
-  std::shared_ptr<const RulePack> pack;   // required
+  std::shared_ptr<const RulePack> pack;   // required: the default pack
+  // Tenants whose requests run under a pack of their own (tenant -> pack).
+  std::map<std::string, std::shared_ptr<const RulePack>> tenant_packs;
   std::string default_tenant = "default";
   // Empty: no authentication (loopback development). Otherwise see the file comment.
   std::vector<TokenGrant> tokens;
@@ -76,6 +94,17 @@ struct ServiceOptions {
   // Requests of one tenant being answered at once; more are answered 429
   // at once (no queue), so one tenant cannot hold every worker. 0: no limit.
   int max_concurrent_per_tenant = 32;
+  // Time limit of one request in ms (see the file comment); 0: none.
+  int64_t request_time_limit_ms = 0;
+  // Per-tenant time limits that replace request_time_limit_ms (0: none).
+  std::map<std::string, int64_t> tenant_time_limit_ms;
+};
+
+// A pack a service runs, as /readyz and the reload log show it.
+struct PackStatus {
+  std::string tenant;  // empty: the default pack
+  std::string name, version;
+  std::string reload_error;  // why the last reload failed; empty after a good one
 };
 
 // One route: method and exact path (docs/openapi.yaml lists the same).
@@ -96,7 +125,8 @@ class Service {
   // Answers one request: JSON bodies; errors are {"error": {"code", "message"}}
   // with 400 (bad JSON or fields), 401, 403, 404 (unknown route, or unknown
   // command), 405, 409 (conflict, lease lost), 413, 429 (the tenant has
-  // max_concurrent_per_tenant requests running), 503 (store unreachable).
+  // max_concurrent_per_tenant requests running), 503 (store unreachable),
+  // 504 (the tenant's time limit passed; nothing more was committed).
   ServeResponse Handle(const ServeRequest& request);
 
   // Every route Handle answers.
@@ -114,13 +144,22 @@ class Service {
   // RulePack::Load(dir), then SetPack; a pack that does not load keeps the
   // current one serving (the error says why). Both count in /metrics.
   Status ReloadPack(const std::string& dir);
-  // The pack new requests run under.
+  // The same for the pack of `tenant` (which gets a pack of its own if it had
+  // none). A failure leaves every other pack as it was.
+  Status SetTenantPack(const std::string& tenant, std::shared_ptr<const RulePack> pack);
+  Status ReloadTenantPack(const std::string& tenant, const std::string& dir);
+  // The pack new requests of `tenant` run under (the default pack unless the
+  // tenant has its own); pack() is the default pack.
   std::shared_ptr<const RulePack> pack() const;
+  std::shared_ptr<const RulePack> PackOf(const std::string& tenant) const;
+  // Every pack, the default one first, then by tenant.
+  std::vector<PackStatus> Packs() const;
 
   struct Impl;  // serve/src/internal/service_impl.h (the route handlers share it)
 
  private:
   explicit Service(std::unique_ptr<Impl> impl);
+  ServeResponse Readiness() const;
   std::unique_ptr<Impl> impl_;
 };
 

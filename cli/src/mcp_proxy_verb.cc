@@ -47,6 +47,8 @@ struct McpProxyOptions {
   std::vector<std::string> allow_origins;
   size_t max_sessions = 64;
   int64_t call_timeout_ms = 300'000;
+  int64_t elicitation_timeout_ms = 600'000;
+  int64_t idle_timeout_ms = 30 * 60'000;
   size_t max_message_bytes = 16u << 20;
   std::string state_format = "markdown";
 };
@@ -103,6 +105,7 @@ mcp::ProxyOptions BaseProxyOptions(const McpProxyOptions& o, const Shared& share
     options.upstream_headers.emplace_back("Authorization", "Bearer " + o.upstream_token);
   }
   options.call_timeout_ms = o.call_timeout_ms;
+  options.elicitation_timeout_ms = o.elicitation_timeout_ms;
   options.max_message_bytes = o.max_message_bytes;
   options.state_block.format = shared.format;
   return options;
@@ -157,6 +160,7 @@ int RunListener(const McpProxyOptions& o, Shared& shared) {
   listen.allowed_origins = o.allow_origins;
   listen.max_sessions = o.max_sessions;
   listen.max_body_bytes = o.max_message_bytes;
+  listen.idle_timeout_ms = o.idle_timeout_ms;
   // The pack is checked once up front; each session loads its own copy.
   if (auto pack = RulePack::Load(o.rules); !pack) {
     return ReportError("cannot load rule pack " + o.rules, pack.error());
@@ -263,6 +267,10 @@ void AddMcpProxyVerb(CLI::App& app, int& exit_code) {
   verb->add_option("--call-timeout-ms", options->call_timeout_ms,
                    "Longest wait for the server's answer to a tools/call (0: none)")
       ->capture_default_str();
+  verb->add_option("--elicitation-timeout-ms", options->elicitation_timeout_ms,
+                   "Longest wait for the user's answer when a rule's confirm is asked through "
+                   "MCP elicitation; no answer denies the call (0: none)")
+      ->capture_default_str();
   verb->add_option("--max-message-bytes", options->max_message_bytes,
                    "Longest JSON-RPC message accepted from either side")
       ->capture_default_str();
@@ -279,6 +287,10 @@ void AddMcpProxyVerb(CLI::App& app, int& exit_code) {
                    "With --listen: an Origin allowed besides loopback ones (repeatable)");
   verb->add_option("--max-sessions", options->max_sessions,
                    "With --listen: most MCP sessions open at once")
+      ->capture_default_str();
+  verb->add_option("--idle-timeout-ms", options->idle_timeout_ms,
+                   "With --listen: end an MCP session after this long without a request "
+                   "(its id then answers 404; 0: never)")
       ->capture_default_str();
   verb->add_option("--upstream", options->upstream,
                    "The MCP server's Streamable HTTP URL (http:// or https://), instead of a "

@@ -305,5 +305,89 @@ TEST_CASE("mcp-proxy: a held write runs once after commands approve, a denied on
   }
 }
 
+TEST_CASE("mcp-proxy restarted between approve and retry: the held call runs once, from the store",
+          "[mcp]") {
+  std::string url = testing::SharedRedisUrl();
+  fs::path dir = FreshDir("approval-restart");
+  std::string conversation =
+      "verb-restart-" + std::to_string(::getpid()) + "-" +
+      std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+  const std::vector<std::string> args = {"--store",        url,         "--tenant", "mcpverb",
+                                         "--conversation", conversation};
+  std::string held = (dir / "restart-yes.txt").string();
+  std::string refused = (dir / "restart-no.txt").string();
+  RedisOptions redis;
+  redis.url = url;
+  auto store = OpenRedisCommandStore(redis);
+  REQUIRE(store.has_value());
+  RunId run{"mcpverb", conversation};
+  auto commands = [&] {
+    auto listed = (*store)->ListCommands(run);
+    REQUIRE(listed.has_value());
+    return *listed;
+  };
+  {
+    ProxyProcess first(dir, args);
+    first.Initialize();
+    CHECK(first.Call(1, "publish", {{"path", held}})["result"]["isError"] == true);
+    CHECK(first.Call(2, "publish", {{"path", refused}})["result"]["isError"] == true);
+    // A retry before the operator decided: told it still waits, no second command.
+    json early = first.Call(3, "publish", {{"path", held}});
+    CHECK_THAT(early["result"]["content"][0]["text"].get<std::string>(),
+               Catch::Contains("approves it"));
+    CHECK(first.Finish() == 0);
+  }
+  std::vector<Command> blocked = commands();
+  REQUIRE(blocked.size() == 2);
+  const Command& yes = blocked[0].target == held ? blocked[0] : blocked[1];
+  const Command& no = blocked[0].target == held ? blocked[1] : blocked[0];
+  REQUIRE(CommandsVerb({"approve", conversation, yes.command_key, "--reason", "ok by ops",
+                        "--store", url, "--tenant", "mcpverb"}) == 0);
+  REQUIRE(CommandsVerb({"deny", conversation, no.command_key, "--reason", "not this one", "--store",
+                        url, "--tenant", "mcpverb"}) == 0);
+  {
+    // A second proxy process: its first write runs the approved call; it then exits.
+    ProxyProcess second(dir, args);
+    second.Initialize();
+    CHECK(second.Call(1, "touch", {{"path", (dir / "other.txt").string()}})["result"]["isError"] ==
+          false);
+    CHECK(fs::exists(held));
+    CHECK(second.Finish() == 0);
+  }
+  fs::remove(held);
+  ProxyProcess third(dir, args);
+  third.Initialize();
+  // The client's retries reach a proxy that never saw the calls: answered from the store.
+  json ran = third.Call(7, "publish", {{"path", held}});
+  CHECK(ran["id"] == 7);
+  CHECK(ran["result"]["isError"] == false);
+  CHECK_THAT(ran["result"]["content"][0]["text"].get<std::string>(),
+             Catch::Contains("already succeeded"));
+  CHECK_FALSE(fs::exists(held));  // not run a second time
+  json told = third.Call(8, "publish", {{"path", refused}});
+  CHECK(told["result"]["isError"] == true);
+  CHECK_THAT(told["result"]["content"][0]["text"].get<std::string>(),
+             Catch::Contains("not this one"));
+  // Once its outcome was given, the same call again is a new request for approval.
+  json again = third.Call(9, "publish", {{"path", held}});
+  CHECK_THAT(again["result"]["content"][0]["text"].get<std::string>(),
+             Catch::Contains("approves it"));
+  CHECK(third.Finish() == 0);
+  const std::string saw = third.ServerSaw();
+  CHECK(Count(saw, "\"method\":\"tools/call\"") == 2);  // the touch and the approved publish
+  CHECK(saw.find("restart-no.txt") == std::string::npos);
+  std::vector<Command> after = commands();
+  REQUIRE(after.size() == 4);  // the two held, the touch, the new request
+  size_t succeeded = 0, cancelled = 0, still_blocked = 0;
+  for (const Command& c : after) {
+    succeeded += c.state == CommandState::kSucceeded;
+    cancelled += c.state == CommandState::kCancelled;
+    still_blocked += c.state == CommandState::kBlocked;
+  }
+  CHECK(succeeded == 2);
+  CHECK(cancelled == 1);
+  CHECK(still_blocked == 1);
+}
+
 }  // namespace
 }  // namespace taskledger

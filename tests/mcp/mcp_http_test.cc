@@ -77,6 +77,7 @@ class Listening {
     fs::remove_all(dir_, ec);
   }
 
+  Store& store() { return *store_; }
   std::string ListenerLog() {
     std::lock_guard<std::mutex> lock(log_mu_);
     return log_;
@@ -263,6 +264,37 @@ TEST_CASE("mcp http: an idle session expires, answers 404 and its server is stop
   // The client starts over with initialize, as the spec says.
   std::string again = l.Initialize();
   CHECK(l.Post(list, {{"Mcp-Session-Id", again}}).status == 200);
+}
+
+TEST_CASE("mcp http: the state resource and prompt keep out what pack.json render hides",
+          "[mcp][http]") {
+  Listening l;
+  std::string s = l.Initialize();
+  json echoed =
+      l.Call(s, 2, "tools/call",
+             {{"name", "echo"},
+              {"arguments",
+               {{"value", {{"name", "kiwi"}, {"card", "4111-1111"}}}, {"secret", "hunter2"}}}});
+  REQUIRE(echoed["result"]["isError"] == false);
+  const std::string state = StateOf(l, s);
+  CHECK(state.find("kiwi") != std::string::npos);
+  CHECK(state.find("[redacted]") != std::string::npos);
+  CHECK(state.find("4111-1111") == std::string::npos);
+  CHECK(state.find("hunter2") == std::string::npos);
+  json prompt = l.Call(s, 3, "prompts/get", {{"name", "taskledger_state"}});
+  const std::string text = prompt["result"]["messages"][0]["content"]["text"].get<std::string>();
+  CHECK(text.find("kiwi") != std::string::npos);
+  CHECK(text.find("4111-1111") == std::string::npos);
+  CHECK(text.find("hunter2") == std::string::npos);
+  // Rules and the audit still see all of it.
+  auto head = l.store().ReadHead(ConversationId{"t", "h-" + s});
+  REQUIRE(head.has_value());
+  const Entry* secret = head->FindLive(Category::kFact, "secret", 0);
+  REQUIRE(secret != nullptr);
+  CHECK(secret->value == "hunter2");
+  const Entry* card = head->FindLive(Category::kFact, "echoed", 0);
+  REQUIRE(card != nullptr);
+  CHECK(card->value["card"] == "4111-1111");
 }
 
 }  // namespace taskledger

@@ -17,8 +17,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -27,6 +29,7 @@
 #include "taskledger/commands/memory_command_store.h"
 #include "taskledger/commands/redis_command_store.h"
 #include "taskledger/mcp_proxy/http_listener.h"
+#include "taskledger/mcp_proxy/metrics.h"
 #include "taskledger/mcp_proxy/proxy.h"
 #include "taskledger/pack/rule_pack.h"
 #include "taskledger/session/session.h"
@@ -49,6 +52,8 @@ struct McpProxyOptions {
   int64_t call_timeout_ms = 300'000;
   int64_t elicitation_timeout_ms = 600'000;
   int64_t idle_timeout_ms = 30 * 60'000;
+  std::string log_calls;  // a file for the JSON lines of gated calls, "-" for stderr
+  std::string metrics;    // HOST:PORT for GET /metrics
   size_t max_message_bytes = 16u << 20;
   std::string state_format = "markdown";
 };
@@ -90,14 +95,36 @@ bool ParseListen(const std::string& text, std::string& host, int& port) {
   return port <= 65535;
 }
 
-// What every proxy of this run shares: the pack's folder, the stores.
+// Where the JSON lines of gated calls go; shared by the sessions of a
+// listener, so one line is written whole at a time.
+struct CallLogSink {
+  std::mutex mu;
+  std::ofstream file;
+  bool to_stderr = false;
+  void Write(const nlohmann::json& record) {
+    const std::string line =
+        record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    std::lock_guard<std::mutex> lock(mu);
+    if (to_stderr) {
+      std::cerr << line << std::flush;
+    } else {
+      file << line << std::flush;
+    }
+  }
+};
+
+// What every proxy of this run shares: the pack's folder, the stores, the
+// call log and the metrics.
 struct Shared {
   std::unique_ptr<Store> store;
   std::unique_ptr<CommandStore> command_store;
   StateBlockFormat format = StateBlockFormat::kMarkdown;
+  std::unique_ptr<CallLogSink> call_log;
+  mcp::ProxyMetrics metrics;
+  std::unique_ptr<mcp::MetricsEndpoint> metrics_endpoint;
 };
 
-mcp::ProxyOptions BaseProxyOptions(const McpProxyOptions& o, const Shared& shared) {
+mcp::ProxyOptions BaseProxyOptions(const McpProxyOptions& o, Shared& shared) {
   mcp::ProxyOptions options;
   options.server_command = o.server;
   options.upstream_url = o.upstream;
@@ -108,6 +135,11 @@ mcp::ProxyOptions BaseProxyOptions(const McpProxyOptions& o, const Shared& share
   options.elicitation_timeout_ms = o.elicitation_timeout_ms;
   options.max_message_bytes = o.max_message_bytes;
   options.state_block.format = shared.format;
+  if (shared.call_log) {
+    CallLogSink* sink = shared.call_log.get();
+    options.call_log = [sink](const nlohmann::json& record) { sink->Write(record); };
+  }
+  options.metrics = &shared.metrics;
   return options;
 }
 
@@ -249,6 +281,32 @@ int RunMcpProxy(const McpProxyOptions& o) {
   if (!command_store)
     return ReportError("cannot open the command store " + o.common.store, command_store.error());
   shared.command_store = std::move(command_store).value();
+  if (!o.log_calls.empty()) {
+    shared.call_log = std::make_unique<CallLogSink>();
+    if (o.log_calls == "-") {
+      shared.call_log->to_stderr = true;
+    } else {
+      shared.call_log->file.open(o.log_calls, std::ios::app);
+      if (!shared.call_log->file) {
+        return ReportError("mcp-proxy", Status::InvalidArgument("cannot open --log-calls file " +
+                                                                o.log_calls + " for appending"));
+      }
+    }
+  }
+  if (!o.metrics.empty()) {
+    std::string host;
+    int port = 0;
+    if (!ParseListen(o.metrics, host, port)) {
+      return ReportError("mcp-proxy",
+                         Status::InvalidArgument("--metrics must be HOST:PORT, not " + o.metrics));
+    }
+    auto endpoint = mcp::MetricsEndpoint::Start(host, port, shared.metrics);
+    if (!endpoint) return ReportError("cannot serve --metrics on " + o.metrics, endpoint.error());
+    shared.metrics_endpoint = std::move(endpoint).value();
+    const std::string shown = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+    std::cerr << "taskledger mcp-proxy: metrics on http://" << shown << ":"
+              << shared.metrics_endpoint->port() << "/metrics" << std::endl;
+  }
   return o.listen.empty() ? RunStdio(o, shared) : RunListener(o, shared);
 }
 
@@ -292,6 +350,12 @@ void AddMcpProxyVerb(CLI::App& app, int& exit_code) {
                    "With --listen: end an MCP session after this long without a request "
                    "(its id then answers 404; 0: never)")
       ->capture_default_str();
+  verb->add_option("--log-calls", options->log_calls,
+                   "Append one JSON line per gated tools/call (conversation, tool, decision, "
+                   "rule, command state, latency) to this file; - for stderr");
+  verb->add_option("--metrics", options->metrics,
+                   "Serve Prometheus metrics of the gated calls at http://HOST:PORT/metrics "
+                   "(PORT 0 picks a free one)");
   verb->add_option("--upstream", options->upstream,
                    "The MCP server's Streamable HTTP URL (http:// or https://), instead of a "
                    "command");

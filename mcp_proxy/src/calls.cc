@@ -72,6 +72,10 @@ void GatingProxy::Impl::HandleToolsCall(const QueuedCall& queued) {
     return;
   }
   const ToolCall& call = parsed->calls.calls.front();
+  const auto started = Clock::now();
+  const uint64_t forwarded_before = report.calls_forwarded;
+  const uint64_t uncertain_before = report.calls_uncertain;
+  std::string elicited;  // "yes" / "no: why" when the user was asked
 
   std::optional<std::string> raw_response;  // the server's answer, relayed as it came
   bool client_cancelled = false;
@@ -189,6 +193,7 @@ void GatingProxy::Impl::HandleToolsCall(const QueuedCall& queued) {
   if (!result.executed && result.decision.outcome == Outcome::kConfirm && client_elicits) {
     const std::string question = result.decision.reason;
     std::optional<std::string> refused = Elicit(call, question, request_id);
+    elicited = refused ? "no: " + *refused : "yes";
     if (!refused) {
       Status recorded = session.RecordConfirmation(call, "yes (answered through MCP elicitation)",
                                                    "user:elicitation");
@@ -212,6 +217,10 @@ void GatingProxy::Impl::HandleToolsCall(const QueuedCall& queued) {
   auto committed = session.EndTurn();
   if (!committed)
     Log("cannot commit the turn of call " + call.tool + ": " + committed.error().ToString());
+  Observe(call, result,
+          std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count(),
+          report.calls_forwarded > forwarded_before, report.calls_uncertain > uncertain_before,
+          elicited);
   if (!result.executed) {
     ++report.calls_blocked;
     SendToClient(ProduceToolsCallResult(

@@ -103,6 +103,7 @@ std::optional<std::string> GatingProxy::Impl::Elicit(const ToolCall& call,
   }
   eliciting.reset();
   if (!refused) ++report.elicitations_accepted;
+  if (options.metrics != nullptr) options.metrics->RecordElicitation(!refused);
   return refused;
 }
 

@@ -54,6 +54,11 @@ struct GatingProxy::Impl {
   // Gates, executes (if allowed), records and answers one tools/call request.
   void HandleToolsCall(const QueuedCall& queued);
 
+  // --- observe.cc: the call log and the metrics -------------------------
+  // Reports one gated call to options.call_log and options.metrics.
+  void Observe(const ToolCall& call, const CallResult& result, int64_t duration_us, bool forwarded,
+               bool uncertain, const std::string& elicited);
+
   // --- approvals.cc: calls held for an operator --------------------------
   // The call id of the command held for approval that `call` retries (same
   // tool and arguments, another request id), read from the command store:

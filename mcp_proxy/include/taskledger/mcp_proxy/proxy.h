@@ -43,6 +43,7 @@
 
 #include "taskledger/base/status.h"
 #include "taskledger/commands/command_ledger.h"
+#include "taskledger/mcp_proxy/metrics.h"
 #include "taskledger/render/state_block.h"
 #include "taskledger/session/session.h"
 
@@ -80,6 +81,16 @@ struct ProxyOptions {
   StateBlockOptions state_block{StateBlockFormat::kMarkdown, false, 0};
   // Diagnostics (one line each, no newline); default: stderr.
   std::function<void(std::string_view)> log;
+  // One structured record per gated tools/call, after its turn is committed
+  // and before the client is answered: {"ts_ms", "conversation", "tenant",
+  // "call_id", "tool", "decision", "rule", "reason", "executed",
+  // "command_key", "command_state", "forwarded", "uncertain", "latency_us",
+  // and "elicitation" ("yes" / "no: why") when the user was asked}. Unset:
+  // none. Called on the proxy's thread.
+  std::function<void(const nlohmann::json&)> call_log;
+  // Counters shared with a MetricsEndpoint (metrics.h); not owned, must
+  // outlive the run. Null: none.
+  ProxyMetrics* metrics = nullptr;
 };
 
 // How a run ended, and what went through.

@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "audit_html.h"
 #include "cli_common.h"
 #include "taskledger/commands/memory_command_store.h"
 #include "taskledger/commands/redis_command_store.h"
@@ -52,8 +53,9 @@ struct McpProxyOptions {
   int64_t call_timeout_ms = 300'000;
   int64_t elicitation_timeout_ms = 600'000;
   int64_t idle_timeout_ms = 30 * 60'000;
-  std::string log_calls;  // a file for the JSON lines of gated calls, "-" for stderr
-  std::string metrics;    // HOST:PORT for GET /metrics
+  std::string log_calls;   // a file for the JSON lines of gated calls, "-" for stderr
+  std::string metrics;     // HOST:PORT for GET /metrics
+  std::string audit_html;  // the audit page of this run's conversations, written at the end
   size_t max_message_bytes = 16u << 20;
   std::string state_format = "markdown";
 };
@@ -122,7 +124,26 @@ struct Shared {
   std::unique_ptr<CallLogSink> call_log;
   mcp::ProxyMetrics metrics;
   std::unique_ptr<mcp::MetricsEndpoint> metrics_endpoint;
+  std::mutex conversations_mu;
+  std::vector<ConversationId> conversations;  // opened by this run, in order
 };
+
+// --audit-html: the page of every conversation this run opened (on the
+// memory store the only record once the process exits). kExitUsage if it
+// cannot be written.
+int WriteRunAudit(const McpProxyOptions& o, Shared& shared, int exit_code) {
+  if (o.audit_html.empty()) return exit_code;
+  std::vector<ConversationId> conversations;
+  {
+    std::lock_guard<std::mutex> lock(shared.conversations_mu);
+    conversations = shared.conversations;
+  }
+  Status written = WriteAuditHtml(*shared.store, conversations, o.audit_html);
+  if (!written.ok()) return ReportError("cannot write " + o.audit_html, written);
+  std::cerr << "taskledger mcp-proxy: audit page of " << conversations.size()
+            << " conversation(s) written to " << o.audit_html << std::endl;
+  return exit_code;
+}
 
 mcp::ProxyOptions BaseProxyOptions(const McpProxyOptions& o, Shared& shared) {
   mcp::ProxyOptions options;
@@ -163,6 +184,7 @@ int RunStdio(const McpProxyOptions& o, Shared& shared) {
   auto session = Session::Open(*shared.store, id, std::move(pack).value(),
                                ProxySessionOptions(shared, id, ""));
   if (!session) return ReportError("cannot open conversation " + id.conversation, session.error());
+  shared.conversations.push_back(id);
   mcp::GatingProxy proxy(**session, BaseProxyOptions(o, shared));
 
   std::cerr << "taskledger mcp-proxy: conversation " << id.conversation << " (tenant " << id.tenant
@@ -179,7 +201,8 @@ int RunStdio(const McpProxyOptions& o, Shared& shared) {
             << " calls forwarded, " << report->calls_blocked << " blocked, "
             << report->calls_uncertain << " uncertain, " << report->malformed
             << " malformed messages" << std::endl;
-  return report->end == mcp::ProxyReport::End::kClientClosed ? kExitOk : kExitCheckFailed;
+  return WriteRunAudit(
+      o, shared, report->end == mcp::ProxyReport::End::kClientClosed ? kExitOk : kExitCheckFailed);
 }
 
 int RunListener(const McpProxyOptions& o, Shared& shared) {
@@ -207,6 +230,10 @@ int RunListener(const McpProxyOptions& o, Shared& shared) {
     auto session = Session::Open(*shared.store, id, std::move(pack).value(),
                                  ProxySessionOptions(shared, id, "-" + session_id.substr(0, 8)));
     if (!session) return session.error();
+    {
+      std::lock_guard<std::mutex> lock(shared.conversations_mu);
+      shared.conversations.push_back(id);
+    }
     mcp::GatedSession parts;
     parts.session = std::move(session).value();
     parts.options = BaseProxyOptions(o, shared);
@@ -252,7 +279,7 @@ int RunListener(const McpProxyOptions& o, Shared& shared) {
             << report->calls_forwarded << " calls forwarded, " << report->calls_blocked
             << " blocked, " << report->calls_uncertain << " uncertain, " << report->refused
             << " requests refused" << std::endl;
-  return kExitOk;
+  return WriteRunAudit(o, shared, kExitOk);
 }
 
 int RunMcpProxy(const McpProxyOptions& o) {
@@ -356,6 +383,9 @@ void AddMcpProxyVerb(CLI::App& app, int& exit_code) {
   verb->add_option("--metrics", options->metrics,
                    "Serve Prometheus metrics of the gated calls at http://HOST:PORT/metrics "
                    "(PORT 0 picks a free one)");
+  verb->add_option("--audit-html", options->audit_html,
+                   "At the end, write the audit page of the conversations this run opened "
+                   "(with the memory store, the only record of its decisions)");
   verb->add_option("--upstream", options->upstream,
                    "The MCP server's Streamable HTTP URL (http:// or https://), instead of a "
                    "command");

@@ -1,6 +1,7 @@
 // What `taskledger mcp-proxy` tells operators besides the ledger: one JSON
-// line per gated call (--log-calls) and Prometheus counters served while it
-// runs (--metrics), checked against the binary on stdio in front of the fake
+// line per gated call (--log-calls), Prometheus counters served while it
+// runs (--metrics) and the audit page written at the end (--audit-html),
+// checked against the binary on stdio in front of the fake
 // server, on a memory store.
 #include <chrono>
 #include <filesystem>
@@ -48,10 +49,12 @@ double Sample(const std::string& text, const std::string& name) {
   return -1;
 }
 
-TEST_CASE("mcp-proxy --log-calls and --metrics report every gated call", "[mcp]") {
+TEST_CASE("mcp-proxy --log-calls, --metrics and --audit-html report every gated call", "[mcp]") {
   fs::path dir = FreshDir("observe");
   const fs::path log = dir / "calls.jsonl";
-  ProxyProcess proxy(dir, {"--log-calls", log.string(), "--metrics", "127.0.0.1:0"});
+  const fs::path page = dir / "audit.html";
+  ProxyProcess proxy(dir, {"--log-calls", log.string(), "--metrics", "127.0.0.1:0", "--audit-html",
+                           page.string()});
   const std::string url = MetricsUrl(proxy);
   REQUIRE(url.rfind("http://127.0.0.1:", 0) == 0);
   proxy.Initialize();
@@ -79,6 +82,12 @@ TEST_CASE("mcp-proxy --log-calls and --metrics report every gated call", "[mcp]"
   CHECK(Sample(text, "taskledger_mcp_call_duration_seconds_count") == 4);
   CHECK(Sample(text, "taskledger_mcp_call_duration_seconds_bucket{le=\"+Inf\"}") == 4);
   CHECK(proxy.Finish() == 0);
+
+  // The memory store's decisions outlive the process in the audit page.
+  const std::string html = testing::ReadAll(page);
+  CHECK(html.find("class=\"conversation") != std::string::npos);
+  CHECK(html.find("fake.no_forbidden") != std::string::npos);
+  CHECK(html.find("fake.needs_approval") != std::string::npos);
 
   std::vector<json> records;
   std::istringstream lines(testing::ReadAll(log));

@@ -17,16 +17,20 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "audit_html.h"
 #include "cli_common.h"
 #include "taskledger/commands/memory_command_store.h"
 #include "taskledger/commands/redis_command_store.h"
 #include "taskledger/mcp_proxy/http_listener.h"
+#include "taskledger/mcp_proxy/metrics.h"
 #include "taskledger/mcp_proxy/proxy.h"
 #include "taskledger/pack/rule_pack.h"
 #include "taskledger/session/session.h"
@@ -47,6 +51,11 @@ struct McpProxyOptions {
   std::vector<std::string> allow_origins;
   size_t max_sessions = 64;
   int64_t call_timeout_ms = 300'000;
+  int64_t elicitation_timeout_ms = 600'000;
+  int64_t idle_timeout_ms = 30 * 60'000;
+  std::string log_calls;   // a file for the JSON lines of gated calls, "-" for stderr
+  std::string metrics;     // HOST:PORT for GET /metrics
+  std::string audit_html;  // the audit page of this run's conversations, written at the end
   size_t max_message_bytes = 16u << 20;
   std::string state_format = "markdown";
 };
@@ -88,14 +97,55 @@ bool ParseListen(const std::string& text, std::string& host, int& port) {
   return port <= 65535;
 }
 
-// What every proxy of this run shares: the pack's folder, the stores.
+// Where the JSON lines of gated calls go; shared by the sessions of a
+// listener, so one line is written whole at a time.
+struct CallLogSink {
+  std::mutex mu;
+  std::ofstream file;
+  bool to_stderr = false;
+  void Write(const nlohmann::json& record) {
+    const std::string line =
+        record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    std::lock_guard<std::mutex> lock(mu);
+    if (to_stderr) {
+      std::cerr << line << std::flush;
+    } else {
+      file << line << std::flush;
+    }
+  }
+};
+
+// What every proxy of this run shares: the pack's folder, the stores, the
+// call log and the metrics.
 struct Shared {
   std::unique_ptr<Store> store;
   std::unique_ptr<CommandStore> command_store;
   StateBlockFormat format = StateBlockFormat::kMarkdown;
+  std::unique_ptr<CallLogSink> call_log;
+  mcp::ProxyMetrics metrics;
+  std::unique_ptr<mcp::MetricsEndpoint> metrics_endpoint;
+  std::mutex conversations_mu;
+  std::vector<ConversationId> conversations;  // opened by this run, in order
 };
 
-mcp::ProxyOptions BaseProxyOptions(const McpProxyOptions& o, const Shared& shared) {
+// --audit-html: the page of every conversation this run opened (on the
+// memory store the only record once the process exits). kExitUsage if it
+// cannot be written.
+int WriteRunAudit(const McpProxyOptions& o, Shared& shared, int exit_code) {
+  if (o.audit_html.empty()) return exit_code;
+  std::vector<ConversationId> conversations;
+  {
+    std::lock_guard<std::mutex> lock(shared.conversations_mu);
+    conversations = shared.conversations;
+  }
+  Status written = WriteAuditHtml(*shared.store, conversations, o.audit_html);
+  if (!written.ok()) return ReportError("cannot write " + o.audit_html, written);
+  std::cerr << "taskledger mcp-proxy: audit page of " << conversations.size()
+            << " conversation(s) written to " << o.audit_html << std::endl;
+  return exit_code;
+}
+
+mcp::ProxyOptions BaseProxyOptions(const McpProxyOptions& o, Shared& shared) {
   mcp::ProxyOptions options;
   options.server_command = o.server;
   options.upstream_url = o.upstream;
@@ -103,8 +153,14 @@ mcp::ProxyOptions BaseProxyOptions(const McpProxyOptions& o, const Shared& share
     options.upstream_headers.emplace_back("Authorization", "Bearer " + o.upstream_token);
   }
   options.call_timeout_ms = o.call_timeout_ms;
+  options.elicitation_timeout_ms = o.elicitation_timeout_ms;
   options.max_message_bytes = o.max_message_bytes;
   options.state_block.format = shared.format;
+  if (shared.call_log) {
+    CallLogSink* sink = shared.call_log.get();
+    options.call_log = [sink](const nlohmann::json& record) { sink->Write(record); };
+  }
+  options.metrics = &shared.metrics;
   return options;
 }
 
@@ -128,6 +184,7 @@ int RunStdio(const McpProxyOptions& o, Shared& shared) {
   auto session = Session::Open(*shared.store, id, std::move(pack).value(),
                                ProxySessionOptions(shared, id, ""));
   if (!session) return ReportError("cannot open conversation " + id.conversation, session.error());
+  shared.conversations.push_back(id);
   mcp::GatingProxy proxy(**session, BaseProxyOptions(o, shared));
 
   std::cerr << "taskledger mcp-proxy: conversation " << id.conversation << " (tenant " << id.tenant
@@ -144,7 +201,8 @@ int RunStdio(const McpProxyOptions& o, Shared& shared) {
             << " calls forwarded, " << report->calls_blocked << " blocked, "
             << report->calls_uncertain << " uncertain, " << report->malformed
             << " malformed messages" << std::endl;
-  return report->end == mcp::ProxyReport::End::kClientClosed ? kExitOk : kExitCheckFailed;
+  return WriteRunAudit(
+      o, shared, report->end == mcp::ProxyReport::End::kClientClosed ? kExitOk : kExitCheckFailed);
 }
 
 int RunListener(const McpProxyOptions& o, Shared& shared) {
@@ -157,6 +215,7 @@ int RunListener(const McpProxyOptions& o, Shared& shared) {
   listen.allowed_origins = o.allow_origins;
   listen.max_sessions = o.max_sessions;
   listen.max_body_bytes = o.max_message_bytes;
+  listen.idle_timeout_ms = o.idle_timeout_ms;
   // The pack is checked once up front; each session loads its own copy.
   if (auto pack = RulePack::Load(o.rules); !pack) {
     return ReportError("cannot load rule pack " + o.rules, pack.error());
@@ -171,6 +230,10 @@ int RunListener(const McpProxyOptions& o, Shared& shared) {
     auto session = Session::Open(*shared.store, id, std::move(pack).value(),
                                  ProxySessionOptions(shared, id, "-" + session_id.substr(0, 8)));
     if (!session) return session.error();
+    {
+      std::lock_guard<std::mutex> lock(shared.conversations_mu);
+      shared.conversations.push_back(id);
+    }
     mcp::GatedSession parts;
     parts.session = std::move(session).value();
     parts.options = BaseProxyOptions(o, shared);
@@ -216,7 +279,7 @@ int RunListener(const McpProxyOptions& o, Shared& shared) {
             << report->calls_forwarded << " calls forwarded, " << report->calls_blocked
             << " blocked, " << report->calls_uncertain << " uncertain, " << report->refused
             << " requests refused" << std::endl;
-  return kExitOk;
+  return WriteRunAudit(o, shared, kExitOk);
 }
 
 int RunMcpProxy(const McpProxyOptions& o) {
@@ -245,6 +308,32 @@ int RunMcpProxy(const McpProxyOptions& o) {
   if (!command_store)
     return ReportError("cannot open the command store " + o.common.store, command_store.error());
   shared.command_store = std::move(command_store).value();
+  if (!o.log_calls.empty()) {
+    shared.call_log = std::make_unique<CallLogSink>();
+    if (o.log_calls == "-") {
+      shared.call_log->to_stderr = true;
+    } else {
+      shared.call_log->file.open(o.log_calls, std::ios::app);
+      if (!shared.call_log->file) {
+        return ReportError("mcp-proxy", Status::InvalidArgument("cannot open --log-calls file " +
+                                                                o.log_calls + " for appending"));
+      }
+    }
+  }
+  if (!o.metrics.empty()) {
+    std::string host;
+    int port = 0;
+    if (!ParseListen(o.metrics, host, port)) {
+      return ReportError("mcp-proxy",
+                         Status::InvalidArgument("--metrics must be HOST:PORT, not " + o.metrics));
+    }
+    auto endpoint = mcp::MetricsEndpoint::Start(host, port, shared.metrics);
+    if (!endpoint) return ReportError("cannot serve --metrics on " + o.metrics, endpoint.error());
+    shared.metrics_endpoint = std::move(endpoint).value();
+    const std::string shown = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+    std::cerr << "taskledger mcp-proxy: metrics on http://" << shown << ":"
+              << shared.metrics_endpoint->port() << "/metrics" << std::endl;
+  }
   return o.listen.empty() ? RunStdio(o, shared) : RunListener(o, shared);
 }
 
@@ -263,6 +352,10 @@ void AddMcpProxyVerb(CLI::App& app, int& exit_code) {
   verb->add_option("--call-timeout-ms", options->call_timeout_ms,
                    "Longest wait for the server's answer to a tools/call (0: none)")
       ->capture_default_str();
+  verb->add_option("--elicitation-timeout-ms", options->elicitation_timeout_ms,
+                   "Longest wait for the user's answer when a rule's confirm is asked through "
+                   "MCP elicitation; no answer denies the call (0: none)")
+      ->capture_default_str();
   verb->add_option("--max-message-bytes", options->max_message_bytes,
                    "Longest JSON-RPC message accepted from either side")
       ->capture_default_str();
@@ -280,6 +373,19 @@ void AddMcpProxyVerb(CLI::App& app, int& exit_code) {
   verb->add_option("--max-sessions", options->max_sessions,
                    "With --listen: most MCP sessions open at once")
       ->capture_default_str();
+  verb->add_option("--idle-timeout-ms", options->idle_timeout_ms,
+                   "With --listen: end an MCP session after this long without a request "
+                   "(its id then answers 404; 0: never)")
+      ->capture_default_str();
+  verb->add_option("--log-calls", options->log_calls,
+                   "Append one JSON line per gated tools/call (conversation, tool, decision, "
+                   "rule, command state, latency) to this file; - for stderr");
+  verb->add_option("--metrics", options->metrics,
+                   "Serve Prometheus metrics of the gated calls at http://HOST:PORT/metrics "
+                   "(PORT 0 picks a free one)");
+  verb->add_option("--audit-html", options->audit_html,
+                   "At the end, write the audit page of the conversations this run opened "
+                   "(with the memory store, the only record of its decisions)");
   verb->add_option("--upstream", options->upstream,
                    "The MCP server's Streamable HTTP URL (http:// or https://), instead of a "
                    "command");

@@ -72,6 +72,10 @@ void GatingProxy::Impl::HandleToolsCall(const QueuedCall& queued) {
     return;
   }
   const ToolCall& call = parsed->calls.calls.front();
+  const auto started = Clock::now();
+  const uint64_t forwarded_before = report.calls_forwarded;
+  const uint64_t uncertain_before = report.calls_uncertain;
+  std::string elicited;  // "yes" / "no: why" when the user was asked
 
   std::optional<std::string> raw_response;  // the server's answer, relayed as it came
   bool client_cancelled = false;
@@ -152,9 +156,13 @@ void GatingProxy::Impl::HandleToolsCall(const QueuedCall& queued) {
 
   // Approvals: before a write is gated, what an operator approved since runs
   // (once: the session leases it) as a request of the proxy's own, and what
-  // an operator denied is reported. The client's call with the same tool and
-  // arguments as one of those (the retry after "waits for approval"), now or
-  // later in this process, is answered with its outcome and not gated again.
+  // an operator denied is reported. A call with the same tool and arguments
+  // as one held for approval whose outcome the client has not been given yet
+  // (the retry after "waits for approval") is handled as that held call, so
+  // the session answers it from the command store (approved and run: its
+  // result; denied: the operator's reason; still held: that it waits), in
+  // this process or in one started after a restart, and makes no new command.
+  ToolCall gated = call;
   if (session.pack().Classify(call.tool) != ToolClass::kReadOnly) {
     auto run_approved = [&](const ProposedCall& c, const ToolContext& ctx) -> Result<ToolOutput> {
       if (server_gone) return Status::Unavailable("the MCP server is not running");
@@ -171,35 +179,48 @@ void GatingProxy::Impl::HandleToolsCall(const QueuedCall& queued) {
     };
     auto resumed = session.ResumeApproved(ContextToolExecutor(run_approved));
     if (!resumed) Log("cannot run the approved commands: " + resumed.error().ToString());
-    std::vector<CallResult> settled =
-        resumed ? std::move(resumed).value() : std::vector<CallResult>{};
-    for (CallResult& r : settled) {
-      if (!r.command) continue;
-      Log("operator-settled command " + r.command->command_key + ": " + r.message);
-      operator_settled[r.command->tool + " " + r.command->arguments.dump()] = std::move(r);
+    if (resumed) {
+      for (const CallResult& r : *resumed) {
+        if (r.command) Log("operator-settled command " + r.command->command_key + ": " + r.message);
+      }
     }
-    std::optional<CallResult> answer;
-    if (auto it = operator_settled.find(call.tool + " " + call.arguments.dump());
-        it != operator_settled.end()) {
-      answer = std::move(it->second);
-      operator_settled.erase(it);
-    }
-    if (answer) {
-      auto committed = session.EndTurn();
-      if (!committed)
-        Log("cannot commit the turn of call " + call.tool + ": " + committed.error().ToString());
-      SendToClient(ProduceToolsCallResult(
-          request_id, ToolResult{call.id, answer->message, answer->message_is_error}));
-      return;
-    }
+    if (std::optional<std::string> held = HeldCallFor(call)) gated.id = *held;
   }
 
-  CallResult result = session.HandleToolCall(call, ContextToolExecutor(execute_with_key));
+  CallResult result = session.HandleToolCall(gated, ContextToolExecutor(execute_with_key));
+  // A rule wants the user's yes and the client can ask for it: ask, and gate
+  // the call again with the yes recorded (elicit.cc). Asked once per call.
+  if (!result.executed && result.decision.outcome == Outcome::kConfirm && client_elicits) {
+    const std::string question = result.decision.reason;
+    std::optional<std::string> refused = Elicit(call, question, request_id);
+    elicited = refused ? "no: " + *refused : "yes";
+    if (!refused) {
+      Status recorded = session.RecordConfirmation(call, "yes (answered through MCP elicitation)",
+                                                   "user:elicitation");
+      if (recorded.ok()) {
+        ++report.calls_blocked;  // the first decision; the second is counted below
+        result = session.HandleToolCall(gated, ContextToolExecutor(execute_with_key));
+      } else {
+        refused = "the user's yes could not be recorded (" + recorded.ToString() + ")";
+      }
+    }
+    if (refused) {
+      Log("confirmation of " + call.tool + " refused: " + *refused);
+      result.message = "Not executed: " + call.tool + " needs the user's confirmation (" +
+                       result.decision.rule_id + ": " + question + "), and " + *refused +
+                       ". The call was not made; do not retry it unless the user asks for it.";
+      result.message_is_error = true;
+    }
+  }
   // Committed before the client hears back: a client that has its answer can
   // find the call in `taskledger audit`.
   auto committed = session.EndTurn();
   if (!committed)
     Log("cannot commit the turn of call " + call.tool + ": " + committed.error().ToString());
+  Observe(call, result,
+          std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count(),
+          report.calls_forwarded > forwarded_before, report.calls_uncertain > uncertain_before,
+          elicited);
   if (!result.executed) {
     ++report.calls_blocked;
     SendToClient(ProduceToolsCallResult(

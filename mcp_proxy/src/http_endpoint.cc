@@ -57,6 +57,7 @@ class StreamSlot {
   ~StreamSlot() {
     std::lock_guard<std::mutex> lock(session_->mu);
     session_->get_open = false;
+    session_->last_active = std::chrono::steady_clock::now();
   }
   StreamSlot(const StreamSlot&) = delete;
   StreamSlot& operator=(const StreamSlot&) = delete;

@@ -3,8 +3,11 @@
 // table, start and stop; the endpoint's methods are in http_endpoint.cc.
 #include "taskledger/mcp_proxy/http_listener.h"
 
+#include <algorithm>
+#include <chrono>
 #include <iostream>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "internal/listener_impl.h"
@@ -129,6 +132,7 @@ std::variant<std::shared_ptr<SessionBridge>, http::Response> HttpListener::Impl:
     std::lock_guard<std::mutex> lock(s->mu);
     ended = s->ended;
     version = s->protocol_version;
+    s->last_active = std::chrono::steady_clock::now();
   }
   if (s && ended) {
     size_t erased = 0;
@@ -171,8 +175,46 @@ Result<int> HttpListener::Bind() {
   return impl_->server.Bind(impl_->options.host, impl_->options.port);
 }
 
+void HttpListener::Impl::ExpireIdle() {
+  const auto idle = std::chrono::milliseconds(options.idle_timeout_ms);
+  // Checked a few times per timeout, so a session outlives it by a quarter at most.
+  const auto tick =
+      std::clamp(idle / 4, std::chrono::milliseconds(10), std::chrono::milliseconds(1000));
+  std::unique_lock<std::mutex> lock(reaper_mu);
+  while (!reaper_cv.wait_for(lock, tick, [this] { return stopping.load(); })) {
+    std::vector<std::shared_ptr<SessionBridge>> expired;
+    {
+      std::lock_guard<std::mutex> table(mu);
+      const auto now = std::chrono::steady_clock::now();
+      for (auto it = sessions.begin(); it != sessions.end();) {
+        std::lock_guard<std::mutex> slock(it->second->mu);
+        if (it->second->IdleFor(idle, now)) {
+          expired.push_back(it->second);
+          it = sessions.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      report.sessions_expired += expired.size();
+    }
+    lock.unlock();  // Stop() must not wait for a session's grace period
+    for (const auto& s : expired) {
+      Log("MCP session " + s->id() + " ended: idle for " + std::to_string(options.idle_timeout_ms) +
+          " ms");
+      Retire(s);
+    }
+    lock.lock();
+  }
+}
+
 Result<ListenerReport> HttpListener::Serve() {
+  std::thread reaper;
+  if (impl_->options.idle_timeout_ms > 0) reaper = std::thread([this] { impl_->ExpireIdle(); });
   Status served = impl_->server.Serve();
+  if (reaper.joinable()) {
+    impl_->WakeReaper();
+    reaper.join();
+  }
   // Every session ends with the listener: its proxy answers what it owes and
   // stops its server.
   std::map<std::string, std::shared_ptr<SessionBridge>> left;
@@ -186,8 +228,16 @@ Result<ListenerReport> HttpListener::Serve() {
   return impl_->report;
 }
 
+void HttpListener::Impl::WakeReaper() {
+  {
+    std::lock_guard<std::mutex> lock(reaper_mu);
+    stopping = true;
+  }
+  reaper_cv.notify_all();
+}
+
 void HttpListener::Stop() {
-  impl_->stopping = true;
+  impl_->WakeReaper();
   std::vector<std::shared_ptr<SessionBridge>> open;
   {
     std::lock_guard<std::mutex> lock(impl_->mu);

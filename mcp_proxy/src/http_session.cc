@@ -66,6 +66,7 @@ std::shared_ptr<Exchange> SessionBridge::Expect(const std::string& key, bool str
 void SessionBridge::Forget(const std::string& key) {
   std::lock_guard<std::mutex> lock(mu);
   exchanges_.erase(key);
+  last_active = std::chrono::steady_clock::now();
 }
 
 void SessionBridge::Route(std::string line) {

@@ -117,7 +117,11 @@ void GatingProxy::Impl::DispatchFromClient(const Line& line) {
                "invalid request: expected a JSON-RPC 2.0 object with a string method");
     return;
   }
-  if (!method) {  // a response to a request of the server
+  if (!method) {  // a response to a request of the server, or of the proxy's own
+    if (eliciting && id && Dump(*id) == eliciting->key) {
+      eliciting->response = std::move(msg);
+      return;
+    }
     SendToServer(line.text);
     return;
   }
@@ -135,6 +139,10 @@ void GatingProxy::Impl::DispatchFromClient(const Line& line) {
           }
         }
         if (in_flight && in_flight->key == key) in_flight->cancelled = true;
+        if (eliciting && eliciting->call_key == key) {  // never sent either
+          eliciting->call_cancelled = true;
+          return;
+        }
         outstanding.erase(key);
       }
     }
@@ -147,7 +155,13 @@ void GatingProxy::Impl::DispatchFromClient(const Line& line) {
   }
   if (AnswerStateRequest(name, msg)) return;
   Amend amend = Amend::kNone;
-  if (name == "initialize") amend = Amend::kInitialize;
+  if (name == "initialize") {
+    amend = Amend::kInitialize;
+    const nlohmann::json* params = Member(msg, "params");
+    const nlohmann::json* caps = params ? Member(*params, "capabilities") : nullptr;
+    const nlohmann::json* elicitation = caps ? Member(*caps, "elicitation") : nullptr;
+    client_elicits = elicitation && elicitation->is_object();
+  }
   if (name == "resources/list" || name == "prompts/list") {
     bool served = name == "resources/list" ? server_has_resources : server_has_prompts;
     Amend kind = name == "resources/list" ? Amend::kResourcesList : Amend::kPromptsList;

@@ -6,7 +6,20 @@
 namespace taskledger::mcp {
 
 std::string RenderedState(const Session& session, const StateBlockOptions& options) {
-  auto block = RenderStateBlock(session.ledger().working(), session.clock().NowMs(), options);
+  // What the pack's pack.json "render" keeps out of the prompt stays out of
+  // the resource and the prompt too; a section that does not parse shows
+  // nothing rather than everything.
+  const nlohmann::json& manifest = session.pack().manifest();
+  auto section = manifest.find("render");
+  auto visibility =
+      RenderVisibility::FromJson(section == manifest.end() ? nlohmann::json() : *section);
+  if (!visibility) {
+    return "Task state unavailable: the rule pack's render section is invalid (" +
+           visibility.error().ToString() + ")";
+  }
+  StateBlockOptions shown = options;
+  if (!visibility->empty()) shown.visibility = &*visibility;
+  auto block = RenderStateBlock(session.ledger().working(), session.clock().NowMs(), shown);
   if (!block) return "Task state unavailable: " + block.error().ToString();
   return block->text;
 }

@@ -127,6 +127,22 @@ Status Session::RecordUserMessage(std::string_view text) {
 
 void Session::ProposeAction(ProposedCall action) { proposed_ = std::move(action); }
 
+CommandStore* Session::command_store() const { return commands_ ? &commands_->store : nullptr; }
+
+Status Session::RecordConfirmation(const ProposedCall& action, std::string_view text,
+                                   std::string_view source_id) {
+  Update yes;
+  yes.category = Category::kCondition;
+  yes.key = std::string(kConfirmationKey);
+  yes.value = {{"text", std::string(text)},
+               {"action", {{"tool", action.tool}, {"arguments", action.arguments}}}};
+  yes.provenance.source = SourceKind::kUserMessage;
+  yes.provenance.source_id = std::string(source_id);
+  yes.provenance.verified = false;
+  yes.provenance.pack_version = pack_->version();
+  return ledger_->Stage(std::move(yes));
+}
+
 CallResult Session::Check(const ProposedCall& call) {
   CallResult result;
   ViewKey key{ledger_->id().tenant + "\x1f" + ledger_->id().conversation + "\x1f" +

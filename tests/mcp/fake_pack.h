@@ -1,7 +1,9 @@
 // The rule pack the MCP proxy tests gate the fake server (fake_mcp_server.cc)
 // with: read-only echo/spam, writes touch/publish/refuse/crash/hang, rule
 // fake.no_forbidden denies a touch of a path containing "forbidden",
-// fake.needs_approval holds every publish (a touch too) for an operator. Both
+// fake.needs_approval holds every publish (a touch too) for an operator; the
+// fact "secret" (echo's /echo/secret) is internal and echoed's /card is
+// redacted in the rendered state (pack.json "render"). Both
 // in memory (FakePack) and as a folder the taskledger binary can load
 // (WriteFakePack). Tests only.
 #pragma once
@@ -20,9 +22,12 @@ namespace taskledger::testing {
 
 inline std::vector<PackFile> FakePackFiles() {
   return {{"pack.json", R"({"name": "fake", "tools": {"read_only": ["echo", "spam"],
-                      "writes": ["touch", "publish", "refuse", "crash", "hang"]}, "unknown_tools": "deny"})"},
+                      "writes": ["touch", "publish", "refuse", "crash", "hang"]}, "unknown_tools": "deny",
+                      "render": {"internal": ["secret"], "redact": {"echoed": ["/card"]}}})"},
           {"extract.json", R"({"tools": {"echo": [{"id": "echo.value", "path": "/echo/value",
-                          "category": "fact", "key": "echoed"}]}})"},
+                          "category": "fact", "key": "echoed"},
+                          {"id": "echo.secret", "path": "/echo/secret",
+                          "category": "fact", "key": "secret"}]}})"},
           {"policy.lua", R"(
 rule {
   id = "fake.no_forbidden",

@@ -4,8 +4,10 @@
 // JSON or as an SSE stream.
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -32,7 +34,7 @@ const char* kToken = "s3cret";
 // test as its HTTP client.
 class Listening {
  public:
-  explicit Listening(size_t max_body = 1 << 20)
+  explicit Listening(size_t max_body = 1 << 20, int64_t idle_timeout_ms = 0)
       : dir_(fs::temp_directory_path() / ("tl-mcp-http-" + std::to_string(::getpid()))) {
     fs::create_directories(dir_);
     ::setenv("FAKE_MCP_LOG", log_path().c_str(), 1);
@@ -41,7 +43,11 @@ class Listening {
     mcp::ListenerOptions options;
     options.require_token = kToken;
     options.max_body_bytes = max_body;
-    options.log = [](std::string_view) {};
+    options.log = [this](std::string_view line) {
+      std::lock_guard<std::mutex> lock(log_mu_);
+      log_ += std::string(line) + "\n";
+    };
+    if (idle_timeout_ms > 0) options.idle_timeout_ms = idle_timeout_ms;
     listener_ = std::make_unique<mcp::HttpListener>(
         options, [this](const std::string& id, const std::string&) -> Result<mcp::GatedSession> {
           SessionOptions session_options;
@@ -71,6 +77,11 @@ class Listening {
     fs::remove_all(dir_, ec);
   }
 
+  Store& store() { return *store_; }
+  std::string ListenerLog() {
+    std::lock_guard<std::mutex> lock(log_mu_);
+    return log_;
+  }
   std::string log_path() const { return (dir_ / "server.log").string(); }
   std::string ServerLog() const {
     std::ifstream in(log_path());
@@ -120,6 +131,8 @@ class Listening {
 
  private:
   fs::path dir_;
+  std::mutex log_mu_;
+  std::string log_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<CommandStore> commands_;
   std::unique_ptr<mcp::HttpListener> listener_;
@@ -131,6 +144,19 @@ class Listening {
 std::string StateOf(Listening& l, const std::string& session) {
   json r = l.Call(session, 50, "resources/read", {{"uri", "taskledger://state"}});
   return r["result"]["contents"][0]["text"].get<std::string>();
+}
+
+// The fake servers running as this process's children (each session's proxy starts one).
+int FakeServersRunning() {
+  int n = 0;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    std::ifstream stat(entry.path() / "stat");
+    std::string pid, comm, state;
+    long ppid = 0;
+    if (!(stat >> pid >> comm >> state >> ppid)) continue;
+    n += ppid == ::getpid() && comm == "(fake_mcp_server)" && state != "Z";
+  }
+  return n;
 }
 
 }  // namespace
@@ -217,6 +243,58 @@ TEST_CASE("mcp http: DELETE ends the session and its id is then unknown", "[mcp]
   CHECK(l.Post(list, {{"Mcp-Session-Id", s}}).status == 404);
   CHECK(l.Raw("DELETE", {{"Mcp-Session-Id", s}}).status == 404);
   CHECK(l.Raw("GET", {{"Mcp-Session-Id", s}, {"Accept", "text/event-stream"}}).status == 404);
+}
+
+TEST_CASE("mcp http: an idle session expires, answers 404 and its server is stopped",
+          "[mcp][http]") {
+  Listening l(1 << 20, 400);
+  const std::string list = R"({"jsonrpc":"2.0","id":9,"method":"tools/list"})";
+  std::string idle = l.Initialize();
+  std::string busy = l.Initialize();
+  CHECK(FakeServersRunning() == 2);
+  // `busy` is used every 100 ms for well over the timeout; `idle` is left alone.
+  for (int i = 0; i < 12; ++i) {
+    CHECK(l.Post(list, {{"Mcp-Session-Id", busy}}).status == 200);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  CHECK(l.Post(list, {{"Mcp-Session-Id", idle}}).status == 404);
+  CHECK(l.Post(list, {{"Mcp-Session-Id", busy}}).status == 200);
+  CHECK(l.ListenerLog().find("MCP session " + idle + " ended: idle") != std::string::npos);
+  CHECK(FakeServersRunning() == 1);  // the expired session's server was stopped and reaped
+  // The client starts over with initialize, as the spec says.
+  std::string again = l.Initialize();
+  CHECK(l.Post(list, {{"Mcp-Session-Id", again}}).status == 200);
+}
+
+TEST_CASE("mcp http: the state resource and prompt keep out what pack.json render hides",
+          "[mcp][http]") {
+  Listening l;
+  std::string s = l.Initialize();
+  json echoed =
+      l.Call(s, 2, "tools/call",
+             {{"name", "echo"},
+              {"arguments",
+               {{"value", {{"name", "kiwi"}, {"card", "4111-1111"}}}, {"secret", "hunter2"}}}});
+  REQUIRE(echoed["result"]["isError"] == false);
+  const std::string state = StateOf(l, s);
+  CHECK(state.find("kiwi") != std::string::npos);
+  CHECK(state.find("[redacted]") != std::string::npos);
+  CHECK(state.find("4111-1111") == std::string::npos);
+  CHECK(state.find("hunter2") == std::string::npos);
+  json prompt = l.Call(s, 3, "prompts/get", {{"name", "taskledger_state"}});
+  const std::string text = prompt["result"]["messages"][0]["content"]["text"].get<std::string>();
+  CHECK(text.find("kiwi") != std::string::npos);
+  CHECK(text.find("4111-1111") == std::string::npos);
+  CHECK(text.find("hunter2") == std::string::npos);
+  // Rules and the audit still see all of it.
+  auto head = l.store().ReadHead(ConversationId{"t", "h-" + s});
+  REQUIRE(head.has_value());
+  const Entry* secret = head->FindLive(Category::kFact, "secret", 0);
+  REQUIRE(secret != nullptr);
+  CHECK(secret->value == "hunter2");
+  const Entry* card = head->FindLive(Category::kFact, "echoed", 0);
+  REQUIRE(card != nullptr);
+  CHECK(card->value["card"] == "4111-1111");
 }
 
 }  // namespace taskledger

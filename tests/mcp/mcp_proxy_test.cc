@@ -159,7 +159,7 @@ std::string TextOf(const json& response) {
   return response["result"]["content"][0]["text"].get<std::string>();
 }
 
-TEST_CASE("initialize gains the state resource and prompt; other messages pass untouched",
+TEST_CASE("initialize gains the state resource and prompt, other messages pass untouched",
           "[mcp]") {
   ProxyRun run;
   run.Request(0, "initialize",
@@ -340,7 +340,7 @@ TEST_CASE("a server crash during a write fails the call, marks it uncertain, and
   CHECK((*commands)[0].state == CommandState::kUncertain);
 }
 
-TEST_CASE("a call the server never answers times out as uncertain; the proxy goes on", "[mcp]") {
+TEST_CASE("a call the server never answers times out as uncertain, the proxy goes on", "[mcp]") {
   mcp::ProxyOptions options;
   options.call_timeout_ms = 200;
   ProxyRun run({}, options);

@@ -1,7 +1,7 @@
 #!/bin/sh
 # End-to-end test of `taskledger mcp-proxy` (tests/mcp/CMakeLists.txt):
 #   run_e2e.sh SOURCE_DIR NPM_DIR TASKLEDGER RULES [SCRIPT]
-# Installs the pinned npm packages into NPM_DIR (npm ci, once per lock file),
+# Installs the pinned npm packages into NPM_DIR (tests/support/npm_ci.sh),
 # uses the redis at $TASKLEDGER_TEST_REDIS_URL or starts a private
 # redis-server on a unix socket, and runs SCRIPT (default e2e_filesystem.mjs). Exit 77 (ctest:
 # skipped) when node/npm/redis-server is missing or npm cannot install.
@@ -9,18 +9,7 @@ set -u
 src=$1 npm_dir=$2 taskledger=$3 rules=$4 script=${5:-e2e_filesystem.mjs}
 
 skip() { echo "SKIPPED: $*"; exit 77; }
-command -v node >/dev/null 2>&1 || skip "node is not installed (apt-get install nodejs npm)"
-command -v npm >/dev/null 2>&1 || skip "npm is not installed (apt-get install npm)"
-
-mkdir -p "$npm_dir" || exit 1
-if ! cmp -s "$src/package-lock.json" "$npm_dir/node_modules/.taskledger-lock" 2>/dev/null; then
-  cp "$src/package.json" "$src/package-lock.json" "$npm_dir/" || exit 1
-  echo "installing the pinned MCP packages into $npm_dir (npm ci)"
-  if ! (cd "$npm_dir" && timeout 300 npm ci --no-audit --no-fund --loglevel=error); then
-    skip "npm ci failed: the npm registry is unreachable or the install broke (see above)"
-  fi
-  cp "$src/package-lock.json" "$npm_dir/node_modules/.taskledger-lock"
-fi
+sh "$(dirname "$0")/../support/npm_ci.sh" "$src" "$npm_dir" "the pinned MCP packages" || exit $?
 
 work=$(mktemp -d /tmp/tl-mcp-e2e.XXXXXX) && work=$(cd "$work" && pwd -P) || exit 1
 redis_pid=

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -69,6 +70,13 @@ class SessionBridge {
   uint64_t next_event = 1;
   uint64_t delivered = 0;  // highest event number written to a GET stream
   std::optional<ProxyReport> report;
+  // The end of the last request or stream (or the start of one in progress).
+  std::chrono::steady_clock::time_point last_active = std::chrono::steady_clock::now();
+  // No request is waiting for an answer, no GET stream is open and nothing
+  // happened for `idle` since last_active. REQUIRES: mu held.
+  bool IdleFor(std::chrono::milliseconds idle, std::chrono::steady_clock::time_point now) const {
+    return !get_open && exchanges_.empty() && now - last_active >= idle;
+  }
 
  private:
   SessionBridge(std::string id, GatedSession parts, size_t replay_events)

@@ -54,6 +54,25 @@ struct GatingProxy::Impl {
   // Gates, executes (if allowed), records and answers one tools/call request.
   void HandleToolsCall(const QueuedCall& queued);
 
+  // --- observe.cc: the call log and the metrics -------------------------
+  // Reports one gated call to options.call_log and options.metrics.
+  void Observe(const ToolCall& call, const CallResult& result, int64_t duration_us, bool forwarded,
+               bool uncertain, const std::string& elicited);
+
+  // --- approvals.cc: calls held for an operator --------------------------
+  // The call id of the command held for approval that `call` retries (same
+  // tool and arguments, another request id), read from the command store:
+  // one still held, approved, running or settled whose outcome the client
+  // has not been given on a retry yet. nullopt if none (or the store cannot
+  // be read: the call is then gated as a new one, and the failure logged).
+  std::optional<std::string> HeldCallFor(const ToolCall& call);
+
+  // --- elicit.cc: a rule's confirm asked through elicitation ----
+  // The user's answer to `question` about `call` (the client's tools/call
+  // `request_id`): nullopt for a yes, else why it is not one.
+  std::optional<std::string> Elicit(const ToolCall& call, const std::string& question,
+                                    const nlohmann::json& request_id);
+
   // --- state.cc: the state resource and prompt ----------------
   nlohmann::json StateResourceEntry() const;
   nlohmann::json StatePromptEntry() const;
@@ -102,10 +121,18 @@ struct GatingProxy::Impl {
   std::optional<InFlight> in_flight;
   // Ids of calls given up on (timeout, cancellation): a late answer is dropped.
   std::map<std::string, bool> abandoned;
-  // What an operator settled (approved and run, or denied) while the client
-  // was asking about another call, by tool and arguments: the answer for the
-  // client's retry of that call (calls.cc).
-  std::map<std::string, CallResult> operator_settled;
+
+  // The client declared `capabilities.elicitation` in its initialize request.
+  bool client_elicits = false;
+  // The elicitation/create request sent to the client and not yet answered.
+  struct PendingElicitation {
+    std::string key;       // its id.dump()
+    std::string call_key;  // id.dump() of the tools/call it is about
+    std::optional<nlohmann::json> response;
+    bool call_cancelled = false;  // the client cancelled that tools/call
+  };
+  std::optional<PendingElicitation> eliciting;
+  uint64_t next_elicitation = 1;
 };
 
 }  // namespace taskledger::mcp

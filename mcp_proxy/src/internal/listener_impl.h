@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -42,6 +43,12 @@ struct HttpListener::Impl {
   std::variant<std::shared_ptr<proxy_internal::SessionBridge>, http::Response> Find(
       const http::Request& req);
 
+  // Ends the sessions idle for options.idle_timeout_ms, until `stopping`
+  // (the reaper thread Serve() runs).
+  void ExpireIdle();
+  // Sets `stopping` and wakes the reaper.
+  void WakeReaper();
+
   // --- http_endpoint.cc -------------------------------------------------
   http::Response Post(const http::Request& req);
   http::Response Initialize(const nlohmann::json& msg, const std::string& authorization,
@@ -56,6 +63,8 @@ struct HttpListener::Impl {
   std::mutex mu;
   std::map<std::string, std::shared_ptr<proxy_internal::SessionBridge>> sessions;
   ListenerReport report;
+  std::mutex reaper_mu;  // with reaper_cv: wakes the reaper when stopping
+  std::condition_variable reaper_cv;
 };
 
 }  // namespace taskledger::mcp

@@ -18,6 +18,8 @@
 //          the last `replay_events` events.
 //   DELETE ends the session: its client side closes, the proxy answers what
 //          it still owes within its grace period and stops its server.
+// A session idle for `idle_timeout_ms` ends the same way; its id is then
+// unknown (404).
 // Refused before anything reaches a proxy: a wrong or missing bearer token
 // when `require_token` is set (401), an `Origin` that is neither loopback nor
 // listed (403: the spec's DNS-rebinding defence), a body over
@@ -76,6 +78,11 @@ struct ListenerOptions {
   // noticed and intermediaries keep the stream open.
   int64_t keepalive_ms = 15'000;
   size_t replay_events = 256;
+  // A session with no request for this long (none in progress, no GET stream
+  // open) is ended as DELETE would end it: its proxy stops its server and its
+  // Session is dropped; its id then answers 404, and the client starts a new
+  // session with initialize, as the spec says. 0: sessions never expire.
+  int64_t idle_timeout_ms = 30 * 60'000;
   // Diagnostics (one line each); default: stderr. Called from any thread.
   std::function<void(std::string_view)> log;
 };
@@ -83,8 +90,9 @@ struct ListenerOptions {
 struct ListenerReport {
   uint64_t sessions_opened = 0;
   uint64_t sessions_ended = 0;
-  uint64_t requests = 0;  // HTTP requests on the endpoint
-  uint64_t refused = 0;   // answered 4xx/5xx before reaching a proxy
+  uint64_t sessions_expired = 0;  // of those, ended for idleness (idle_timeout_ms)
+  uint64_t requests = 0;          // HTTP requests on the endpoint
+  uint64_t refused = 0;           // answered 4xx/5xx before reaching a proxy
   // Summed over the ended sessions' proxies.
   uint64_t calls_forwarded = 0, calls_blocked = 0, calls_uncertain = 0;
 };

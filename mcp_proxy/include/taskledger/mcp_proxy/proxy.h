@@ -43,6 +43,7 @@
 
 #include "taskledger/base/status.h"
 #include "taskledger/commands/command_ledger.h"
+#include "taskledger/mcp_proxy/metrics.h"
 #include "taskledger/render/state_block.h"
 #include "taskledger/session/session.h"
 
@@ -62,6 +63,16 @@ struct ProxyOptions {
   // How long a forwarded tools/call may wait for its answer before it is
   // answered with an error and recorded as uncertain. 0: no limit.
   int64_t call_timeout_ms = 300'000;
+  // A rule's confirm(question) when the client declared the elicitation
+  // capability at initialize: the proxy asks the user with
+  // `elicitation/create` (the question, one required boolean `confirm`) and
+  // waits this long for the answer (0: no limit). Accepted with confirm=true:
+  // the user's yes is recorded bound to that call (tool and arguments) and
+  // the call is gated again, so it runs if the yes was all the rule wanted.
+  // Declined, cancelled, unanswered in time, or the client gone: the call
+  // does not run and the client is told why. A client without the capability
+  // gets the confirm decision's text as the tool result, as before.
+  int64_t elicitation_timeout_ms = 600'000;
   // After the client leaves or on an error: how long the server gets to exit
   // on its own after its stdin closes, and again after SIGTERM, before SIGKILL.
   int64_t shutdown_grace_ms = 2'000;
@@ -70,6 +81,16 @@ struct ProxyOptions {
   StateBlockOptions state_block{StateBlockFormat::kMarkdown, false, 0};
   // Diagnostics (one line each, no newline); default: stderr.
   std::function<void(std::string_view)> log;
+  // One structured record per gated tools/call, after its turn is committed
+  // and before the client is answered: {"ts_ms", "conversation", "tenant",
+  // "call_id", "tool", "decision", "rule", "reason", "executed",
+  // "command_key", "command_state", "forwarded", "uncertain", "latency_us",
+  // and "elicitation" ("yes" / "no: why") when the user was asked}. Unset:
+  // none. Called on the proxy's thread.
+  std::function<void(const nlohmann::json&)> call_log;
+  // Counters shared with a MetricsEndpoint (metrics.h); not owned, must
+  // outlive the run. Null: none.
+  ProxyMetrics* metrics = nullptr;
 };
 
 // How a run ended, and what went through.
@@ -82,10 +103,12 @@ struct ProxyReport {
   std::string detail;           // e.g. "server exited with status 3"
   int server_wait_status = -1;  // as from waitpid; -1 if not reaped
   uint64_t client_messages = 0, server_messages = 0;
-  uint64_t calls_forwarded = 0;  // tools/call that reached the server
-  uint64_t calls_blocked = 0;    // tools/call the gate did not let through
-  uint64_t calls_uncertain = 0;  // forwarded calls whose outcome is unknown
-  uint64_t malformed = 0;        // messages refused as malformed or oversize
+  uint64_t calls_forwarded = 0;        // tools/call that reached the server
+  uint64_t calls_blocked = 0;          // tools/call the gate did not let through
+  uint64_t calls_uncertain = 0;        // forwarded calls whose outcome is unknown
+  uint64_t malformed = 0;              // messages refused as malformed or oversize
+  uint64_t elicitations = 0;           // confirmations asked of the user (elicitation/create)
+  uint64_t elicitations_accepted = 0;  // of those, answered yes
 };
 
 // How a proxy's session writes through the command ledger on `store` under
@@ -131,7 +154,9 @@ class GatingProxy {
 };
 
 // The text of the state resource and prompt: the session's working state
-// rendered with `options` (exposed for tests and the CLI).
+// rendered with `options`, leaving out what the session's pack.json "render"
+// marks internal and redacting what it marks (RenderVisibility; an invalid
+// section renders nothing but the error). Exposed for tests and the CLI.
 std::string RenderedState(const Session& session, const StateBlockOptions& options);
 
 }  // namespace taskledger::mcp

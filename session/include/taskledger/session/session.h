@@ -297,6 +297,15 @@ class Session {
   void ProposeAction(ProposedCall action);
   const std::optional<ProposedCall>& proposed_action() const { return proposed_; }
 
+  // Records the user's yes to `action`, given outside the conversation's text
+  // (an MCP client's elicitation answer, a UI button): stages the condition
+  // "confirmation" bound to the action's tool and arguments, as a confirmation
+  // pattern of extract.json would, with `source_id` (e.g. "user:elicitation")
+  // as its provenance. The next environment-changing call that runs consumes
+  // it. Errors: the ledger's refusal of the update (an oversize action).
+  Status RecordConfirmation(const ProposedCall& action, std::string_view text,
+                            std::string_view source_id);
+
   // Gates `call` against the working state and stages the decision record.
   // Pure policy: never touches the store, never stages the call.
   CallResult Check(const ProposedCall& call);
@@ -412,6 +421,8 @@ class Session {
   // The command ledger's run and what its startup guard found when the
   // session opened; null / nullopt without a command store.
   const RunId* run() const;
+  // The command store the session writes through; null without one.
+  CommandStore* command_store() const;
   const std::optional<RecoveryReport>& recovery() const { return recovery_; }
   // Where values were seen in this session: every user message (per turn) and
   // tool output recorded since it opened, under the pack's trust declarations.

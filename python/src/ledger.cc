@@ -247,6 +247,13 @@ void RegisterLedger(py::module_& m) {
           "format"_a = "plain", "max_chars"_a = 0, "include_provenance"_a = false,
           "now_ms"_a = py::none(), "The task-state block for a prompt.")
       .def("to_dict", [](const PyState& s) { return FromJson(EncodeState(*s.state)); })
+      .def_static(
+          "from_dict",
+          [](py::handle d) {
+            return PyState{
+                std::make_shared<const LedgerState>(Unwrap(DecodeState(ToJson(d, "the state"))))};
+          },
+          "d"_a, "The State that to_dict() (or serve's /v1/state) encoded. Raises Corruption.")
       .def("__len__", [](const PyState& s) { return s.state->size(); });
 
   py::class_<PyTurn>(m, "Turn", "One committed (or staged) turn: what it changed and decided.")
@@ -271,7 +278,11 @@ void RegisterLedger(py::module_& m) {
           },
           "The decision-log records (dicts) of every check in the turn.")
       .def_property_readonly("errors", [](const PyTurn& t) { return Jsons(t.turn.errors); })
-      .def("to_dict", [](const PyTurn& t) { return FromJson(EncodeTurn(t.turn)); });
+      .def("to_dict", [](const PyTurn& t) { return FromJson(EncodeTurn(t.turn)); })
+      .def_static(
+          "from_dict",
+          [](py::handle d) { return PyTurn{Unwrap(DecodeTurn(ToJson(d, "the turn")))}; }, "d"_a,
+          "The Turn that to_dict() (or serve's /v1/versions) encoded. Raises Corruption.");
 
   py::class_<PyStore>(m, "Store",
                       "Where conversations live: memory or Redis. Thread-safe; share one "

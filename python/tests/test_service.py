@@ -1,0 +1,253 @@
+"""taskledger.Session over a real `taskledger serve` (TASKLEDGER_CLI, the
+binary of this build) started per test on a free port: the same scripted
+conversation in process and over HTTP gives the same decisions; two workers
+on two serve processes over one Redis share one ledger; failover past a dead
+URL; the service's statuses as Python exceptions (401, 403, 404, 413) with
+nothing written. The Redis parts need TASKLEDGER_TEST_REDIS_URL.
+"""
+
+import hashlib
+import os
+import pathlib
+import signal
+import socket
+import subprocess
+import time
+import uuid
+
+import pytest
+
+import taskledger
+from conftest import REDIS_URL, ROOT
+
+CLI = os.environ.get("TASKLEDGER_CLI", str(ROOT / "build" / "cli" / "taskledger"))
+RULES = str(ROOT / "rules" / "subscription")
+
+
+class Serve:
+    """One `taskledger serve` process; `url` once it listens."""
+
+    def __init__(self, tmp_path, *args):
+        self.log = tmp_path / f"serve-{uuid.uuid4().hex[:8]}.log"
+        with open(self.log, "w") as err:
+            self.proc = subprocess.Popen([CLI, "serve", "--listen", "127.0.0.1:0", *args],
+                                         stdout=subprocess.DEVNULL, stderr=err)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            text = self.log.read_text()
+            if "listening on " in text:
+                self.url = text.split("listening on ", 1)[1].split(",", 1)[0]
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.02)
+        self.stop()
+        raise AssertionError(f"taskledger serve did not start: {self.log.read_text()}")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=10)
+
+
+@pytest.fixture
+def serve(tmp_path):
+    started = []
+
+    def start(*args):
+        s = Serve(tmp_path, *args)
+        started.append(s)
+        return s
+
+    yield start
+    for s in started:
+        s.stop()
+
+
+def store_args(kind, tenant):
+    if kind == "memory":
+        return []
+    if not REDIS_URL:
+        pytest.skip("TASKLEDGER_TEST_REDIS_URL is not set (scripts/test sets it)")
+    return ["--store", REDIS_URL, "--tenant", tenant]
+
+
+def free_port_url():
+    """A loopback URL where nothing listens."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}"
+
+
+def tools(status):
+    ran = []
+
+    def run(call, idempotency_key=None):
+        ran.append((call.tool, idempotency_key))
+        if call.tool == "get_subscription":
+            return {"status": status, "days_remaining": 5} if status == "grace_period" else {
+                "status": status}
+        if call.tool == "verify_identity":
+            return {"verified": True}
+        return {"ok": True}
+
+    run.ran = ran
+    return run
+
+
+def scripted(session, status):
+    """A subscription conversation; returns what a user of the API sees."""
+    run = tools(status)
+    seen = []
+    session.record_user_message("Please cancel my subscription, user u1.")
+    steps = [("c1", "get_subscription"), ("c2", "cancel_subscription"),
+             ("c3", "verify_identity"), ("c4", "cancel_subscription"),
+             ("c4", "cancel_subscription")]  # the same call again: not run twice
+    for call_id, tool in steps:
+        r = session.handle_tool_call(call_id, tool, {"user_id": "u1"}, run)
+        seen.append((tool, r.executed, r.decision.outcome, r.decision.allowed, r.decision.rule,
+                     r.decision.reason, r.is_error, r.command_state,
+                     [(e.rule, e.outcome) for e in r.decision.rules]))
+    session.end_turn()
+    return seen, run.ran, session.render(), session.ledger.head.facts
+
+
+@pytest.mark.parametrize("kind", ["memory", "redis"])
+@pytest.mark.parametrize("status", ["grace_period", "active"])
+def test_same_decisions_in_process_and_over_http(serve, subscription_pack, tenant, kind, status):
+    local_store = taskledger.MemoryStore() if kind == "memory" else taskledger.open_store(REDIS_URL)
+    local = taskledger.Session.open(local_store, tenant=tenant, conversation="conv", pack=subscription_pack,
+                                    command_store=taskledger.MemoryCommandStore())
+    service = serve("--rules", RULES, *store_args(kind, tenant + "-svc"))
+    remote = taskledger.Session.open(service.url, conversation="conv", pack=subscription_pack)
+    assert isinstance(remote, taskledger.ServiceSession)
+    assert isinstance(local, taskledger.Session)
+
+    want, local_ran, local_block, local_facts = scripted(local, status)
+    got, remote_ran, remote_block, remote_facts = scripted(remote, status)
+    assert got == want
+    assert remote_block == local_block
+    assert remote_facts == local_facts
+    assert [t for t, _ in remote_ran] == [t for t, _ in local_ran]
+    cancels = [key for tool, key in remote_ran if tool == "cancel_subscription"]
+    if status == "active":  # the write ran once, with the service's idempotency key
+        assert len(cancels) == 1 and cancels[0].startswith(remote.tenant + ":conv/")
+        [cmd] = remote.commands()
+        assert cmd["state"] == "succeeded" and cmd["idempotency_key"] == cancels[0]
+    else:  # denied by the grace-period rule, with its reason
+        assert cancels == []
+        assert got[3][4] == "subscription.no_cancel_in_grace_period"
+        assert "grace period" in got[3][5]
+        assert remote.commands() == []
+
+
+def test_two_workers_on_two_processes_share_one_ledger(serve, subscription_pack, tenant):
+    args = ["--rules", RULES, *store_args("redis", tenant)]
+    a, b = serve(*args), serve(*args)
+    run = tools("active")
+    one = taskledger.Session.open(a.url, conversation="shared")
+    one.handle_tool_call("c1", "get_subscription", {"user_id": "u1"}, run)
+    one.handle_tool_call("c2", "verify_identity", {"user_id": "u1"}, run)
+
+    two = taskledger.Session.open(b.url, conversation="shared")
+    assert two.ledger.head.facts == {"subscription_status": "active"}
+    assert two.ledger.head.conditions == {"identity_verified": True}
+    r = two.handle_tool_call("c3", "cancel_subscription", {"user_id": "u1"}, run)
+    assert r.executed and r.command_state == "succeeded"
+
+    # What worker two wrote, worker one reads; the write is not run again.
+    again = one.handle_tool_call("c3", "cancel_subscription", {"user_id": "u1"}, run)
+    assert not again.executed and again.command_state == "succeeded"
+    assert again.output == {"ok": True}
+    assert [t for t, _ in run.ran].count("cancel_subscription") == 1
+    assert one.ledger.version == two.ledger.version
+    assert [t.turn for t in one.ledger.turns()] == list(range(1, one.ledger.version + 1))
+
+
+def test_failover_past_a_dead_url(serve, subscription_pack):
+    live = serve("--rules", RULES)
+    dead = free_port_url()
+    s = taskledger.Session.open([dead, live.url], conversation="f")
+    r = s.handle_tool_call("c1", "get_subscription", {"user_id": "u1"}, tools("active"))
+    assert r.executed and s.ledger.version == 2
+
+    with pytest.raises(taskledger.Unavailable) as e:
+        taskledger.Session.open([dead, free_port_url()], conversation="f")
+    assert isinstance(e.value, taskledger.ServiceError) and e.value.status == 0
+
+
+def test_a_process_dying_between_calls_fails_over(serve, subscription_pack, tenant):
+    args = ["--rules", RULES, *store_args("redis", tenant)]
+    a, b = serve(*args), serve(*args)
+    s = taskledger.Session.open([a.url, b.url], conversation="k")
+    run = tools("active")
+    s.handle_tool_call("c1", "get_subscription", {"user_id": "u1"}, run)
+    a.stop()  # SIGKILL: its kept-alive connection dies with it
+    s.handle_tool_call("c2", "verify_identity", {"user_id": "u1"}, run)
+    r = s.handle_tool_call("c3", "cancel_subscription", {"user_id": "u1"}, run)
+    assert r.executed and r.command_state == "succeeded"
+    assert s.ledger.head.conditions == {"identity_verified": True}
+
+
+def tokens_file(tmp_path, *lines):
+    path = tmp_path / "tokens"
+    path.write_text("".join(
+        f"{tenant} {hashlib.sha256(token.encode()).hexdigest()}{' operator' if op else ''}\n"
+        for tenant, token, op in lines))
+    return str(path)
+
+
+def test_tokens_statuses_become_exceptions(serve, tmp_path, subscription_pack):
+    tokens = tokens_file(tmp_path, ("acme", "agent-secret", False), ("acme", "ops-secret", True))
+    service = serve("--rules", RULES, "--tokens", tokens, "--max-body-bytes", "4096")
+
+    for token in (None, "wrong-secret"):
+        with pytest.raises(taskledger.Unauthorized) as e:
+            taskledger.Session.open(service.url, token=token, conversation="t")
+        assert e.value.status == 401
+
+    s = taskledger.Session.open(service.url, token="agent-secret", conversation="t")
+    assert s.tenant == "acme"
+    with pytest.raises(taskledger.Forbidden) as e:
+        s.approve("call|x", reason="not an operator")
+    assert e.value.status == 403
+
+    ops = taskledger.Session.open(service.url, token="ops-secret", conversation="t")
+    with pytest.raises(taskledger.NotFound) as e:
+        ops.approve("call|no-such-command", reason="looks fine")
+    assert isinstance(e.value, taskledger.ServiceError) and e.value.status == 404
+
+    before = s.ledger.version
+    with pytest.raises(taskledger.PayloadTooLarge) as e:
+        s.record_user_message("x" * 10_000)
+    assert isinstance(e.value, taskledger.LimitExceeded) and e.value.status == 413
+    assert s.ledger.version == before  # nothing written
+
+    with pytest.raises(taskledger.InvalidArgument):
+        s.handle_tool_call("", "get_subscription", {}, tools("active"))  # no call id
+    assert s.ledger.version == before
+
+
+def test_a_session_pinned_to_another_pack_is_refused(serve, retail_pack):
+    service = serve("--rules", RULES)
+    s = taskledger.Session.open(service.url, conversation="p", pack=retail_pack)
+    with pytest.raises(taskledger.FailedPrecondition, match="pack version"):
+        s.handle_tool_call("c1", "get_subscription", {"user_id": "u1"}, tools("active"))
+
+
+def test_open_store_by_url_and_bad_arguments(serve):
+    service = serve("--rules", RULES)
+    store = taskledger.open_store(service.url + "/")
+    assert isinstance(store, taskledger.ServiceStore) and store.ready()
+    s = taskledger.Session.open(store, conversation="o")
+    assert s.conversation == "o" and s.ledger.version == 0  # opening commits nothing
+    with pytest.raises(taskledger.InvalidArgument):
+        taskledger.open_store("ftp://127.0.0.1:1")
+    with pytest.raises(taskledger.InvalidArgument, match="tenant"):
+        taskledger.Session.open(store, tenant="other", conversation="o")
+    with pytest.raises(taskledger.InvalidArgument, match="command_store"):
+        taskledger.Session.open(store, conversation="o", command_store=taskledger.MemoryCommandStore())
+    with pytest.raises(taskledger.InvalidArgument, match="service URL"):
+        taskledger.open_store("memory", token="t")
+    assert isinstance(taskledger.open_store("memory"), taskledger.Store)
+    assert not taskledger.open_store(free_port_url()).ready()

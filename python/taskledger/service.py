@@ -334,15 +334,19 @@ class ServiceSession:
 
     def render(self, *, format="plain", max_chars=0, include_provenance=False,
                state="working"):
-        """The state block the service renders (plain, markdown or xml) of
-        the conversation's head; every request committed, so the head is
-        what the working state would be in process. max_chars and
-        include_provenance are rendered locally from the head (json too)."""
+        """The state block of the conversation's head (every request
+        committed, so the head is what the working state is in process).
+        With the session's pack (open(..., pack=)), max_chars,
+        include_provenance or format "json", it is rendered here from the
+        head with the pack's pack.json "render" visibility (internal entries
+        left out, redacted fields hidden); otherwise the service renders it,
+        and the service applies no render visibility (docs/python.md)."""
         if state not in ("working", "head"):
             raise InvalidArgument("state must be working or head")
-        if max_chars or include_provenance or format == "json":
+        if self._pack is not None or max_chars or include_provenance or format == "json":
             return self.ledger.head.render(format=format, max_chars=max_chars,
-                                           include_provenance=include_provenance)
+                                           include_provenance=include_provenance,
+                                           pack=self._pack)
         return self._post("/v1/render", format=format)["state_block"]
 
     def commands(self, state=None):

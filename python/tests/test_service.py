@@ -7,62 +7,13 @@ nothing written. The Redis parts need TASKLEDGER_TEST_REDIS_URL.
 """
 
 import hashlib
-import os
-import pathlib
-import signal
 import socket
 import subprocess
-import time
-import uuid
 
 import pytest
 
 import taskledger
-from conftest import REDIS_URL, ROOT
-
-CLI = os.environ.get("TASKLEDGER_CLI", str(ROOT / "build" / "cli" / "taskledger"))
-RULES = str(ROOT / "rules" / "subscription")
-
-
-class Serve:
-    """One `taskledger serve` process; `url` once it listens."""
-
-    def __init__(self, tmp_path, *args):
-        self.log = tmp_path / f"serve-{uuid.uuid4().hex[:8]}.log"
-        with open(self.log, "w") as err:
-            self.proc = subprocess.Popen([CLI, "serve", "--listen", "127.0.0.1:0", *args],
-                                         stdout=subprocess.DEVNULL, stderr=err)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            text = self.log.read_text()
-            if "listening on " in text:
-                self.url = text.split("listening on ", 1)[1].split(",", 1)[0]
-                return
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.02)
-        self.stop()
-        raise AssertionError(f"taskledger serve did not start: {self.log.read_text()}")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(timeout=10)
-
-
-@pytest.fixture
-def serve(tmp_path):
-    started = []
-
-    def start(*args):
-        s = Serve(tmp_path, *args)
-        started.append(s)
-        return s
-
-    yield start
-    for s in started:
-        s.stop()
-
+from conftest import REDIS_URL, RULES
 
 def store_args(kind, tenant):
     if kind == "memory":
@@ -251,3 +202,31 @@ def test_open_store_by_url_and_bad_arguments(serve):
         taskledger.open_store("memory", token="t")
     assert isinstance(taskledger.open_store("memory"), taskledger.Store)
     assert not taskledger.open_store(free_port_url()).ready()
+
+
+def make_tls(tmp_path):
+    """A CA and a certificate for 127.0.0.1 it signed (openssl CLI)."""
+    def openssl(*args):
+        subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=tmp_path)
+
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "1",
+            "-subj", "/CN=taskledger-test-ca")
+    openssl("req", *ec, "-keyout", "srv.key", "-out", "srv.csr", "-subj", "/CN=127.0.0.1")
+    (tmp_path / "ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-CAcreateserial", "-out", "srv.pem", "-days", "1", "-extfile", "ext")
+    return tmp_path / "ca.pem", tmp_path / "srv.pem", tmp_path / "srv.key"
+
+
+def test_https_with_a_ca_file(serve, tmp_path):
+    ca, cert, key = make_tls(tmp_path)
+    service = serve("--rules", RULES, "--tls-cert", str(cert), "--tls-key", str(key))
+    assert service.url.startswith("https://")
+    s = taskledger.Session.open(service.url, ca_file=str(ca), conversation="tls")
+    r = s.handle_tool_call("c1", "get_subscription", {"user_id": "u1"}, tools("active"))
+    assert r.executed and s.ledger.head.facts == {"subscription_status": "active"}
+
+    # Without the CA the certificate is not trusted: refused, never sent in clear.
+    with pytest.raises(taskledger.ServiceError, match="TLS|certificate"):
+        taskledger.Session.open(service.url, conversation="tls")

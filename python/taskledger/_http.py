@@ -104,7 +104,8 @@ class _Target:
     def __init__(self, url):
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise InvalidArgument(f"a service URL is http://HOST:PORT or https://HOST:PORT, not {url!r}")
+            raise InvalidArgument(
+                f"a service URL is http://HOST:PORT or https://HOST:PORT, not {url!r}")
         if parts.query or parts.fragment:
             raise InvalidArgument(f"a service URL has no query or fragment: {url!r}")
         self.url = url.rstrip("/")

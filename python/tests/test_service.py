@@ -67,7 +67,8 @@ def scripted(session, status):
 @pytest.mark.parametrize("status", ["grace_period", "active"])
 def test_same_decisions_in_process_and_over_http(serve, subscription_pack, tenant, kind, status):
     local_store = taskledger.MemoryStore() if kind == "memory" else taskledger.open_store(REDIS_URL)
-    local = taskledger.Session.open(local_store, tenant=tenant, conversation="conv", pack=subscription_pack,
+    local = taskledger.Session.open(local_store, tenant=tenant, conversation="conv",
+                                    pack=subscription_pack,
                                     command_store=taskledger.MemoryCommandStore())
     service = serve("--rules", RULES, *store_args(kind, tenant + "-svc"))
     remote = taskledger.Session.open(service.url, conversation="conv", pack=subscription_pack)
@@ -179,11 +180,20 @@ def test_tokens_statuses_become_exceptions(serve, tmp_path, subscription_pack):
     assert s.ledger.version == before
 
 
-def test_a_session_pinned_to_another_pack_is_refused(serve, retail_pack):
+def test_a_session_pinned_to_another_pack_is_refused(serve, subscription_pack, retail_pack):
     service = serve("--rules", RULES)
+    run = tools("active")
     s = taskledger.Session.open(service.url, conversation="p", pack=retail_pack)
     with pytest.raises(taskledger.FailedPrecondition, match="pack version"):
-        s.handle_tool_call("c1", "get_subscription", {"user_id": "u1"}, tools("active"))
+        s.handle_tool_call("c1", "get_subscription", {"user_id": "u1"}, run)
+    right = taskledger.Session.open(service.url, conversation="p", pack=subscription_pack)
+    right.handle_tool_call("c2", "verify_identity", {"user_id": "u1"}, run)
+    # A write the service leased to the wrong-pack session is handed back, not run.
+    with pytest.raises(taskledger.FailedPrecondition, match="pack version"):
+        s.handle_tool_call("c3", "cancel_subscription", {"user_id": "u1"}, run)
+    assert [t for t, _ in run.ran] == ["verify_identity"]
+    [cmd] = right.commands()
+    assert cmd["state"] == "failed" and "another pack version" in cmd["last_error"]
 
 
 def test_open_store_by_url_and_bad_arguments(serve):
@@ -197,7 +207,8 @@ def test_open_store_by_url_and_bad_arguments(serve):
     with pytest.raises(taskledger.InvalidArgument, match="tenant"):
         taskledger.Session.open(store, tenant="other", conversation="o")
     with pytest.raises(taskledger.InvalidArgument, match="command_store"):
-        taskledger.Session.open(store, conversation="o", command_store=taskledger.MemoryCommandStore())
+        taskledger.Session.open(store, conversation="o",
+                                command_store=taskledger.MemoryCommandStore())
     with pytest.raises(taskledger.InvalidArgument, match="service URL"):
         taskledger.open_store("memory", token="t")
     assert isinstance(taskledger.open_store("memory"), taskledger.Store)

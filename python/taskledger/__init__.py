@@ -109,9 +109,7 @@ def _open_session(store, *, tenant=None, conversation, pack=None, token=None, ca
         if kwargs:
             raise InvalidArgument(f"{', '.join(sorted(kwargs))}: not for a service session (the "
                                   "service owns its command store and options)")
-        if tenant is not None:
-            raise InvalidArgument("a service session's tenant is its token's; drop tenant=")
-        return ServiceSession(store, conversation, pack)
+        return ServiceSession(store, conversation, pack, tenant)
     if token is not None or ca_file is not None or cert_file is not None or key_file is not None:
         raise InvalidArgument("token, ca_file, cert_file and key_file are for a service URL")
     if pack is None:

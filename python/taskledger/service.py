@@ -6,7 +6,8 @@ ServiceStore from taskledger.open_store("http://...")).
 
 What differs from in process, by the service's design (docs/deploy.md):
 every request commits before it answers (a user message, a decision and an
-outcome are each a version; end_turn() adds one), the pack is the service's
+outcome are each a version; end_turn() adds one), the tenant is the token's
+(`tenant=`, if given, must be it), the pack is the service's
 (the decision names its pack_version; `pack=` given to open must be that
 version), and the service leases an allowed write to this client: the
 callable runs it with the command's idempotency key and the outcome goes back
@@ -20,7 +21,7 @@ import json
 
 from taskledger import _calls
 from taskledger._core import FailedPrecondition, InvalidArgument, State, ToolCall, Turn
-from taskledger._http import ServiceClient
+from taskledger._http import ServiceClient, ServiceError
 
 _OUTCOMES = ("allow", "confirm", "require_approval", "deny")
 
@@ -199,7 +200,7 @@ def _json_output(value, tool):
 class ServiceSession:
     """One conversation on a service; see the module docstring."""
 
-    def __init__(self, store, conversation, pack):
+    def __init__(self, store, conversation, pack, tenant=None):
         self._store = store
         self._client = store.client
         self._pack = pack
@@ -210,6 +211,10 @@ class ServiceSession:
         self.tenant = opened["tenant"]
         self.version = opened.get("version", 0)
         self.recovered = opened.get("recovered")
+        if tenant is not None and tenant != self.tenant:
+            raise FailedPrecondition(
+                f"the service serves this token's tenant {self.tenant!r}, not {tenant!r} (the "
+                "token decides the tenant: drop tenant= or use that tenant's token)")
 
     @property
     def pack(self):
@@ -292,7 +297,10 @@ class ServiceSession:
         execute(call) (with idempotency_key=... for a leased write when the
         callable takes it) and reports the outcome; see Session.handle_tool_call.
         A tool that raises is reported "uncertain" for a leased write (it may
-        have taken effect), "error" otherwise."""
+        have taken effect), "error" otherwise. If the outcome cannot be
+        reported (no service reachable), the ServiceError carries the
+        CallResult (executed, output) as `call_result`; the service then
+        treats the lease as expired (the command becomes uncertain)."""
         if on_error not in ("raise", "return"):
             raise InvalidArgument(f'on_error must be "raise" or "return", not "{on_error}"')
         if not callable(execute):
@@ -325,7 +333,13 @@ class ServiceSession:
                 e.call_result = result
                 raise
             return result
-        result._settled(self._report(call, command, "ok", output=value), value)
+        try:
+            reported = self._report(call, command, "ok", output=value)
+        except ServiceError as e:  # it ran: hand its value over with the error
+            result.executed, result.output = True, value
+            e.call_result = result
+            raise
+        result._settled(reported, value)
         return result
 
     def end_turn(self):

@@ -141,6 +141,20 @@ def test_a_process_dying_between_calls_fails_over(serve, subscription_pack, tena
     assert s.ledger.head.conditions == {"identity_verified": True}
 
 
+def test_a_service_lost_while_the_tool_ran_hands_back_its_output(serve):
+    service = serve("--rules", RULES)
+    s = taskledger.Session.open(service.url, conversation="lost")
+
+    def tool(call):
+        service.stop()  # SIGKILL while the call runs: the outcome cannot be reported
+        return {"status": "active"}
+
+    with pytest.raises(taskledger.Unavailable) as e:
+        s.handle_tool_call("c1", "get_subscription", {"user_id": "u1"}, tool)
+    r = e.value.call_result
+    assert r.executed and r.output == {"status": "active"} and r.decision.allowed
+
+
 def tokens_file(tmp_path, *lines):
     path = tmp_path / "tokens"
     path.write_text("".join(
@@ -204,8 +218,9 @@ def test_open_store_by_url_and_bad_arguments(serve):
     assert s.conversation == "o" and s.ledger.version == 0  # opening commits nothing
     with pytest.raises(taskledger.InvalidArgument):
         taskledger.open_store("ftp://127.0.0.1:1")
-    with pytest.raises(taskledger.InvalidArgument, match="tenant"):
+    with pytest.raises(taskledger.FailedPrecondition, match="tenant"):
         taskledger.Session.open(store, tenant="other", conversation="o")
+    assert taskledger.Session.open(store, tenant="default", conversation="o").tenant == "default"
     with pytest.raises(taskledger.InvalidArgument, match="command_store"):
         taskledger.Session.open(store, conversation="o",
                                 command_store=taskledger.MemoryCommandStore())

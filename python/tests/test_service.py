@@ -2,10 +2,12 @@
 binary of this build) started per test on a free port: the same scripted
 conversation in process and over HTTP gives the same decisions; two workers
 on two serve processes over one Redis share one ledger; failover past a dead
-URL; the service's statuses as Python exceptions (401, 403, 404, 413) with
-nothing written. The Redis parts need TASKLEDGER_TEST_REDIS_URL.
+URL; 20 conversations at once through taskledger.aio; the service's statuses
+as Python exceptions (401, 403, 404, 413) with nothing written; https with a
+CA file. The Redis parts need TASKLEDGER_TEST_REDIS_URL.
 """
 
+import asyncio
 import hashlib
 import socket
 import subprocess
@@ -13,6 +15,7 @@ import subprocess
 import pytest
 
 import taskledger
+from taskledger import aio
 from conftest import REDIS_URL, RULES
 
 def store_args(kind, tenant):
@@ -256,3 +259,28 @@ def test_https_with_a_ca_file(serve, tmp_path):
     # Without the CA the certificate is not trusted: refused, never sent in clear.
     with pytest.raises(taskledger.ServiceError, match="TLS|certificate"):
         taskledger.Session.open(service.url, conversation="tls")
+
+
+def test_many_conversations_concurrently_through_aio(serve):
+    # One ServiceStore shared by 20 conversations running at once (asyncio
+    # worker threads, each with its own connections).
+    service = serve("--rules", RULES)
+    store = taskledger.open_store(service.url)
+    run = tools("active")
+
+    async def conversation(n):
+        s = await aio.open_session(store, conversation=f"a{n}")
+        await aio.record_user_message(s, "cancel please")
+        for call_id, tool in (("c1", "get_subscription"), ("c2", "cancel_subscription"),
+                              ("c3", "verify_identity"), ("c4", "cancel_subscription")):
+            r = await aio.handle_tool_call(s, call_id, tool, {"user_id": f"u{n}"}, run)
+        return r, await aio.end_turn(s)
+
+    async def main():
+        return await asyncio.gather(*(conversation(n) for n in range(20)))
+
+    results = asyncio.run(main())
+    assert all(r.executed and r.command_state == "succeeded" for r, _ in results)
+    assert len({version for _, version in results}) == 1  # no conversation saw another's turns
+    keys = [k for tool, k in run.ran if tool == "cancel_subscription"]
+    assert len(keys) == 20 and len(set(keys)) == 20

@@ -284,3 +284,19 @@ def test_many_conversations_concurrently_through_aio(serve):
     assert len({version for _, version in results}) == 1  # no conversation saw another's turns
     keys = [k for tool, k in run.ran if tool == "cancel_subscription"]
     assert len(keys) == 20 and len(set(keys)) == 20
+
+
+def test_state_and_turn_from_dict_round_trip_and_refuse_garbage(subscription_pack):
+    s = taskledger.Session.open(taskledger.MemoryStore(), conversation="rt", pack=subscription_pack)
+    s.record_user_message("my email is ann@example.com")
+    s.handle_tool_call("c1", "get_subscription", {"user_id": "u1"}, tools("grace_period"))
+    s.end_turn()
+    head, [turn] = s.ledger.head, s.ledger.turns()
+    again = taskledger.State.from_dict(head.to_dict())
+    assert again.to_dict() == head.to_dict() and again.render() == head.render()
+    assert taskledger.Turn.from_dict(turn.to_dict()).to_dict() == turn.to_dict()
+    for bad in ({}, [], "state", {"version": "1"}):
+        with pytest.raises(taskledger.Corruption):
+            taskledger.State.from_dict(bad)
+        with pytest.raises(taskledger.Corruption):
+            taskledger.Turn.from_dict(bad)

@@ -3,14 +3,17 @@ binary of this build) started per test on a free port: the same scripted
 conversation in process and over HTTP gives the same decisions; two workers
 on two serve processes over one Redis share one ledger; failover past a dead
 URL; 20 conversations at once through taskledger.aio; the service's statuses
-as Python exceptions (401, 403, 404, 413) with nothing written; https with a
+as Python exceptions (401, 403, 404, 413, 429) with nothing written; https with a
 CA file. The Redis parts need TASKLEDGER_TEST_REDIS_URL.
 """
 
 import asyncio
 import hashlib
+import shutil
 import socket
 import subprocess
+import threading
+import time
 
 import pytest
 
@@ -300,3 +303,52 @@ def test_state_and_turn_from_dict_round_trip_and_refuse_garbage(subscription_pac
             taskledger.State.from_dict(bad)
         with pytest.raises(taskledger.Corruption):
             taskledger.Turn.from_dict(bad)
+
+
+@pytest.fixture
+def own_redis(tmp_path):
+    """A redis-server of this test alone (it gets paused)."""
+    if not shutil.which("redis-server") or not shutil.which("redis-cli"):
+        pytest.skip("redis-server / redis-cli not installed")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                             "--save", "", "--appendonly", "no", "--dir", str(tmp_path)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(200):
+        if subprocess.run(["redis-cli", "-p", str(port), "PING"], capture_output=True,
+                          text=True).stdout.strip() == "PONG":
+            break
+        time.sleep(0.02)
+    yield port
+    proc.kill()
+    proc.wait()
+
+
+def test_too_many_requests_of_one_tenant_is_429(serve, own_redis):
+    service = serve("--rules", RULES, "--store", f"redis://127.0.0.1:{own_redis}",
+                    "--max-concurrent-per-tenant", "1")
+    taskledger.Session.open(service.url, conversation="busy")
+    # Redis paused: the first request holds the tenant's one slot while its
+    # store call waits; the second is turned away at once, whichever it is.
+    subprocess.run(["redis-cli", "-p", str(own_redis), "CLIENT", "PAUSE", "1200", "ALL"],
+                   check=True, capture_output=True)
+    errors = []
+
+    def request():
+        try:
+            taskledger.open_store(service.url).client.post("/v1/versions", {"conversation": "busy"})
+            errors.append(None)
+        except taskledger.ServiceError as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=request) for _ in range(2)]
+    for t in threads:
+        t.start()
+        time.sleep(0.2)
+    for t in threads:
+        t.join()  # the pause ends by itself (an UNPAUSE would wait for it too)
+    refused = [e for e in errors if isinstance(e, taskledger.TooManyRequests)]
+    assert len(errors) == 2 and len(refused) == 1, errors
+    assert refused[0].status == 429 and isinstance(refused[0], taskledger.LimitExceeded)

@@ -28,6 +28,7 @@ from taskledger._core import (
     InvalidArgument,
     LimitExceeded,
     NotFound,
+    Timeout,
     Unavailable,
 )
 
@@ -79,13 +80,18 @@ class ServiceConflict(ServiceError, Conflict):
     """409: the conversation kept changing, or the lease is not this client's any more."""
 
 
+class ServiceTimeout(ServiceError, Timeout):
+    """504: the request ran past the service's time limit (--time-limit-ms);
+    it committed nothing, so it may simply be retried."""
+
+
 class ServiceInternal(ServiceError, Internal):
     """Another 5xx, or an answer that is not the service's JSON."""
 
 
 _BY_STATUS = {400: ServiceInvalidArgument, 401: Unauthorized, 403: Forbidden,
               404: ServiceNotFound, 409: ServiceConflict, 413: PayloadTooLarge,
-              429: TooManyRequests, 503: ServiceUnavailable}
+              429: TooManyRequests, 503: ServiceUnavailable, 504: ServiceTimeout}
 
 # What a connection can raise when the service is gone or closed an idle
 # keep-alive connection: the request did not reach a service.

@@ -100,7 +100,7 @@ def open_store(url, *args, token=None, ca_file=None, cert_file=None, key_file=No
 _open_in_process = _core.Session.open
 
 
-def _open_session(store, *, tenant=None, conversation, pack=None, token=None, ca_file=None,
+def _open_session(store, *, tenant=None, conversation=None, pack=None, token=None, ca_file=None,
                   cert_file=None, key_file=None, timeout=10.0, **kwargs):
     if _is_service_url(store):
         store = ServiceStore(store, token=token, ca_file=ca_file, cert_file=cert_file,
@@ -112,8 +112,8 @@ def _open_session(store, *, tenant=None, conversation, pack=None, token=None, ca
         return ServiceSession(store, conversation, pack, tenant)
     if token is not None or ca_file is not None or cert_file is not None or key_file is not None:
         raise InvalidArgument("token, ca_file, cert_file and key_file are for a service URL")
-    if pack is None:
-        raise InvalidArgument("Session.open needs pack= (in process)")
+    if conversation is None or pack is None:
+        raise InvalidArgument("Session.open needs conversation= and pack= (in process)")
     return _open_in_process(store, tenant="default" if tenant is None else tenant,
                             conversation=conversation, pack=pack, **kwargs)
 
@@ -121,6 +121,7 @@ def _open_session(store, *, tenant=None, conversation, pack=None, token=None, ca
 _open_session.__doc__ = _open_in_process.__doc__ + """
 
 With a service URL (or several, or a ServiceStore) as `store`: a
-ServiceSession on that service, authenticated by `token`; `pack`, if given,
-must be the version the service decides with."""
+ServiceSession on that service, authenticated by `token` (without
+`conversation`, the service names a new one); `pack`, if given, must be the
+version the service decides with."""
 _core.Session.open = staticmethod(_open_session)

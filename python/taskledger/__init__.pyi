@@ -231,7 +231,7 @@ class Session:
              journal: bool = False) -> Session: ...
     @overload
     @staticmethod
-    def open(store: Union[ServiceUrl, ServiceStore], *, conversation: str,
+    def open(store: Union[ServiceUrl, ServiceStore], *, conversation: Optional[str] = None,
              pack: Optional[RulePack] = None, token: Optional[str] = None,
              ca_file: Optional[str] = None, cert_file: Optional[str] = None,
              key_file: Optional[str] = None, timeout: float = 10.0) -> ServiceSession: ...

@@ -206,7 +206,8 @@ class ServiceSession:
         self._pack = pack
         self._proposed_action = None
         self._leases = {}  # call id -> command, from authorize() to record_tool_output()
-        opened = self._client.post("/v1/open", {"conversation": conversation})
+        opened = self._client.post("/v1/open",
+                                   {} if conversation is None else {"conversation": conversation})
         self.conversation = opened["conversation"]
         self.tenant = opened["tenant"]
         self.version = opened.get("version", 0)

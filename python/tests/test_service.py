@@ -227,6 +227,10 @@ def test_open_store_by_url_and_bad_arguments(serve):
     with pytest.raises(taskledger.FailedPrecondition, match="tenant"):
         taskledger.Session.open(store, tenant="other", conversation="o")
     assert taskledger.Session.open(store, tenant="default", conversation="o").tenant == "default"
+    named = taskledger.Session.open(store)  # the service names a new conversation
+    assert named.conversation and named.conversation != "o" and named.ledger.version == 0
+    with pytest.raises(taskledger.InvalidArgument, match="conversation"):
+        taskledger.Session.open(taskledger.MemoryStore(), pack=None)
     with pytest.raises(taskledger.InvalidArgument, match="command_store"):
         taskledger.Session.open(store, conversation="o",
                                 command_store=taskledger.MemoryCommandStore())

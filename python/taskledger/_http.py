@@ -217,8 +217,8 @@ class ServiceClient:
                 raise ServiceUnavailable(f"{target.url}{path}: TLS: {e}", 0, "tls", target.url)
             except _UNREACHED as e:
                 self._drop(target)
-                if reused and attempt == 0:
-                    continue
+                if reused and attempt == 0 and not isinstance(e, socket.timeout):
+                    continue  # a stale kept-alive connection, not a slow service
                 raise ServiceUnavailable(f"{target.url}{path}: {e or type(e).__name__}", 0,
                                          "unreachable", target.url)
             if response.will_close:

@@ -134,6 +134,19 @@ def test_failover_past_a_dead_url(serve, subscription_pack):
     assert isinstance(e.value, taskledger.ServiceError) and e.value.status == 0
 
 
+def test_a_hung_service_times_out_and_fails_over(serve):
+    live = serve("--rules", RULES)
+    with socket.socket() as hung:  # takes connections, never answers
+        hung.bind(("127.0.0.1", 0))
+        hung.listen(8)
+        hung_url = f"http://127.0.0.1:{hung.getsockname()[1]}"
+        t0 = time.monotonic()
+        s = taskledger.Session.open([hung_url, live.url], conversation="h", timeout=0.5)
+        assert 0.5 <= time.monotonic() - t0 < 2.0 and s.ledger.version == 0
+        with pytest.raises(taskledger.Unavailable):
+            taskledger.Session.open(hung_url, conversation="h", timeout=0.3)
+
+
 def test_a_process_dying_between_calls_fails_over(serve, subscription_pack, tenant):
     args = ["--rules", RULES, *store_args("redis", tenant)]
     a, b = serve(*args), serve(*args)

@@ -15,6 +15,7 @@
 #include "taskledger/ledger/memory_store.h"
 #include "taskledger/ledger/redis_store.h"
 #include "taskledger/render/state_block.h"
+#include "taskledger/render/visibility.h"
 
 namespace taskledger::py {
 namespace {
@@ -121,7 +122,8 @@ auto NoGil(F&& f) {
 }  // namespace
 
 std::string RenderState(const LedgerState& state, const std::string& format, size_t max_chars,
-                        bool include_provenance, std::optional<int64_t> now_ms) {
+                        bool include_provenance, std::optional<int64_t> now_ms,
+                        const RulePack* pack) {
   StateBlockOptions o;
   if (format == "plain") {
     o.format = StateBlockFormat::kPlain;
@@ -136,6 +138,18 @@ std::string RenderState(const LedgerState& state, const std::string& format, siz
   }
   o.max_chars = max_chars;
   o.include_provenance = include_provenance;
+  std::optional<RenderVisibility> visibility;
+  if (pack != nullptr) {
+    auto section = pack->manifest().find("render");
+    auto parsed =
+        RenderVisibility::FromJson(section == pack->manifest().end() ? nlohmann::json() : *section);
+    if (!parsed) {
+      Check(Status::InvalidArgument("pack.json \"render\" of " + pack->name() + ": " +
+                                    parsed.error().message()));
+    }
+    visibility = std::move(parsed).value();
+    o.visibility = &*visibility;
+  }
   return Unwrap(RenderStateBlock(state, now_ms.value_or(SystemClock().NowMs()), o)).text;
 }
 
@@ -241,12 +255,22 @@ void RegisterLedger(py::module_& m) {
       .def(
           "render",
           [](const PyState& s, const std::string& format, size_t max_chars, bool include_provenance,
-             std::optional<int64_t> now_ms) {
-            return RenderState(*s.state, format, max_chars, include_provenance, now_ms);
+             std::optional<int64_t> now_ms, const PyPack* pack) {
+            return RenderState(*s.state, format, max_chars, include_provenance, now_ms,
+                               pack != nullptr ? pack->pack.get() : nullptr);
           },
           "format"_a = "plain", "max_chars"_a = 0, "include_provenance"_a = false,
-          "now_ms"_a = py::none(), "The task-state block for a prompt.")
+          "now_ms"_a = py::none(), "pack"_a = py::none(),
+          "The task-state block for a prompt; with `pack`, what its pack.json \"render\" marks "
+          "internal is left out and redacted fields read \"[redacted]\".")
       .def("to_dict", [](const PyState& s) { return FromJson(EncodeState(*s.state)); })
+      .def_static(
+          "from_dict",
+          [](py::handle d) {
+            return PyState{
+                std::make_shared<const LedgerState>(Unwrap(DecodeState(ToJson(d, "the state"))))};
+          },
+          "d"_a, "The State that to_dict() (or serve's /v1/state) encoded. Raises Corruption.")
       .def("__len__", [](const PyState& s) { return s.state->size(); });
 
   py::class_<PyTurn>(m, "Turn", "One committed (or staged) turn: what it changed and decided.")
@@ -271,7 +295,11 @@ void RegisterLedger(py::module_& m) {
           },
           "The decision-log records (dicts) of every check in the turn.")
       .def_property_readonly("errors", [](const PyTurn& t) { return Jsons(t.turn.errors); })
-      .def("to_dict", [](const PyTurn& t) { return FromJson(EncodeTurn(t.turn)); });
+      .def("to_dict", [](const PyTurn& t) { return FromJson(EncodeTurn(t.turn)); })
+      .def_static(
+          "from_dict",
+          [](py::handle d) { return PyTurn{Unwrap(DecodeTurn(ToJson(d, "the turn")))}; }, "d"_a,
+          "The Turn that to_dict() (or serve's /v1/versions) encoded. Raises Corruption.");
 
   py::class_<PyStore>(m, "Store",
                       "Where conversations live: memory or Redis. Thread-safe; share one "
@@ -351,11 +379,13 @@ void RegisterLedger(py::module_& m) {
   m.def(
       "render",
       [](const PyState& s, const std::string& format, size_t max_chars, bool include_provenance,
-         std::optional<int64_t> now_ms) {
-        return RenderState(*s.state, format, max_chars, include_provenance, now_ms);
+         std::optional<int64_t> now_ms, const PyPack* pack) {
+        return RenderState(*s.state, format, max_chars, include_provenance, now_ms,
+                           pack != nullptr ? pack->pack.get() : nullptr);
       },
       "state"_a, "format"_a = "plain", "max_chars"_a = 0, "include_provenance"_a = false,
-      "now_ms"_a = py::none());
+      "now_ms"_a = py::none(), "pack"_a = py::none(),
+      "State.render(); with `pack`, its pack.json \"render\" visibility applies.");
 }
 
 }  // namespace taskledger::py

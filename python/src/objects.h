@@ -49,9 +49,12 @@ struct PyTurn {
 // most kMaxArgumentDepth deep); raises InvalidArgument otherwise.
 ProposedCall MakeCall(pybind11::handle call_id, pybind11::handle tool, pybind11::handle arguments);
 
-// Renders `state` as the task-state block; raises on a bad format or budget.
+// Renders `state` as the task-state block, keeping out what `pack`'s
+// pack.json "render" marks internal or redacts (no pack: everything renders);
+// raises on a bad format, budget or render section.
 std::string RenderState(const LedgerState& state, const std::string& format, size_t max_chars,
-                        bool include_provenance, std::optional<int64_t> now_ms);
+                        bool include_provenance, std::optional<int64_t> now_ms,
+                        const RulePack* pack);
 
 void RegisterLedger(pybind11::module_& m);          // Store, State, Entry, Turn, RulePack
 void RegisterDecisions(pybind11::module_& m);       // Call, RuleEvaluation, Decision

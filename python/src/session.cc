@@ -424,11 +424,12 @@ and its exception is in that CallResult's .error. Empty without a command store.
             if (state != "working" && state != "head")
               RaiseInvalid("state must be working or head");
             return RenderState(state == "head" ? l.head() : l.working(), format, max_chars,
-                               include_provenance, s.session->clock().NowMs());
+                               include_provenance, s.session->clock().NowMs(), s.pack.get());
           },
           py::kw_only(), "format"_a = "plain", "max_chars"_a = 0, "include_provenance"_a = false,
           "state"_a = "working",
-          "The task-state block for the prompt (plain, markdown, xml or json).")
+          "The task-state block for the prompt (plain, markdown, xml or json), without what the "
+          "pack's pack.json \"render\" marks internal and with its redacted fields hidden.")
       .def_property_readonly(
           "ledger", [](std::shared_ptr<PySession> s) { return PyLedgerView{std::move(s)}; })
       .def_property_readonly("tenant", [](const PySession& s) { return s.session->id().tenant; })

@@ -1,6 +1,7 @@
 """Every example under python/examples runs and reaches its stated end,
-in a fresh interpreter; the auditor reads back a conversation an example
-wrote to a real redis-server."""
+in a fresh interpreter, the agent loops also unchanged against a real
+`taskledger serve`; the auditor reads back a conversation an example wrote
+to a real redis-server."""
 
 import pathlib
 import subprocess
@@ -9,7 +10,7 @@ import uuid
 
 import pytest
 
-from conftest import REDIS_URL
+from conftest import REDIS_URL, RULES
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
 
@@ -33,6 +34,15 @@ def test_agent_loops(example):
     out = run(EXAMPLES / example)
     assert "loop complete: blocked once, then allowed" in out
     assert "the model is told:" in out
+
+
+@pytest.mark.parametrize("example", ["openai_chat_loop.py", "anthropic_loop.py"])
+def test_agent_loops_unchanged_on_a_service(example, serve):
+    # The same example, its store a `taskledger serve` URL (docs/python.md).
+    service = serve("--rules", RULES, "--tenant", "examples")
+    out = run(EXAMPLES / example, "--store", service.url)
+    assert "loop complete: blocked once, then allowed" in out
+    assert ": blocked by subscription." in out
 
 
 def test_auditor_reads_a_redis_conversation():

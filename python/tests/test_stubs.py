@@ -32,7 +32,7 @@ def declared():
 def test_stubs_match_the_module():
     assert (pathlib.Path(taskledger.__file__).with_name("py.typed")).is_file()
     names, methods = declared()
-    helpers = {"JSON", "Format", "Tool", "Result", "_Vendor", "_Mcp"}
+    helpers = {"JSON", "Format", "Tool", "Result", "ServiceUrl", "_Vendor", "_Mcp"}
     runtime = {n for n in dir(taskledger) if not n.startswith("_")} - {"aio"}
     runtime -= {n for n in runtime if type(getattr(taskledger, n)).__name__ == "module"
                 and n not in ("openai_chat", "openai_responses", "anthropic", "mcp")}

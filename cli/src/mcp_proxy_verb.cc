@@ -200,7 +200,8 @@ int RunStdio(const McpProxyOptions& o, Shared& shared) {
   std::cerr << "taskledger mcp-proxy: " << report->detail << "; " << report->calls_forwarded
             << " calls forwarded, " << report->calls_blocked << " blocked, "
             << report->calls_uncertain << " uncertain, " << report->malformed
-            << " malformed messages" << std::endl;
+            << " malformed messages, " << report->elicitations << " confirmations asked ("
+            << report->elicitations_accepted << " yes)" << std::endl;
   return WriteRunAudit(
       o, shared, report->end == mcp::ProxyReport::End::kClientClosed ? kExitOk : kExitCheckFailed);
 }
@@ -275,10 +276,11 @@ int RunListener(const McpProxyOptions& o, Shared& shared) {
   listener.Stop();
   serving.join();
   if (!report) return ReportError("mcp-proxy", report.error());
-  std::cerr << "taskledger mcp-proxy: stopped; " << report->sessions_opened << " sessions, "
-            << report->calls_forwarded << " calls forwarded, " << report->calls_blocked
-            << " blocked, " << report->calls_uncertain << " uncertain, " << report->refused
-            << " requests refused" << std::endl;
+  std::cerr << "taskledger mcp-proxy: stopped; " << report->sessions_opened << " sessions ("
+            << report->sessions_expired << " expired when idle), " << report->calls_forwarded
+            << " calls forwarded, " << report->calls_blocked << " blocked, "
+            << report->calls_uncertain << " uncertain, " << report->refused << " requests refused"
+            << std::endl;
   return WriteRunAudit(o, shared, kExitOk);
 }
 

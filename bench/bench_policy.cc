@@ -20,6 +20,8 @@
 // by diffing.
 //
 // Retail: the rules/retail pack on 2,000 and 100-entry ledgers (policy_retail.h).
+// Provenance: sources of 3 arguments and untrusted URLs of a 2 KB body against
+// an index of 50 outputs of 4 KB (policy_provenance.h).
 //
 // Usage: bench_policy [--iterations N] [--no-peers] [--retail [--pack DIR]]
 // --retail runs the retail section only (for profiling it: the rest of the
@@ -28,7 +30,8 @@
 // The last stdout line is JSON: {"check_p50_us", "check_p99_us",
 // "check_new_view_p50_us", "records_find_p50_us", "records_find_new_view_p50_us",
 // "records_scan_p50_us", "retail_check_p50_us", "retail_check_p99_us",
-// "retail_small_check_p50_us", "retail_growth_p50", "cedar_wasm_p50_us", ...}.
+// "retail_small_check_p50_us", "retail_growth_p50", "provenance_check_p50_us",
+// "provenance_check_p99_us", "cedar_wasm_p50_us", ...}.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -42,6 +45,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "policy_provenance.h"
 #include "policy_retail.h"
 
 #include "taskledger/pack/rule_pack.h"
@@ -364,6 +368,10 @@ int main(int argc, char** argv) {
       {"records_find_new_view_p50_us", MeasureRecords(kFindRule, iterations, true)},
       {"records_scan_p50_us", MeasureRecords(kScanRule, iterations, false)},
   };
+  if (nlohmann::json prov = bench_provenance::ProvenanceNumbers(iterations, Percentile);
+      prov.is_object()) {
+    out.update(prov);
+  }
   if (nlohmann::json retail = bench_retail::RetailNumbers(iterations, Percentile);
       retail.is_object()) {
     out.update(retail);

@@ -1,12 +1,14 @@
 // `taskledger audit`: read back what happened in conversations of a durable
 // store (or of the memory store within one process: `replay --audit-html`).
 //   audit list                        conversations of the tenant
-//   audit show CONV [--version N]     the state at version N, with provenance
+//   audit show CONV [--version N] [--rules PACK]   the state at version N, with
+//                                     provenance; with --rules, what the pack's
+//                                     pack.json "render" kept out of the prompt
 //   audit diff CONV FROM TO           what changed between two versions
 //   audit decisions CONV              the decision log (rules, outcomes, version seen)
 //   audit calls CONV                  each tool call with the version it was decided on
 //   audit explain CONV CALL_ID [--rules PACK]   the decision's evidence chain
-//   audit --html FILE [--conversation C]...   the self-contained audit page
+//   audit --html FILE [--conversation C]... [--rules PACK]   the self-contained audit page
 // Exit 0 ok, 2 bad usage, unknown conversation or version, store error.
 #include <iostream>
 #include <map>
@@ -17,6 +19,7 @@
 #include "audit_explain.h"
 #include "audit_history.h"
 #include "audit_html.h"
+#include "audit_visibility.h"
 #include "cli_common.h"
 #include "taskledger/ledger/codec.h"
 #include "taskledger/render/state_block.h"
@@ -54,7 +57,9 @@ int RunHtml(const AuditOptions& o, Store& store) {
   } else {
     for (const std::string& c : o.conversations) ids.push_back({o.common.tenant, c});
   }
-  Status s = WriteAuditHtml(store, ids, o.html);
+  auto vis = LoadRenderVisibility(o.rules);
+  if (!vis) return ReportError("audit --rules", vis.error());
+  Status s = WriteAuditHtml(store, ids, o.html, *vis ? &**vis : nullptr);
   if (!s.ok()) return ReportError("cannot write the audit page", s);
   if (o.common.json)
     PrintJson({{"html", o.html}, {"conversations", ids.size()}});
@@ -86,6 +91,8 @@ std::optional<StateBlockFormat> ParseFormat(const std::string& f) {
 }
 
 int RunShow(const AuditOptions& o, Store& store) {
+  auto vis = LoadRenderVisibility(o.rules);
+  if (!vis) return ReportError("audit show --rules", vis.error());
   auto h = LoadAuditHistory(store, {o.common.tenant, o.conversation});
   if (!h) return ReportError("cannot read " + o.conversation, h.error());
   const uint64_t head = h->states.size() - 1;
@@ -97,8 +104,13 @@ int RunShow(const AuditOptions& o, Store& store) {
   }
   const LedgerState& state = h->states[v];
   const int64_t at = v == 0 ? 0 : h->turns[v - 1].record.committed_at_ms;
+  std::optional<PromptMarks> marks;
+  if (*vis) marks = MarkPrompt(state, at, **vis);
   if (o.common.json) {
-    PrintJson({{"conversation", o.conversation}, {"version", v}, {"state", EncodeState(state)}});
+    nlohmann::json out = {
+        {"conversation", o.conversation}, {"version", v}, {"state", EncodeState(state)}};
+    if (marks) out["prompt"] = PromptMarksJson(*marks);
+    PrintJson(out);
     return kExitOk;
   }
   StateBlockOptions options;
@@ -108,6 +120,7 @@ int RunShow(const AuditOptions& o, Store& store) {
   if (!block) return ReportError("cannot render", block.error());
   std::cout << o.conversation << " at version " << v << " of " << head << "\n"
             << block->text << "\n";
+  if (marks) std::cout << PromptMarksText(*marks);
   return kExitOk;
 }
 
@@ -230,6 +243,9 @@ void AddAuditVerb(CLI::App& app, int& exit_code) {
   verb->add_option("--html", o->html, "Write a self-contained audit page to this file");
   verb->add_option("--conversation", o->conversations,
                    "Conversations for --html (default: all of the tenant)");
+  verb->add_option("--rules", o->rules,
+                   "Rule pack folder for --html: mark what its pack.json \"render\" kept out "
+                   "of the prompt");
 
   auto run = [o, &exit_code](int (*fn)(const AuditOptions&, Store&)) {
     NoteIfEphemeralStore(o->common);
@@ -255,6 +271,9 @@ void AddAuditVerb(CLI::App& app, int& exit_code) {
   show->add_option("--version", o->version, "Version (default: the head)");
   show->add_option("--format", o->format, "plain, markdown, xml or json")
       ->check(CLI::IsMember({"plain", "markdown", "xml", "json"}));
+  show->add_option("--rules", o->rules,
+                   "Rule pack folder: also list what its pack.json \"render\" kept out of the "
+                   "prompt (internal entries, redacted ones)");
   show->callback([run] { run(RunShow); });
 
   CLI::App* diff = verb->add_subcommand("diff", "Diff two versions of a conversation");

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "audit_history.h"
+#include "audit_visibility.h"
 #include "taskledger/ledger/codec.h"
 #include "taskledger/render/state_block.h"
 
@@ -335,7 +336,7 @@ std::string HtmlEscape(std::string_view text) {
 }
 
 Status WriteAuditHtml(Store& store, const std::vector<ConversationId>& conversations,
-                      const std::string& path) {
+                      const std::string& path, const RenderVisibility* visibility) {
   // The index (counts per conversation, the per-rule table) comes first on
   // the page but is known only once every conversation was read: the
   // sections go to a temporary file next to the page, then both are joined.
@@ -368,7 +369,12 @@ Status WriteAuditHtml(Store& store, const std::vector<ConversationId>& conversat
     auto block = RenderStateBlock(last, at, options);
     body << "<details class=\"state\"><summary>State at version " << last.version
          << "</summary><pre>" << HtmlEscape(block ? block->text : block.error().ToString())
-         << "</pre></details></section>\n";
+         << "</pre>";
+    if (visibility != nullptr) {
+      body << "<pre class=\"prompt-marks\">"
+           << HtmlEscape(PromptMarksText(MarkPrompt(last, at, *visibility))) << "</pre>";
+    }
+    body << "</details></section>\n";
   }
   body.close();
   Status written = [&]() -> Status {

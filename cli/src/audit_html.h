@@ -28,12 +28,15 @@
 
 #include "taskledger/base/status.h"
 #include "taskledger/ledger/store.h"
+#include "taskledger/render/visibility.h"
 
 namespace taskledger::cli {
 
-// Writes the page for `conversations` (in that order) to `path`.
+// Writes the page for `conversations` (in that order) to `path`. With
+// `visibility` (a pack's pack.json "render"), each conversation's final state
+// also lists what it kept out of the prompt (<pre class="prompt-marks">).
 Status WriteAuditHtml(Store& store, const std::vector<ConversationId>& conversations,
-                      const std::string& path);
+                      const std::string& path, const RenderVisibility* visibility = nullptr);
 
 // Escapes text for HTML element content and attribute values.
 std::string HtmlEscape(std::string_view text);

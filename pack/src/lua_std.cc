@@ -301,6 +301,10 @@ function std.after(a, b) return std.time(a) > std.time(b) end
 function std.escape(id) return hooks.escape(tostring(id)) end
 function std.unescape(seg) return hooks.unescape(seg) end
 std.key = hooks.key
+-- Text, natively (see docs/rule-api.md, "Provenance"): outside the pattern budget.
+std.tokens = hooks.tokens
+std.contains_word = hooks.contains_word
+std.normalize = hooks.normalize
 return std
 )lua";
 
@@ -380,6 +384,7 @@ void InstallStd(Sandbox& box, lua_State* L) {
   lua_setfield(L, -2, "now");
   lua_pushcfunction(L, Key);
   lua_setfield(L, -2, "key");
+  AddStdTextHooks(L);
   lua_pushvalue(L, -1);
   lua_setfield(L, LUA_REGISTRYINDEX, kStdHooks);
   const int hooks = lua_gettop(L);

@@ -181,8 +181,16 @@ Result<std::shared_ptr<const RulePack>> RulePack::Build(std::vector<PackFile> fi
     if (!ro) return ro.error();
     auto wr = ReadToolList(m["tools"], "writes");
     if (!wr) return wr.error();
+    auto eg = ReadToolList(m["tools"], "egress");
+    if (!eg) return eg.error();
     pack->read_only_ = std::move(ro.value());
     pack->writes_ = std::move(wr.value());
+    pack->egress_ = std::move(eg.value());
+  }
+  if (m.contains("trust")) {
+    auto trust = provenance::TrustPolicy::FromJson(m["trust"]);
+    if (!trust) return Status::InvalidArgument("pack.json: " + trust.error().message());
+    pack->trust_ = std::move(trust).value();
   }
   if (m.contains("unknown_tools")) {
     const nlohmann::json& u = m["unknown_tools"];
@@ -215,10 +223,18 @@ ToolClass RulePack::Classify(std::string_view tool) const {
   for (const std::string& g : writes_) {
     if (GlobMatch(g, tool)) return ToolClass::kWrites;
   }
+  if (IsEgress(tool)) return ToolClass::kWrites;
   for (const std::string& g : read_only_) {
     if (GlobMatch(g, tool)) return ToolClass::kReadOnly;
   }
   return ToolClass::kUnknown;
+}
+
+bool RulePack::IsEgress(std::string_view tool) const {
+  for (const std::string& g : egress_) {
+    if (GlobMatch(g, tool)) return true;
+  }
+  return false;
 }
 
 bool RulePack::HasExtractors(std::string_view tool) const {

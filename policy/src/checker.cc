@@ -113,6 +113,7 @@ struct PolicyChecker::Impl {
     std::vector<size_t> rules;
   };
   std::unordered_map<std::string, ToolPlan> plans;
+  const provenance::ProvenanceIndex* provenance = nullptr;
 
   const ToolPlan& PlanFor(const std::string& tool) {
     auto it = plans.find(tool);
@@ -169,6 +170,7 @@ void PolicyChecker::Impl::Decide(PolicyDecision& d, const ProposedCall& call,
   checked_state = &state;
   checked_version = state.version;
   checked_now_ms = now_ms;
+  runtime->provenance.Bind(provenance, &call);
   d.rules.reserve(applicable.size());
   // One protected call runs every rule: the first error ends the check anyway,
   // and `current` says whose it was.
@@ -221,6 +223,15 @@ void PolicyChecker::Impl::Decide(PolicyDecision& d, const ProposedCall& call,
   });
   runtime->view.Unbind();
   sb.DisarmBudget();
+  // Evidence is resolved only for a decision that keeps it (not an allow).
+  const bool keeps = !st.ok() || std::any_of(d.rules.begin(), d.rules.end(), [](const auto& ev) {
+    return ev.outcome != Outcome::kAllow;
+  });
+  if (keeps) {
+    nlohmann::json evidence = runtime->provenance.TakeEvidence();
+    if (!evidence.empty()) d.provenance = std::move(evidence);
+  }
+  runtime->provenance.Unbind();
   if (!st.ok()) {
     sb.Recover();
     d.outcome = Outcome::kDeny;
@@ -251,10 +262,14 @@ void PolicyChecker::Impl::Decide(PolicyDecision& d, const ProposedCall& call,
     if (decider == nullptr || ev.outcome > decider->outcome) decider = &ev;
     if (ev.outcome == Outcome::kDeny) break;
   }
-  if (decider == nullptr) return;
+  if (decider == nullptr) {
+    d.provenance = nullptr;
+    return;
+  }
   d.outcome = decider->outcome;
   d.rule_id = decider->rule_id;
   d.reason = decider->reason;
+  if (d.outcome == Outcome::kAllow) d.provenance = nullptr;
 }
 
 PolicyChecker::PolicyChecker(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -341,6 +356,10 @@ PolicyDecision PolicyChecker::Check(const ProposedCall& call, const LedgerState&
                      std::chrono::steady_clock::now() - start)
                      .count();
   return d;
+}
+
+void PolicyChecker::SetProvenance(const provenance::ProvenanceIndex* index) {
+  impl_->provenance = index;
 }
 
 bool PolicyChecker::HasExtractors(std::string_view tool) const {

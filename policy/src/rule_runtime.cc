@@ -15,6 +15,9 @@ Result<std::unique_ptr<RuleRuntime>> LoadRuleRuntime(const RulePack& pack,
         raw->view.Install(L);
         raw->call_view.Install(L);
         raw->view.SetMemoCall(raw->call_view.ref());
+        lua_rawgeti(L, LUA_REGISTRYINDEX, raw->call_view.call_data_ref());
+        raw->provenance.Install(L, -1);
+        lua_pop(L, 1);
         raw->log.Install(L);
       },
       pack.lib_files());

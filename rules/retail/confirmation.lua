@@ -21,24 +21,17 @@ local templates = {
 }
 
 local function describe(call)
-  local template = templates[call.tool] or call.tool
-  return (string.gsub(template, "{([%w_]+)}", function(name)
+  return (string.gsub(templates[call.tool] or call.tool, "{([%w_]+)}", function(name)
     return tostring(call.args[name])
   end))
 end
 
-rule {
-  id = "retail.explicit_confirmation",
-  tools = {"*"},
-  priority = 10,
-  description = "Before a write, list the action details and get the user's explicit yes; "
-             .. "one yes confirms one action.",
-  check = function(call, ledger)
-    if ledger.confirmed(call) then
-      return allow()
+require("shared").rule("retail.explicit_confirmation", {"*"}, 10,
+  "Before a write, get the user's explicit yes to its listed details; one yes, one action.",
+  function(call, ledger)
+    if not ledger.confirmed(call) then
+      return "the user has not explicitly confirmed this action: tell them exactly what will "
+        .. "happen (" .. describe(call) .. "), ask them to confirm with yes, and make the call "
+        .. "only after they do"
     end
-    return deny("the user has not explicitly confirmed this action: tell them exactly what " ..
-                "will happen (" .. describe(call) .. "), ask them to confirm with yes, and " ..
-                "make the call only after they do")
-  end,
-}
+  end)

@@ -9,90 +9,58 @@
 -- no product looked up) is made up and denied here too. Pure function of call
 -- and ledger.
 
-local shared = require("shared")
-local facts, string_list = shared.facts, shared.string_list
+local rule_of, string_list = require("shared").rule, require("shared").string_list
+local none, list_arguments = {}, {"item_ids", "new_item_ids"}
 
 -- The arguments each retail write needs before anything can be checked.
 local required_arguments = {
-  cancel_pending_order = {"order_id", "reason"},
+  cancel_pending_order = {"order_id", "reason"}, modify_user_address = {"user_id"},
   modify_pending_order_address = {"order_id"},
   modify_pending_order_payment = {"order_id", "payment_method_id"},
   modify_pending_order_items = {"order_id", "item_ids", "new_item_ids", "payment_method_id"},
   return_delivered_order_items = {"order_id", "item_ids", "payment_method_id"},
   exchange_delivered_order_items = {"order_id", "item_ids", "new_item_ids", "payment_method_id"},
-  modify_user_address = {"user_id"},
 }
 
--- Arguments that are lists of item ids; an empty table (not allocated per check).
-local list_arguments, none = {"item_ids", "new_item_ids"}, {}
-
--- True if the fact at `key` is live and verified (a tool showed it).
-local function known(ledger, key)
-  return ledger.fact(key) ~= nil and ledger.verified("fact", key)
-end
-
--- What is missing for the order and its items, or nil.
-local function missing_order_facts(call, ledger)
-  if call.args.order_id == nil then
-    return nil
-  end
-  local f = facts(ledger)
-  local order_id = f.order
-  if not f.status_known or not f.owner_known then
-    return "look up order " .. order_id .. " with get_order_details (its status, owner, " ..
-           "items and payment) before changing it"
-  end
-  if call.args.item_ids == nil then
-    return nil
-  end
-  local new = string_list(call.args.new_item_ids) or none
-  for i, item in ipairs(string_list(call.args.item_ids) or none) do
-    if not known(ledger, std.key("order", order_id, "item", item, "price")) then
-      return "item " .. item .. " is not an item of order " .. order_id .. ": use the item " ..
-             "ids get_order_details lists for the order"
-    end
+-- What is missing for the items of order `order_id`, or nil: each old item must be
+-- one of the order's, each new one a variant get_product_details showed.
+local function missing_items(ledger, order_id, args)
+  if order_id == nil or args.item_ids == nil then return nil end
+  local old, new = string_list(args.item_ids) or none, string_list(args.new_item_ids) or none
+  for i, item in ipairs(old) do
     local variant = new[i]
-    local facts = variant ~= nil and std.key("item", variant) or nil
-    if facts ~= nil and not (known(ledger, facts .. ".product_id") and
-                             known(ledger, facts .. ".available") and
-                             known(ledger, facts .. ".price")) then
-      return "item " .. variant .. " was not shown by get_product_details: look up product " ..
-             tostring(ledger.fact(std.key("item", item, "product_id"))) .. " (the product " ..
-             "of item " .. item .. ") and pick one of its variants"
+    if not ledger.verified("fact", std.key("order", order_id, "item", item, "price")) then
+      return "item " .. item .. " is not an item of order " .. order_id .. ": use the item ids "
+        .. "get_order_details lists for the order"
+    elseif variant ~= nil and not (ledger.verified("fact", std.key("item", variant, "product_id"))
+        and ledger.verified("fact", std.key("item", variant, "available"))
+        and ledger.verified("fact", std.key("item", variant, "price"))) then
+      return "item " .. variant .. " was not shown by get_product_details: look up product "
+        .. tostring(ledger.fact(std.key("item", item, "product_id"))) .. " (the product of item "
+        .. item .. ") and pick one of its variants"
     end
   end
-  return nil
 end
 
-rule {
-  id = "retail.facts_from_tools",
-  tools = {"*"},
-  priority = 20,
-  description = "Before a write, look up with the tools every fact the policy checks for it: "
-             .. "the order, the products of new items, the user's payment methods.",
-  check = function(call, ledger)
-    local args, required = call.args, required_arguments[call.tool] or none
-    for i = 1, #required do
-      if args[required[i]] == nil then
-        return deny(call.tool .. " needs the argument " .. required[i])
+rule_of("retail.facts_from_tools", {"*"}, 20,
+  "Before a write, look up every fact it is checked on: order, new items, payment methods.",
+  function(call, ledger, f)
+    local args = call.args
+    for _, name in ipairs(required_arguments[call.tool] or none) do
+      if args[name] == nil then return call.tool .. " needs the argument " .. name end
+    end
+    for _, name in ipairs(list_arguments) do
+      if args[name] ~= nil and #(string_list(args[name]) or none) == 0 then
+        return name .. " must be a non-empty list of item ids"
       end
     end
-    for i = 1, #list_arguments do
-      local list = args[list_arguments[i]]
-      if list ~= nil and #(string_list(list) or {}) == 0 then
-        return deny(list_arguments[i] .. " must be a non-empty list of item ids")
-      end
+    if f.order ~= nil and not (f.status_known and f.owner_known) then
+      return "look up order " .. f.order .. " with get_order_details (its status, owner, items "
+        .. "and payment) before changing it"
     end
-    local missing = missing_order_facts(call, ledger)
-    if missing ~= nil then
-      return deny(missing)
+    if args.payment_method_id ~= nil and f.user ~= nil and not f.source_known then
+      return missing_items(ledger, f.order, args) or "look up the payment methods of " .. f.user
+        .. " with get_user_details and use one of them"
     end
-    local f = facts(ledger)
-    local user = call.args.payment_method_id ~= nil and f.user or nil
-    if user ~= nil and not f.source_known then
-      return deny("look up the payment methods of " .. user .. " with get_user_details and " ..
-                  "use one of them")
-    end
-    return allow()
-  end,
-}
+    return missing_items(ledger, f.order, args)
+  end)

@@ -8,87 +8,55 @@
 -- left to retail.facts_from_tools (see identity.lua). Pure functions of call
 -- and ledger.
 
-local facts = require("shared").facts
+local rule_of = require("shared").rule
 
 -- What can be done instead with an order in `status`, for the deny reason.
-local alternatives = {
-  ["pending"] = "; a pending order can be cancelled or modified instead",
-  ["delivered"] = "; a delivered order can be returned or exchanged instead",
-}
+local alternatives = {pending = "; a pending order can be cancelled or modified instead",
+                      delivered = "; a delivered order can be returned or exchanged instead"}
 
--- True once the order's items were modified: its status says so, or this
--- conversation already ran modify_pending_order_items on it.
-local function items_modified(ledger, order_id)
-  if order_id == nil or ledger.calls("modify_pending_order_items", "order_id", order_id) > 0 then
-    return order_id ~= nil
-  end
-  local status = facts(ledger).status
-  return status ~= "pending" and string.find(tostring(status), "pending (", 1, true) == 1
-end
-
--- A rule allowing the tools in `tools` only on an order whose status is `wanted`.
+-- A rule allowing `tools` only on an order whose status is `wanted`.
 local function status_rule(id, tools, wanted, participle, description)
-  rule {
-    id = id,
-    tools = tools,
-    priority = 70,
-    description = description,
-    check = function(call, ledger)
-      local order_id = call.args.order_id
-      local status = facts(ledger).status
-      -- A status nobody looked up yet is left to retail.facts_from_tools.
-      if status ~= nil and status ~= wanted then
-        return deny("order " .. tostring(order_id) .. " is '" .. tostring(status) ..
-                    "' and only " .. wanted .. " orders can be " .. participle ..
-                    ": tell the user this order cannot be " .. participle ..
-                    (alternatives[status] or ""))
-      end
-      return allow()
-    end,
-  }
+  rule_of(id, tools, 70, description, function(call, _, f)
+    -- A status nobody looked up yet (nil) is left to retail.facts_from_tools.
+    if f.status ~= nil and f.status ~= wanted then
+      return "order " .. tostring(call.args.order_id) .. " is '" .. tostring(f.status) .. "' and "
+        .. "only " .. wanted .. " orders can be " .. participle .. ": tell the user this order "
+        .. "cannot be " .. participle .. (alternatives[f.status] or "")
+    end
+  end)
 end
 
-status_rule("retail.cancel_requires_pending", {"cancel_pending_order"}, "pending",
-            "cancelled", "Only a pending order can be cancelled; check its status first.")
-status_rule("retail.modify_requires_pending", {"modify_pending_order_*"}, "pending",
-            "modified",
-            "Only a pending order can be modified (address, payment, items); check its status first.")
+status_rule("retail.cancel_requires_pending", {"cancel_pending_order"}, "pending", "cancelled",
+            "Only a pending order can be cancelled.")
+status_rule("retail.modify_requires_pending", {"modify_pending_order_*"}, "pending", "modified",
+            "Only a pending order's address, payment or items can be modified.")
 status_rule("retail.return_requires_delivered", {"return_delivered_order_items"}, "delivered",
-            "returned", "Only a delivered order can be returned; check its status first.")
+            "returned", "Only a delivered order can be returned.")
 status_rule("retail.exchange_requires_delivered", {"exchange_delivered_order_items"},
-            "delivered", "exchanged",
-            "Only a delivered order can be exchanged; check its status first.")
+            "delivered", "exchanged", "Only a delivered order can be exchanged.")
 
-rule {
-  id = "retail.no_change_after_item_modification",
-  tools = {"cancel_pending_order", "modify_pending_order_*"},
-  priority = 80,
-  description = "Items of a pending order can be modified once; after that the order can be "
-             .. "neither modified nor cancelled.",
-  check = function(call, ledger)
-    local order_id = call.args.order_id
-    if items_modified(ledger, order_id) then
-      return deny("the items of order " .. tostring(order_id) .. " were already modified, " ..
-                  "which can be done only once: the order can no longer be modified or " ..
-                  "cancelled; tell the user so")
+-- The items of an order were modified once its status says so ('pending (item
+-- modified)'), or once this conversation ran modify_pending_order_items on it.
+rule_of("retail.no_change_after_item_modification",
+  {"cancel_pending_order", "modify_pending_order_*"}, 80,
+  "Items can be modified once; then the order can be neither modified nor cancelled.",
+  function(call, ledger, f)
+    local order_id, status = call.args.order_id, tostring(f.status)
+    if order_id ~= nil and (string.find(status, "pending (", 1, true) == 1 or
+        ledger.calls("modify_pending_order_items", "order_id", order_id) > 0) then
+      return "the items of order " .. tostring(order_id) .. " were already modified, which can "
+        .. "be done only once: the order can no longer be modified or cancelled; tell the user so"
     end
-    return allow()
-  end,
-}
+  end)
 
 local valid_reasons = {["no longer needed"] = true, ["ordered by mistake"] = true}
 
-rule {
-  id = "retail.cancel_reason_valid",
-  tools = {"cancel_pending_order"},
-  priority = 60,
-  description = "A cancellation reason is either 'no longer needed' or 'ordered by mistake'.",
-  check = function(call, ledger)
+rule_of("retail.cancel_reason_valid", {"cancel_pending_order"}, 60,
+  "A cancellation reason is either 'no longer needed' or 'ordered by mistake'.",
+  function(call)
     if not valid_reasons[call.args.reason] then
-      return deny("'" .. tostring(call.args.reason) .. "' is not a cancellation reason: ask " ..
-                  "the user whether the order is 'no longer needed' or was 'ordered by " ..
-                  "mistake', and pass exactly that reason")
+      return "'" .. tostring(call.args.reason) .. "' is not a cancellation reason: ask the user "
+        .. "whether the order is 'no longer needed' or was 'ordered by mistake', and pass exactly "
+        .. "that reason"
     end
-    return allow()
-  end,
-}
+  end)

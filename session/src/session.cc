@@ -94,12 +94,22 @@ Session::Session(Store& store, std::unique_ptr<Ledger> ledger, std::shared_ptr<c
       extractor_(std::move(extractor)),
       clock_(&clock),
       commit_before_write_(options.commit_before_write),
-      store_down_reads_(options.store_down_reads) {
+      store_down_reads_(options.store_down_reads),
+      provenance_(pack_->trust()) {
   // A checker borrowed by many sessions, some on the same conversation (a
   // service opening one per request), must never take one session's
   // generation N for another's: each session gets a view epoch of its own.
   static std::atomic<uint64_t> next_epoch{1};
   view_epoch_ = next_epoch.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Session::NoteProvenance(const Status& indexed, std::string_view what) {
+  if (indexed.ok()) return;
+  // The index now refuses every lookup, so rules asking provenance deny:
+  // the error says why.
+  ledger_->StageError({{"source", "provenance"},
+                       {"code", "provenance_limit"},
+                       {"message", std::string(what) + ": " + indexed.message()}});
 }
 
 Session::~Session() = default;
@@ -110,6 +120,8 @@ Status Session::RecordUserMessage(std::string_view text) {
   nlohmann::json action = nullptr;
   if (proposed_) action = {{"tool", proposed_->tool}, {"arguments", proposed_->arguments}};
   proposed_.reset();
+  NoteProvenance(provenance_.AddUserMessage(static_cast<int64_t>(ledger_->turn()), text),
+                 "user message");
   return StageExtraction(*ledger_, extractor_->ExtractUserMessage(text, action));
 }
 
@@ -120,7 +132,9 @@ CallResult Session::Check(const ProposedCall& call) {
   ViewKey key{ledger_->id().tenant + "\x1f" + ledger_->id().conversation + "\x1f" +
                   std::to_string(view_epoch_),
               ledger_->generation()};
+  checker_->SetProvenance(&provenance_);  // the checker may be shared: bound per check
   result.decision = checker_->Check(call, ledger_->working(), key, clock_->NowMs());
+  checker_->SetProvenance(nullptr);
   // The evidence of each rule, for the decision record; right after the check
   // on its state, this cannot fail.
   (void)checker_->ResolveReads(result.decision, ledger_->working());
@@ -229,7 +243,9 @@ CallResult Session::HandleToolCall(const ProposedCall& call, const ToolExecutor&
 CallResult Session::HandleToolCall(const ProposedCall& call, const ContextToolExecutor& execute) {
   CallResult result = Check(call);
   const bool writes = !result.decision.read_only;
-  if (writes && commands_ &&
+  // An egress tool is gated like a write but is not a command: it changes
+  // nothing to reconcile, it only sends data out.
+  if (writes && commands_ && !pack_->IsEgress(call.tool) &&
       (result.decision.allowed() || result.decision.outcome == Outcome::kRequireApproval)) {
     HandleCommand(call, execute, result);
     return result;
@@ -284,6 +300,9 @@ Status Session::RecordToolOutput(const ProposedCall& call, const ToolOutput& out
 Status Session::RecordOutput(const ProposedCall& call, const ToolOutput& output, bool writes) {
   Status staged =
       StageExtraction(*ledger_, extractor_->ExtractParsedToolOutput(call, output.output));
+  NoteProvenance(provenance_.AddToolOutput(static_cast<int64_t>(ledger_->turn()), call.tool,
+                                           call.id, output.output),
+                 call.tool + "(" + call.id + ")");
   ledger_->StageCall(CallRecord{ledger_->turn(), call.id, call.tool, call.arguments, writes,
                                 output.error ? "error" : "ok"});
   if (writes) ConsumeConfirmation(call);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs docs/tutorial.md as written: a fenced block preceded by
+"""Runs docs/tutorial-new-domain.md as written: a fenced block preceded by
 `<!-- file: PATH -->` is written to PATH (relative to a fresh directory), and
 in a ```console block every `$ ` line is a command (`taskledger` is the built
 binary) whose combined output must contain each line that follows it, up to

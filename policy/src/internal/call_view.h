@@ -24,6 +24,8 @@ class CallView {
   void Push(lua_State* L, const ProposedCall& call);
   // Registry reference of the persistent `call` proxy (after Install).
   int ref() const { return call_ref_; }
+  // The registry reference of the table behind `call` (after Install).
+  int call_data_ref() const { return call_data_ref_; }
 
  private:
   void PushArguments(lua_State* L, const nlohmann::json& arguments);

@@ -8,6 +8,7 @@
 
 #include "internal/call_view.h"
 #include "internal/ledger_view.h"
+#include "internal/provenance_view.h"
 #include "internal/rule_log.h"
 #include "taskledger/pack/limits.h"
 #include "taskledger/pack/lua/compiled_pack.h"
@@ -19,6 +20,7 @@ struct RuleRuntime {
   std::unique_ptr<lua::CompiledPack> compiled;
   LedgerView view;
   CallView call_view;
+  ProvenanceView provenance;
   RuleLog log;
 };
 

@@ -1,84 +1,65 @@
--- Helpers the retail rules share: a pack library (docs/rule-api.md, "Pack
--- libraries: require"), loaded by the files that use it with
--- `local shared = require("shared")` rather than leaked to them as globals.
+-- The retail pack's library (docs/rule-api.md, "Pack libraries: require"):
+-- what the rules judge about a call, looked up once per check, and the way
+-- every retail rule is declared. Loaded with `local shared = require("shared")`.
 -- Pure functions.
 
 local M = {}
 
--- The user ids authenticated in this conversation (the verified identifiers
--- user.authenticated.<id>), sorted.
-function M.users(ledger)
-  local users = {}
-  for _, key in ipairs(ledger.keys("identifier", "user.authenticated.")) do
-    if ledger.verified("identifier", key) then
-      users[#users + 1] = tostring(ledger.identifier(key))
-    end
-  end
-  table.sort(users)
-  return users
-end
-
 -- What the retail rules judge about a call, looked up once per check however
--- many rules read it (ledger.memo; a flat read-only table):
---   users          how many users are authenticated (M.users lists them)
---   user           the user this conversation serves: its one authenticated
---                  user, or nil when none or several were authenticated
---                  (retail.auth_before_action and retail.single_user deny those)
---   order          the order_id argument as text (nil without one), and from
---                  its record: status, owner (user_id), original (the original
---                  payment method), each with <name>_known when a tool showed it
+-- many rules read it (ledger.memo; a flat read-only table). "Known" means a
+-- tool output showed it (ledger.verified: live and verified).
+--   users          how many users are authenticated (verified identifiers
+--                  user.authenticated.<id>); names: their ids, ", "-separated
+--   user           the one authenticated user this conversation serves, or nil
+--                  when none or several were authenticated (retail.auth_before_action
+--                  and retail.single_user deny those)
+--   order          the order_id argument as text (nil without one), and from the
+--                  order's facts: status, owner (user_id), original (the original
+--                  payment method), status_known, owner_known
 --   method         tostring(payment_method_id) ("nil" without one), and for the
---                  conversation's user: source (nil if not one of their
---                  methods), source_known, balance (gift cards)
+--                  conversation's user: source (nil if not one of their methods),
+--                  source_known, balance (gift cards)
 local function call_facts(ledger, call)
   local args, keys = call.args, ledger.keys("identifier", "user.authenticated.")
-  local f = {users = 0, user = false, order = false, status = false, status_known = false,
-             owner = false, owner_known = false, original = false, method = false,
-             source = false, source_known = false, balance = false}
+  local users, names = 0, nil
   for i = 1, #keys do
     if ledger.verified("identifier", keys[i]) then
-      f.users = f.users + 1
+      local id = tostring(ledger.identifier(keys[i]))
+      users, names = users + 1, names and names .. ", " .. id or id
     end
   end
-  f.user = #keys == 1 and f.users == 1 and tostring(ledger.identifier(keys[1])) or nil
-  f.method = tostring(args.payment_method_id)
-  if args.order_id ~= nil then
-    f.order = tostring(args.order_id)
-    local order = std.key("order", f.order)
-    f.status, f.owner = ledger.fact(order .. ".status"), ledger.fact(order .. ".user_id")
-    f.status_known = f.status ~= nil and ledger.verified("fact", order .. ".status")
-    f.owner_known = f.owner ~= nil and ledger.verified("fact", order .. ".user_id")
-    f.original = ledger.fact(order .. ".original_payment_method")
-  else
-    f.order, f.status, f.owner, f.original = nil, nil, nil, nil
-  end
-  if f.user ~= nil then
-    local method = std.key("user", f.user, "payment", f.method)
-    f.source = ledger.fact(method .. ".source")
-    f.source_known = f.source ~= nil and ledger.verified("fact", method .. ".source")
-    f.balance = f.source == "gift_card" and ledger.fact(method .. ".balance") or nil
-  else
-    f.source, f.balance = nil, nil
-  end
-  return f
+  local user, method = users == 1 and names or nil, tostring(args.payment_method_id)
+  local order_id = args.order_id ~= nil and tostring(args.order_id) or nil
+  local order = order_id and std.key("order", order_id)
+  local pm = user and std.key("user", user, "payment", method)
+  local source = pm and ledger.fact(pm .. ".source")
+  -- One constructor: the table is allocated once, at its full size.
+  return {users = users, names = names, user = user, method = method, order = order_id,
+          status = order and ledger.fact(order .. ".status"),
+          owner = order and ledger.fact(order .. ".user_id"),
+          status_known = order and ledger.verified("fact", order .. ".status"),
+          owner_known = order and ledger.verified("fact", order .. ".user_id"),
+          original = order and ledger.fact(order .. ".original_payment_method"),
+          source = source, source_known = pm and ledger.verified("fact", pm .. ".source"),
+          balance = source == "gift_card" and ledger.fact(pm .. ".balance") or nil}
 end
 
-function M.facts(ledger)
-  return ledger.memo(call_facts)
+-- Declares a retail rule. `why(call, ledger, facts)` returns the reason the call
+-- is denied, or nil to allow it; `facts` is call_facts(ledger, call), computed once
+-- per check (ledger.memo, docs/rule-api.md "Values computed once per check").
+function M.rule(id, tools, priority, description, why)
+  rule {id = id, tools = tools, priority = priority, description = description,
+        check = function(call, ledger)
+          local reason = why(call, ledger, ledger.memo(call_facts))
+          return reason and deny(reason) or allow()
+        end}
 end
 
 -- The JSON array `value` (call arguments are read-only views: tables or
 -- userdata proxies) as a plain array of strings, or nil if it is not an array.
 function M.string_list(value)
   local kind = type(value)
-  if kind ~= "table" and kind ~= "userdata" then
-    return nil
-  end
-  local out = {}
-  for i = 1, #value do
-    out[i] = tostring(value[i])
-  end
-  return out
+  return (kind == "table" or kind == "userdata") and std.map(value, tostring) or nil
 end
 
 return M

@@ -25,6 +25,7 @@
 
 #include "taskledger/base/json_depth.h"
 #include "taskledger/base/status.h"
+#include "taskledger/provenance/trust.h"
 
 namespace taskledger {
 
@@ -105,8 +106,15 @@ class RulePack {
   const std::map<std::string, nlohmann::json>& tests() const { return tests_; }
 
   // Classification of `tool`. A name matching a "writes" entry is kWrites even
-  // if it also matches a "read_only" glob (the safe reading of an overlap).
+  // if it also matches a "read_only" glob (the safe reading of an overlap); so
+  // is a name matching an "egress" entry.
   ToolClass Classify(std::string_view tool) const;
+  // pack.json tools.egress: a tool that reads but sends data out (a URL it
+  // fetches carries data). Gated and logged like a write (Classify says
+  // kWrites), but never run as a command of the command ledger.
+  bool IsEgress(std::string_view tool) const;
+  // pack.json "trust" (provenance/trust.h); the default policy without one.
+  const provenance::TrustPolicy& trust() const { return trust_; }
   // pack.json "unknown_tools" == "allow" (default false: unknown tools are denied).
   bool allow_unknown_tools() const { return allow_unknown_; }
   // pack.json "denial_hint" (kDefaultDenialHint without one): the sentence a
@@ -134,6 +142,8 @@ class RulePack {
   std::map<std::string, nlohmann::json> tests_;
   std::vector<std::string> read_only_;
   std::vector<std::string> writes_;
+  std::vector<std::string> egress_;
+  provenance::TrustPolicy trust_;
   bool allow_unknown_ = false;
   std::string denial_hint_{kDefaultDenialHint};
   int max_json_depth_ = kDefaultMaxJsonDepth;

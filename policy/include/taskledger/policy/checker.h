@@ -28,6 +28,7 @@
 #include "taskledger/pack/lua_extractors.h"
 #include "taskledger/pack/rule_pack.h"
 #include "taskledger/policy/decision.h"
+#include "taskledger/provenance/index.h"
 
 namespace taskledger {
 
@@ -72,6 +73,10 @@ class PolicyChecker : public LuaExtractors {
   // Check (else FailedPrecondition and `d` is unchanged). A decision no rule
   // ran for has nothing to resolve (Ok).
   Status ResolveReads(PolicyDecision& d, const LedgerState& state);
+
+  // The provenance index rules ask through call.sources & co. (owned by the
+  // caller, who keeps it alive while checks run; null: those functions raise).
+  void SetProvenance(const provenance::ProvenanceIndex* index);
 
   // True if some extractor{} of the pack applies to `tool`.
   bool HasExtractors(std::string_view tool) const override;

@@ -68,6 +68,10 @@ struct PolicyDecision {
   int64_t latency_us = 0;  // wall time of the check
   // Which check of its PolicyChecker made it (PolicyChecker::ResolveReads); 0: none.
   uint64_t check_seq = 0;
+  // For a decision other than allow: the provenance lookups the rules made
+  // (call.sources & co., docs/rule-api.md "Provenance"): [{arg, value,
+  // sources}], the evidence of where each argument came from. Else null.
+  nlohmann::json provenance;
 
   bool allowed() const { return outcome == Outcome::kAllow; }
 };

@@ -115,6 +115,7 @@
 #include "taskledger/pack/rule_pack.h"
 #include "taskledger/policy/checker.h"
 #include "taskledger/policy/decision.h"
+#include "taskledger/provenance/index.h"
 
 namespace taskledger {
 
@@ -412,6 +413,10 @@ class Session {
   // session opened; null / nullopt without a command store.
   const RunId* run() const;
   const std::optional<RecoveryReport>& recovery() const { return recovery_; }
+  // Where values were seen in this session: every user message (per turn) and
+  // tool output recorded since it opened, under the pack's trust declarations.
+  // Rules ask it through call.sources & co. (docs/rule-api.md "Provenance").
+  const provenance::ProvenanceIndex& provenance() const { return provenance_; }
 
  private:
   Session(Store& store, std::unique_ptr<Ledger> ledger, std::shared_ptr<const RulePack> pack,
@@ -474,6 +479,9 @@ class Session {
   struct Commands;
   std::unique_ptr<Commands> commands_;  // null without a command store
   std::optional<RecoveryReport> recovery_;
+  provenance::ProvenanceIndex provenance_;
+  // Stages an index refusal (a limit) as an extraction error of the turn.
+  void NoteProvenance(const Status& indexed, std::string_view what);
 };
 
 // The text a model reads for a call the gate did not let through: the tool,

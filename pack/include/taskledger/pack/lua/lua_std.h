@@ -17,5 +17,8 @@ void InstallStd(Sandbox& box, lua_State* L);
 // Inside Protected(): makes the function at the top (popped) what std.now()
 // calls; it returns the decision's clock in ms since the epoch.
 void SetStdClock(lua_State* L);
+// Inside Protected(): sets std's native text helpers (std.tokens,
+// std.contains_word, std.normalize; lua_std_text.cc) on the table at the top.
+void AddStdTextHooks(lua_State* L);
 
 }  // namespace taskledger::lua

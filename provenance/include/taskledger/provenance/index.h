@@ -1,0 +1,130 @@
+// The provenance index of one conversation: for every normalised value, the
+// places it was seen — a user message (turn), a tool output (tool, call id,
+// JSON pointer of the field, the record around it with its scalar sibling
+// fields, whether the pack trusts that field), or a pack constant. Kept
+// incrementally: each output is walked once when it arrives and a lookup is
+// one hash probe plus a word-boundary search of the user's messages, never a
+// scan of outputs. Whole field values are indexed, and so are the tokens
+// inside them (URLs, e-mail addresses, account numbers, numbers, money; see
+// tokens.h) with `token = true`.
+//
+// Bounded: an output larger than `IndexLimits::max_output_bytes`, or one that
+// would take the index past `max_sources` or `max_key_bytes`, is refused with
+// LimitExceeded, and from then on the index is incomplete: every lookup
+// returns that error (a rule asking for provenance fails, so the call is
+// denied), never a partial answer that could read as "not seen".
+// Not thread-safe: one index per conversation, used by the thread that owns
+// the session.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "taskledger/base/status.h"
+#include "taskledger/provenance/tokens.h"
+#include "taskledger/provenance/trust.h"
+
+namespace taskledger::provenance {
+
+enum class SourceKind : std::uint8_t { kUser, kTool, kConstant };
+
+// "user", "tool", "constant".
+std::string_view SourceKindName(SourceKind kind);
+
+// The object a value sits in (a message, a file, an event): its pointer and
+// its scalar fields (strings cut at 256 bytes), shared by every value in it.
+struct Record {
+  std::string pointer;
+  nlohmann::json fields = nlohmann::json::object();
+};
+
+struct Source {
+  SourceKind kind = SourceKind::kTool;
+  std::int64_t turn = 0;                 // the turn the message or output arrived in
+  std::string tool;                      // kTool: the tool; kConstant: the constant's name
+  std::string call_id;                   // kTool
+  std::string pointer;                   // kTool: JSON pointer of the field ("" = whole output)
+  bool token = false;                    // found inside a longer text, not as the whole field
+  bool trusted = false;                  // per the pack's TrustPolicy
+  std::shared_ptr<const Record> record;  // kTool with an enclosing object, else null
+
+  // `get_webpage(c1) at $.text, untrusted`, `user message (turn 2), trusted`.
+  std::string Describe() const;
+  nlohmann::json ToJson() const;
+};
+
+// At most `max` bytes of `s`, cut on a character boundary, with every byte
+// that is not valid UTF-8 replaced by '?' (so the result always serialises).
+std::string CleanUtf8Prefix(std::string_view s, std::size_t max);
+
+// "$.messages[2].body" for "/messages/2/body"; "$" for "".
+std::string PointerToPath(std::string_view pointer);
+
+struct IndexLimits {
+  std::size_t max_output_bytes = std::size_t{2} << 20;  // text bytes of one output / message
+  std::size_t max_sources = 500'000;
+  std::size_t max_key_bytes = std::size_t{32} << 20;
+  int max_depth = 64;  // nesting of an output's arrays and objects
+};
+
+class ProvenanceIndex {
+ public:
+  explicit ProvenanceIndex(TrustPolicy trust = {}, IndexLimits limits = {});
+
+  // Every user message, kept per turn and never overwritten.
+  struct UserMessage {
+    std::int64_t turn = 0;
+    std::string text;
+    std::string normalized;    // NormalizeText(text)
+    std::uint32_t source = 0;  // its Source (token = true) in the index
+  };
+
+  Status AddUserMessage(std::int64_t turn, std::string_view text);
+  // `output` is the parsed output (a JSON string for text output).
+  Status AddToolOutput(std::int64_t turn, std::string_view tool, std::string_view call_id,
+                       const nlohmann::json& output);
+  // A value the pack itself names (`name` says which constant).
+  Status AddConstant(std::string_view name, std::string_view value);
+
+  // Where `value` was seen, in arrival order: index hits, then user messages
+  // that contain it as a word (token = true). Empty: seen nowhere. An error
+  // when the index is incomplete (see above). The pointers stay valid until
+  // the next Add*.
+  Result<std::vector<const Source*>> SourcesOf(std::string_view value) const;
+  // SourcesOf for a JSON argument: strings as they are, numbers and booleans
+  // as their JSON text; null, arrays and objects are InvalidArgument.
+  Result<std::vector<const Source*>> SourcesOfJson(const nlohmann::json& value) const;
+
+  const std::vector<UserMessage>& user_messages() const { return user_messages_; }
+  const TrustPolicy& trust() const { return trust_; }
+  // Ok, or the LimitExceeded that made the index incomplete.
+  const Status& health() const { return health_; }
+  std::size_t source_count() const { return sources_.size(); }
+  // Changes whenever the index does (each Add*), and is unique across every
+  // index of the process: derived answers cached under one stay right while
+  // it holds.
+  std::uint64_t generation() const { return generation_; }
+
+ private:
+  struct Walk;
+  Status Add(std::string_view value, Source source);
+  Status Fail(Status error);
+
+  TrustPolicy trust_;
+  IndexLimits limits_;
+  Status health_;
+  std::vector<Source> sources_;
+  std::unordered_map<std::string, std::vector<std::uint32_t>> by_value_;
+  std::size_t key_bytes_ = 0;
+  std::uint64_t generation_ = 0;
+  std::vector<UserMessage> user_messages_;
+};
+
+}  // namespace taskledger::provenance

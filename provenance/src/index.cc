@@ -1,0 +1,312 @@
+// ProvenanceIndex: the walk that indexes an output's leaves and the tokens in
+// its strings, the limits, and the lookups.
+#include "taskledger/provenance/index.h"
+
+#include <algorithm>
+#include <atomic>
+#include <utility>
+
+#include "internal/utf8.h"
+#include "taskledger/provenance/normalize.h"
+
+namespace taskledger::provenance {
+namespace {
+
+constexpr std::size_t kRecordFieldBytes = 256;
+
+// Generations are unique across every index of the process, so a cache keyed
+// by one never mistakes another index (even at the same address) for its own.
+std::uint64_t NextGeneration() {
+  static std::atomic<std::uint64_t> counter{0};
+  return ++counter;
+}
+
+// Escapes one JSON pointer segment.
+std::string EscapeSegment(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::string ScalarText(const nlohmann::json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  return v.dump();
+}
+
+}  // namespace
+
+std::string CleanUtf8Prefix(std::string_view s, std::size_t max) {
+  std::string out;
+  out.reserve(std::min(s.size(), max));
+  for (std::size_t i = 0; i < s.size();) {
+    const detail::CodePoint d = detail::DecodeAt(s, i);
+    const bool ok = d.valid && !(d.cp >= 0xD800 && d.cp <= 0xDFFF) && d.cp <= 0x10FFFF;
+    const std::size_t len = ok ? d.length : 1;
+    if (out.size() + len > max) break;
+    if (ok) {
+      out.append(s.substr(i, len));
+    } else {
+      out.push_back('?');
+    }
+    i += len;
+  }
+  return out;
+}
+
+std::string_view SourceKindName(SourceKind kind) {
+  switch (kind) {
+    case SourceKind::kUser:
+      return "user";
+    case SourceKind::kTool:
+      return "tool";
+    case SourceKind::kConstant:
+      return "constant";
+  }
+  return "tool";
+}
+
+std::string PointerToPath(std::string_view pointer) {
+  std::string out = "$";
+  std::size_t at = 0;
+  while (at < pointer.size()) {
+    const auto next = pointer.find('/', at + 1);
+    std::string seg(pointer.substr(at + 1, next == std::string_view::npos ? next : next - at - 1));
+    std::string raw;
+    for (std::size_t k = 0; k < seg.size(); ++k) {
+      if (seg[k] == '~' && k + 1 < seg.size()) {
+        raw.push_back(seg[k + 1] == '1' ? '/' : '~');
+        ++k;
+      } else {
+        raw.push_back(seg[k]);
+      }
+    }
+    const bool index = !raw.empty() && raw.find_first_not_of("0123456789") == std::string::npos;
+    if (index) {
+      out += "[" + raw + "]";
+    } else if (!raw.empty() && raw.find_first_of(".[]\" ") == std::string::npos) {
+      out += "." + raw;
+    } else {
+      out += "[" + nlohmann::json(raw).dump() + "]";
+    }
+    if (next == std::string_view::npos) break;
+    at = next;
+  }
+  return out;
+}
+
+std::string Source::Describe() const {
+  const char* trust = trusted ? "trusted" : "untrusted";
+  switch (kind) {
+    case SourceKind::kUser:
+      return "the user's message (turn " + std::to_string(turn) + "), " + trust;
+    case SourceKind::kConstant:
+      return "the pack's constant " + tool + ", " + trust;
+    case SourceKind::kTool:
+      break;
+  }
+  std::string out = tool + "(" + call_id + ") at " + PointerToPath(pointer);
+  if (token) out += " (inside the text)";
+  return out + ", " + trust;
+}
+
+nlohmann::json Source::ToJson() const {
+  nlohmann::json j = {{"kind", SourceKindName(kind)}, {"turn", turn}, {"trusted", trusted}};
+  if (kind == SourceKind::kTool) {
+    j["tool"] = CleanUtf8Prefix(tool, tool.size());
+    j["call_id"] = CleanUtf8Prefix(call_id, call_id.size());
+    j["path"] = CleanUtf8Prefix(PointerToPath(pointer), 1000);
+  } else if (kind == SourceKind::kConstant) {
+    j["name"] = CleanUtf8Prefix(tool, tool.size());
+  }
+  if (token) j["token"] = true;
+  if (record) {
+    j["record"] = {{"path", CleanUtf8Prefix(PointerToPath(record->pointer), 1000)},
+                   {"fields", record->fields}};
+  }
+  return j;
+}
+
+ProvenanceIndex::ProvenanceIndex(TrustPolicy trust, IndexLimits limits)
+    : trust_(std::move(trust)), limits_(limits), generation_(NextGeneration()) {}
+
+Status ProvenanceIndex::Fail(Status error) {
+  if (health_.ok()) health_ = error;
+  return error;
+}
+
+Status ProvenanceIndex::Add(std::string_view value, Source source) {
+  std::string key = NormalizeValue(value);
+  if (key.empty()) return Status::Ok();
+  if (sources_.size() >= limits_.max_sources || key_bytes_ + key.size() > limits_.max_key_bytes) {
+    return Fail(Status::LimitExceeded("provenance index full (" + std::to_string(sources_.size()) +
+                                      " sources, " + std::to_string(key_bytes_) +
+                                      " bytes); calls that need provenance are denied"));
+  }
+  const auto id = static_cast<std::uint32_t>(sources_.size());
+  sources_.push_back(std::move(source));
+  auto [it, inserted] = by_value_.try_emplace(std::move(key));
+  if (inserted) key_bytes_ += it->first.size();
+  it->second.push_back(id);
+  return Status::Ok();
+}
+
+// One output's walk: leaves, their tokens, and the records around them.
+struct ProvenanceIndex::Walk {
+  ProvenanceIndex& index;
+  std::int64_t turn;
+  std::string_view tool;
+  std::string_view call_id;
+  std::size_t bytes = 0;
+
+  Source Make(const std::string& pointer, bool token, const std::shared_ptr<const Record>& rec) {
+    Source s;
+    s.kind = SourceKind::kTool;
+    s.turn = turn;
+    s.tool = std::string(tool);
+    s.call_id = std::string(call_id);
+    s.pointer = pointer;
+    s.token = token;
+    s.trusted = index.trust_.Trusted(tool, pointer);
+    s.record = rec;
+    return s;
+  }
+
+  Status Leaf(const std::string& text, const std::string& pointer,
+              const std::shared_ptr<const Record>& rec) {
+    bytes += text.size();
+    if (bytes > index.limits_.max_output_bytes) {
+      return index.Fail(Status::LimitExceeded(
+          std::string(tool) + "(" + std::string(call_id) + "): output over " +
+          std::to_string(index.limits_.max_output_bytes) +
+          " bytes of text, not indexed; calls that need provenance are denied"));
+    }
+    if (Status s = index.Add(text, Make(pointer, false, rec)); !s.ok()) return s;
+    for (const Token& t : Tokenize(text)) {
+      if (t.text.size() == text.size()) continue;  // the whole field, indexed above
+      if (Status s = index.Add(t.text, Make(pointer, true, rec)); !s.ok()) return s;
+    }
+    return Status::Ok();
+  }
+
+  Status Node(const nlohmann::json& v, const std::string& pointer,
+              const std::shared_ptr<const Record>& rec, int depth) {
+    if ((v.is_object() || v.is_array()) && depth >= index.limits_.max_depth) {
+      return index.Fail(Status::LimitExceeded(
+          std::string(tool) + "(" + std::string(call_id) + "): output nests deeper than " +
+          std::to_string(index.limits_.max_depth) +
+          ", not indexed; calls that need provenance are denied"));
+    }
+    if (v.is_object()) {
+      auto own = std::make_shared<Record>();
+      own->pointer = pointer;
+      for (const auto& [k, child] : v.items()) {
+        if (child.is_string()) {
+          own->fields[CleanUtf8Prefix(k, kRecordFieldBytes)] =
+              CleanUtf8Prefix(child.get_ref<const std::string&>(), kRecordFieldBytes);
+        } else if (child.is_primitive() && !child.is_null()) {
+          own->fields[CleanUtf8Prefix(k, kRecordFieldBytes)] = child;
+        }
+      }
+      std::shared_ptr<const Record> shared = std::move(own);
+      for (const auto& [k, child] : v.items()) {
+        if (Status s = Node(child, pointer + "/" + EscapeSegment(k), shared, depth + 1); !s.ok()) {
+          return s;
+        }
+      }
+      return Status::Ok();
+    }
+    if (v.is_array()) {
+      std::size_t i = 0;
+      for (const auto& child : v) {
+        if (Status s = Node(child, pointer + "/" + std::to_string(i++), rec, depth + 1); !s.ok()) {
+          return s;
+        }
+      }
+      return Status::Ok();
+    }
+    if (v.is_null()) return Status::Ok();
+    return Leaf(ScalarText(v), pointer, rec);
+  }
+};
+
+Status ProvenanceIndex::AddToolOutput(std::int64_t turn, std::string_view tool,
+                                      std::string_view call_id, const nlohmann::json& output) {
+  if (!health_.ok()) return health_;
+  generation_ = NextGeneration();
+  Walk walk{*this, turn, tool, call_id};
+  return walk.Node(output, "", nullptr, 0);
+}
+
+Status ProvenanceIndex::AddUserMessage(std::int64_t turn, std::string_view text) {
+  if (!health_.ok()) return health_;
+  generation_ = NextGeneration();
+  if (text.size() > limits_.max_output_bytes) {
+    return Fail(
+        Status::LimitExceeded("user message over " + std::to_string(limits_.max_output_bytes) +
+                              " bytes, not indexed; calls that need provenance are denied"));
+  }
+  Source s;
+  s.kind = SourceKind::kUser;
+  s.turn = turn;
+  s.trusted = trust_.user_trusted();
+  if (Status st = Add(text, s); !st.ok()) return st;
+  s.token = true;
+  for (const Token& t : Tokenize(text)) {
+    if (Status st = Add(t.text, s); !st.ok()) return st;
+  }
+  if (sources_.size() >= limits_.max_sources) {
+    return Fail(
+        Status::LimitExceeded("provenance index full; calls that need provenance are denied"));
+  }
+  UserMessage m{turn, std::string(text), NormalizeText(text),
+                static_cast<std::uint32_t>(sources_.size())};
+  sources_.push_back(s);
+  user_messages_.push_back(std::move(m));
+  return Status::Ok();
+}
+
+Status ProvenanceIndex::AddConstant(std::string_view name, std::string_view value) {
+  if (!health_.ok()) return health_;
+  generation_ = NextGeneration();
+  Source s;
+  s.kind = SourceKind::kConstant;
+  s.tool = std::string(name);
+  s.trusted = true;
+  return Add(value, std::move(s));
+}
+
+Result<std::vector<const Source*>> ProvenanceIndex::SourcesOf(std::string_view value) const {
+  if (!health_.ok()) return health_;
+  std::vector<const Source*> out;
+  const std::string key = NormalizeValue(value);
+  if (key.empty()) return out;
+  if (auto it = by_value_.find(key); it != by_value_.end()) {
+    out.reserve(it->second.size());
+    for (std::uint32_t id : it->second) out.push_back(&sources_[id]);
+  }
+  const std::string word = NormalizeText(value);
+  for (const auto& m : user_messages_) {
+    bool listed = false;
+    for (const Source* s : out)
+      listed = listed || (s->kind == SourceKind::kUser && s->turn == m.turn);
+    if (!listed && ContainsNormalizedWord(m.normalized, word)) out.push_back(&sources_[m.source]);
+  }
+  return out;
+}
+
+Result<std::vector<const Source*>> ProvenanceIndex::SourcesOfJson(
+    const nlohmann::json& value) const {
+  if (value.is_string()) return SourcesOf(value.get_ref<const std::string&>());
+  if (value.is_number() || value.is_boolean()) return SourcesOf(value.dump());
+  return Status::InvalidArgument("provenance: only a string, number or boolean has sources");
+}
+
+}  // namespace taskledger::provenance

@@ -1,0 +1,157 @@
+// NormalizeValue / NormalizeText: one pass folding compatibility forms, case
+// and whitespace, then the URL and account-number shapes on the result. The
+// pass is ASCII-fast: a byte below 0x80 never goes through the decoder.
+#include "taskledger/provenance/normalize.h"
+
+#include <cctype>
+
+#include "internal/utf8.h"
+
+namespace taskledger::provenance {
+namespace {
+
+bool IsDropped(char32_t cp) {
+  return (cp >= 0x200B && cp <= 0x200F) || cp == 0x2060 || cp == 0xFEFF || cp == 0x00AD ||
+         (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+bool IsSpace(char32_t cp) {
+  return cp == ' ' || cp == '\t' || cp == '\n' || cp == '\r' || cp == '\f' || cp == '\v' ||
+         cp == 0x00A0 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x202F || cp == 0x205F ||
+         cp == 0x3000 || cp == 0x1680 || cp == 0x0085 || cp == 0x2028 || cp == 0x2029;
+}
+
+// Appends the folded form of one code point (not a space, not dropped).
+void AppendFolded(std::string& out, char32_t cp) {
+  if (cp >= 0xFF01 && cp <= 0xFF5E) cp -= 0xFEE0;  // full-width ASCII
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(cp))));
+    return;
+  }
+  switch (cp) {
+    case 0xFB00:
+      out += "ff";
+      return;
+    case 0xFB01:
+      out += "fi";
+      return;
+    case 0xFB02:
+      out += "fl";
+      return;
+    case 0xFB03:
+      out += "ffi";
+      return;
+    case 0xFB04:
+      out += "ffl";
+      return;
+    case 0x2024:
+      out += ".";
+      return;  // one dot leader
+    case 0xFF0E:
+      out += ".";
+      return;
+    case 0x2010:
+    case 0x2011:
+      out += "-";
+      return;  // hyphens
+    default:
+      break;
+  }
+  if (cp >= 0xC0 && cp <= 0xDE && cp != 0xD7) cp += 0x20;  // Latin-1 capitals
+  detail::AppendUtf8(out, cp);
+}
+
+bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+bool LooksLikeUrl(std::string_view s) {
+  if (s.empty() || s.find(' ') != std::string_view::npos) return false;
+  if (StartsWith(s, "http://") || StartsWith(s, "https://") || StartsWith(s, "www.")) return true;
+  const auto slash = s.find('/');
+  if (slash == std::string_view::npos || slash == 0) return false;
+  const auto host = s.substr(0, slash);
+  const auto dot = host.rfind('.');
+  return dot != std::string_view::npos && dot > 0 && dot + 2 <= host.size() &&
+         host.find('@') == std::string_view::npos;
+}
+
+std::string StripUrl(std::string_view s) {
+  if (StartsWith(s, "https://")) {
+    s.remove_prefix(8);
+  } else if (StartsWith(s, "http://")) {
+    s.remove_prefix(7);
+  }
+  if (StartsWith(s, "www.")) s.remove_prefix(4);
+  while (s.size() > 1 && s.back() == '/') s.remove_suffix(1);
+  return std::string(s);
+}
+
+// "de89 3704 0044 0532 0130 00" -> "de89370400440532013000"; anything else unchanged.
+bool AccountForm(std::string_view s, std::string& out) {
+  std::string joined;
+  int digits = 0;
+  bool separated = false;
+  char prev = ' ';
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == ' ' || c == '-') {
+      if (prev == ' ' || prev == '-') return false;  // leading or doubled separator
+      separated = true;
+    } else if (std::isalnum(u) != 0) {
+      if (std::isdigit(u) != 0) ++digits;
+      joined.push_back(c);
+    } else {
+      return false;
+    }
+    prev = c;
+  }
+  if (!separated || prev == ' ' || prev == '-') return false;
+  if (joined.size() < 8 || joined.size() > 40 || digits < 6) return false;
+  out = std::move(joined);
+  return true;
+}
+
+}  // namespace
+
+std::string NormalizeText(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  bool pending_space = false;
+  for (std::size_t i = 0; i < text.size();) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    char32_t cp = b;
+    std::size_t len = 1;
+    bool valid = true;
+    if (b >= 0x80) {
+      const detail::CodePoint d = detail::DecodeAt(text, i);
+      cp = d.cp;
+      len = d.length;
+      valid = d.valid;
+    }
+    i += len;
+    if (!valid) {
+      if (pending_space && !out.empty()) out.push_back(' ');
+      pending_space = false;
+      out.push_back(static_cast<char>(b));
+      continue;
+    }
+    if (IsDropped(cp)) continue;
+    if (IsSpace(cp)) {
+      pending_space = true;
+      continue;
+    }
+    if (pending_space && !out.empty()) out.push_back(' ');
+    pending_space = false;
+    AppendFolded(out, cp);
+  }
+  return out;
+}
+
+std::string NormalizeValue(std::string_view value) {
+  std::string text = NormalizeText(value);
+  if (LooksLikeUrl(text)) return StripUrl(text);
+  std::string account;
+  if (AccountForm(text, account)) return account;
+  return text;
+}
+
+}  // namespace taskledger::provenance

@@ -81,6 +81,16 @@ local function sentence_matches(texts, sentence)
   return false
 end
 
+-- True when text holds value: as a URL, address or number token in its
+-- normalised form (so "WWW.Site.org/" matches "www.site.org"), or as a word.
+local function holds(text, value)
+  local want = std.normalize(value)
+  for _, token in ipairs(std.tokens(text)) do
+    if std.normalize(token) == want then return true end
+  end
+  return std.contains_word(text, value)
+end
+
 -- "from Bob", "by Bob", "Bob posted": the words that make a name an author.
 local AUTHOR_BEFORE = {from = true, by = true}
 local AUTHOR_AFTER = {posted = true, wrote = true, sent = true, said = true, shared = true,
@@ -116,7 +126,7 @@ function M.in_designated_message(call, texts, value)
   local authored, any = author_records(call, texts)
   if any then
     for _, f in ipairs(authored) do
-      if type(f.body) == "string" and std.contains_word(f.body, v) then return true end
+      if type(f.body) == "string" and holds(f.body, v) then return true end
     end
     return false
   end
@@ -127,7 +137,7 @@ function M.in_designated_message(call, texts, value)
       for _, sentence in ipairs(sentences(f.body)) do
         if sentence_matches(texts, sentence) then
           matched_any = true
-          if std.contains_word(sentence, v) then here = true end
+          if holds(sentence, v) then here = true end
         end
       end
       if here then return true end

@@ -3,7 +3,7 @@
 #
 #   cmake -DTASKLEDGER=<cli> -DTRACE=<file.jsonl> -DRULES=<pack dir>
 #         [-DMIN_ALLOWED_PERCENT=N] [-DMIN_DENIED_PERCENT=N] [-DMIN_RIGHT_RULE_PERCENT=N]
-#         -P check_replay.cmake
+#         [-DMAX_POLICY_ERRORS=N] -P check_replay.cmake
 #
 # Each given threshold also requires that the trace labels at least one call
 # of that kind, so an empty or unreadable trace cannot pass. With
@@ -39,7 +39,7 @@ if(NOT failed_conversations EQUAL 0)
 endif()
 
 foreach(field conversations calls expected_allow allowed_as_expected expected_deny
-              denied_as_expected right_rule)
+              denied_as_expected right_rule policy_errors)
   string(JSON ${field} GET "${summary}" ${field})
 endforeach()
 message(STATUS "${TRACE}: ${conversations} conversations, ${calls} calls; "
@@ -70,4 +70,7 @@ if(DEFINED MIN_DENIED_PERCENT)
 endif()
 if(DEFINED MIN_RIGHT_RULE_PERCENT)
   require_share("denied by the labeled rule" ${right_rule} ${expected_deny} ${MIN_RIGHT_RULE_PERCENT})
+endif()
+if(DEFINED MAX_POLICY_ERRORS AND policy_errors GREATER MAX_POLICY_ERRORS)
+  message(FATAL_ERROR "check_replay: ${policy_errors} policy errors in ${TRACE}, at most ${MAX_POLICY_ERRORS} allowed")
 endif()

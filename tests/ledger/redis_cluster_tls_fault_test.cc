@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <functional>
+#include <stdexcept>
 #include <thread>
 
 #include "ledger/store_backends.h"
@@ -25,15 +26,23 @@ namespace {
 constexpr int64_t kT0 = 1'700'000'000'000;
 
 // A node with a TLS client port, TLS on the cluster bus and for replication.
+// A port that was free a moment ago may be taken by then on a shared
+// machine (the TLS port or its bus port, +10000): up to three tries.
 std::unique_ptr<RedisServer> StartNode(const TlsFiles& files, int& tls_port) {
-  tls_port = FreeTlsPort();
-  while (tls_port > 55000) tls_port = FreeTlsPort();  // the bus port is tls_port + 10000
-  std::vector<std::string> args = TlsServerArgs(files, tls_port, false);
-  for (const char* a : {"--cluster-enabled", "yes", "--tls-cluster", "yes", "--tls-replication",
-                        "yes", "--cluster-node-timeout", "1000", "--appendonly", "no"}) {
-    args.emplace_back(a);
+  for (int attempt = 1;; ++attempt) {
+    tls_port = FreeTlsPort();
+    while (tls_port > 55000) tls_port = FreeTlsPort();  // the bus port is tls_port + 10000
+    std::vector<std::string> args = TlsServerArgs(files, tls_port, false);
+    for (const char* a : {"--cluster-enabled", "yes", "--tls-cluster", "yes", "--tls-replication",
+                          "yes", "--cluster-node-timeout", "1000", "--appendonly", "no"}) {
+      args.emplace_back(a);
+    }
+    try {
+      return RedisServer::Start({.unix_socket = false, .extra_args = args});
+    } catch (const std::runtime_error&) {
+      if (attempt == 3) throw;
+    }
   }
-  return RedisServer::Start({.unix_socket = false, .extra_args = args});
 }
 
 bool WaitFor(const std::function<bool()>& done, std::chrono::seconds limit) {
@@ -96,6 +105,7 @@ TEST_CASE("kill -9 of a primary over TLS with replicas=1: the replica takes over
   const TlsFiles files = MakeTlsFiles();
   int tls[4] = {0, 0, 0, 0};
   std::vector<std::unique_ptr<RedisServer>> nodes;
+  nodes.reserve(4);
   for (int i = 0; i < 4; ++i) nodes.push_back(StartNode(files, tls[i]));
   RedisServer& victim = *nodes[2];
   RedisServer& replica = *nodes[3];

@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "internal/json_field.h"
+
 namespace taskledger {
 namespace {
 
@@ -29,18 +31,7 @@ struct Reader {
       if (required && err.empty()) err = where + ": missing '" + name + "'";
       return !required;
     }
-    bool ok;
-    if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, SharedString>) {
-      ok = it->is_string();
-    } else if constexpr (std::is_same_v<T, bool>) {
-      ok = it->is_boolean();
-    } else if constexpr (std::is_unsigned_v<T>) {
-      ok =
-          it->is_number_unsigned() || (it->is_number_integer() && it->template get<int64_t>() >= 0);
-    } else {
-      ok = it->is_number_integer();
-    }
-    if (!ok) {
+    if (!internal::JsonHolds<T>(*it)) {
       if (err.empty()) err = where + ": '" + name + "' has the wrong type";
       return false;
     }

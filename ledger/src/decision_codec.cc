@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 
+#include "internal/json_field.h"
 #include "taskledger/ledger/codec.h"
 
 namespace taskledger {
@@ -23,18 +24,7 @@ struct Fields {
   void Get(const char* name, T& out) {
     auto it = j.find(name);
     if (it == j.end() || it->is_null() || !err.empty()) return;
-    bool ok;
-    if constexpr (std::is_same_v<T, std::string>) {
-      ok = it->is_string();
-    } else if constexpr (std::is_same_v<T, bool>) {
-      ok = it->is_boolean();
-    } else if constexpr (std::is_unsigned_v<T>) {
-      ok =
-          it->is_number_unsigned() || (it->is_number_integer() && it->template get<int64_t>() >= 0);
-    } else {
-      ok = it->is_number_integer();
-    }
-    if (!ok) {
+    if (!internal::JsonHolds<T>(*it)) {
       err = std::string(where) + ": '" + name + "' has the wrong type";
       return;
     }

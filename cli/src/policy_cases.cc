@@ -36,13 +36,25 @@ Result<PolicyDecision> DecidePolicyCase(const std::shared_ptr<const RulePack>& p
     const int64_t now = SystemClock().NowMs();
     auto state = LoadTestState(c["state"], now);
     if (!state) return state.error();
+    // Sources the case states feed a provenance index, so call.sources & co.
+    // answer; without them they raise (fail closed), as outside a Session.
+    provenance::ProvenanceIndex index(pack->trust());  // outlives the checker
     auto checker = PolicyChecker::Create(pack);
     if (!checker) return checker.error();
+    if (HasTestProvenance(c)) {
+      if (Status fed = LoadTestProvenance(c, index); !fed.ok()) return fed;
+      (*checker)->SetProvenance(&index);
+    }
     return (*checker)->Check(call, *state, ViewKey{}, now);
   }
   auto events_json = c.find("events");
   if (events_json == c.end())
     return Status::InvalidArgument("a case needs \"events\" or \"state\"");
+  if (HasTestProvenance(c)) {
+    return Status::InvalidArgument(
+        "\"user_messages\" and \"outputs\" go with \"state\"; \"events\" feed provenance "
+        "themselves");
+  }
   // Reuse the trace parser so a case's events obey exactly the trace format.
   nlohmann::json line = {{"conversation", "policy-test"}, {"events", *events_json}};
   auto trace = ParseTraceLine(line.dump());

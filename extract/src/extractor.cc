@@ -9,6 +9,7 @@
 #include "internal/deferred_values.h"
 #include "internal/extraction_errors.h"
 #include "internal/input_check.h"
+#include "internal/lua_runs.h"
 #include "internal/update_builder.h"
 #include "taskledger/base/json_depth.h"
 #include "taskledger/pack/lua_extractors.h"
@@ -270,33 +271,13 @@ void Extractor::RunTextRules(const ToolContext& tc, std::string_view text, Extra
 }
 
 void Extractor::RunLuaExtractors(const ToolContext& tc, const json& output, Extraction& out) {
-  const ExtractionLimits& limits = rules_->limits();
+  std::string_view code;
+  std::string message;
   for (ExtractorRun& run : checker_->RunExtractors(tc.call, output, tc.now_ms)) {
-    if (!run.updates.has_value()) {
-      out.errors.push_back(tc.Error(run.extractor_id, extraction_error::kExtractorFailed,
-                                    run.updates.error().ToString()));
-      continue;
+    message.clear();
+    if (!extract_internal::TakeLuaRun(run, rules_->limits(), out.updates, code, message)) {
+      out.errors.push_back(tc.Error(run.extractor_id, code, std::move(message)));
     }
-    // Lua strings are arbitrary bytes and Lua tables arbitrary shapes: hold
-    // what an extractor returns to the same standard as a tool output.
-    std::string problem;
-    for (const Update& u : run.updates.value()) {
-      std::string detail;
-      if (u.key.empty()) {
-        problem = "an update has an empty key";
-      } else if (!extract_internal::IsValidUtf8(u.key)) {
-        problem = "an update key is not valid UTF-8";
-      } else if (extract_internal::CheckParsed(u.value, limits.max_depth, limits.max_output_bytes,
-                                               &detail) != extract_internal::ParsedProblem::kNone) {
-        problem = "the value of '" + u.key + "': " + detail;
-      }
-      if (!problem.empty()) break;
-    }
-    if (!problem.empty()) {
-      out.errors.push_back(tc.Error(run.extractor_id, extraction_error::kInvalidUpdate, problem));
-      continue;
-    }
-    for (Update& u : run.updates.value()) out.updates.push_back(std::move(u));
   }
 }
 

@@ -1,12 +1,14 @@
 // Extractor, user messages: the patterns of extract.json's "user" section,
-// whose values are claims (verified=false, source "user"), and the
-// confirmation pattern that binds the user's "yes" to the pending action.
-// Also StageExtraction. Thread-compatible (one Extractor per thread).
+// whose values are claims (verified=false, source "user"), the confirmation
+// pattern that binds the user's "yes" to the pending action, then the pack's
+// Lua extractors declaring `user = true` (claims too). Also StageExtraction.
+// Thread-compatible (one Extractor per thread).
 #include <exception>
 
 #include "internal/compiled_rules.h"
 #include "internal/extraction_errors.h"
 #include "internal/input_check.h"
+#include "internal/lua_runs.h"
 #include "internal/update_builder.h"
 #include "taskledger/extract/extractor.h"
 #include "taskledger/ledger/ledger.h"
@@ -26,7 +28,8 @@ const SharedString kUserSource = "user";
 Extraction Extractor::ExtractUserMessage(std::string_view text, const json& pending_action) {
   Extraction out;
   const auto& patterns = rules_->compiled().user;
-  if (patterns.empty()) return out;
+  const bool has_lua = checker_ != nullptr && checker_->HasUserExtractors();
+  if (patterns.empty() && !has_lua) return out;
   const ExtractionLimits& limits = rules_->limits();
   if (text.size() > limits.max_text_bytes) {
     out.errors.push_back(UserError("", extraction_error::kTooLarge,
@@ -87,6 +90,16 @@ Extraction Extractor::ExtractUserMessage(std::string_view text, const json& pend
           out.updates.resize(mark);
           out.errors.push_back(UserError(p.spec.id, problem.code, problem.message));
           break;
+        }
+      }
+    }
+    if (has_lua) {
+      std::string_view code;
+      std::string message;
+      for (ExtractorRun& run : checker_->RunUserExtractors(text, origin.now_ms)) {
+        message.clear();
+        if (!extract_internal::TakeLuaRun(run, limits, out.updates, code, message)) {
+          out.errors.push_back(UserError(run.extractor_id, code, std::move(message)));
         }
       }
     }

@@ -52,7 +52,9 @@ std::string ReadId(lua_State* L, const char* what) {
   return id;
 }
 
-std::vector<std::string> ReadTools(lua_State* L, const std::string& id) {
+// `optional`: an empty or missing list is allowed (an extractor that runs on
+// user messages only).
+std::vector<std::string> ReadTools(lua_State* L, const std::string& id, bool optional = false) {
   std::vector<std::string> tools;
   int t = RawField(L, 1, "tools");
   if (t == LUA_TSTRING) {
@@ -66,7 +68,9 @@ std::vector<std::string> ReadTools(lua_State* L, const std::string& id) {
     }
   }
   lua_pop(L, 1);
-  if (tools.empty()) RaiseError(L, id + ": tools must list at least one tool name or glob");
+  if (tools.empty() && !optional) {
+    RaiseError(L, id + ": tools must list at least one tool name or glob");
+  }
   return tools;
 }
 
@@ -116,13 +120,18 @@ int DeclareExtractor(lua_State* L) {
   }
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 1);
-  CheckFields(L, "extractor", {"id", "tools", "extract"});
+  CheckFields(L, "extractor", {"id", "tools", "user", "extract"});
   CompiledExtractor x;
   x.info.id = ReadId(L, "extractor");
   for (const CompiledExtractor& other : pack.extractors) {
     if (other.info.id == x.info.id) RaiseError(L, "duplicate extractor id '" + x.info.id + "'");
   }
-  x.info.tools = ReadTools(L, x.info.id);
+  const int user = RawField(L, 1, "user");
+  if (user != LUA_TNIL && user != LUA_TBOOLEAN)
+    RaiseError(L, x.info.id + ": user must be a boolean");
+  x.info.user = lua_toboolean(L, -1) != 0;
+  lua_pop(L, 1);
+  x.info.tools = ReadTools(L, x.info.id, /*optional=*/x.info.user);
   x.info.file = pack.loading_file;
   pack.extractors.push_back(x);
   pack.extractors.back().ref = ReadFunction(L, x.info.id, "extract");

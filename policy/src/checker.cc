@@ -40,7 +40,14 @@ std::optional<Outcome> TokenOutcome(const void* token) {
   return std::nullopt;
 }
 
-Result<Update> UpdateFromJson(const nlohmann::json& u, const SharedString& source_id,
+// Where the updates of one extractor run come from.
+struct ExtractOrigin {
+  SourceKind source;
+  SharedString source_id;
+  bool verified;
+};
+
+Result<Update> UpdateFromJson(const nlohmann::json& u, const ExtractOrigin& origin,
                               const SharedString& extractor, const SharedString& pack_version,
                               int64_t now_ms) {
   if (!u.is_object()) return Status::InvalidArgument("each update must be a table");
@@ -90,12 +97,79 @@ Result<Update> UpdateFromJson(const nlohmann::json& u, const SharedString& sourc
     }
     out.expire_at_ms = now_ms + std::llround(s->get<double>() * 1000.0);
   }
-  out.provenance.source = SourceKind::kToolOutput;
-  out.provenance.source_id = source_id;
-  out.provenance.verified = true;
+  out.provenance.source = origin.source;
+  out.provenance.source_id = origin.source_id;
+  out.provenance.verified = origin.verified;
   out.provenance.rule_id = extractor;
   out.provenance.pack_version = pack_version;
   return out;
+}
+
+// Runs every extractor `applies` accepts, each with its own budget, its
+// arguments pushed by `push_args`; one result per extractor run.
+template <typename Applies, typename PushArgs>
+std::vector<ExtractorRun> RunMatching(const lua::CompiledPack& pack, int64_t budget,
+                                      const SharedString& pack_version, const Applies& applies,
+                                      const PushArgs& push_args, const ExtractOrigin& origin,
+                                      int64_t now_ms) {
+  std::vector<ExtractorRun> runs;
+  Sandbox& sb = *pack.sandbox;
+  for (const auto& x : pack.extractors) {
+    if (!applies(x)) continue;
+    ExtractorRun& run = runs.emplace_back();
+    run.extractor_id = x.info.id;
+    const SharedString extractor_id = x.info.id;
+    try {
+      nlohmann::json result;
+      Status failure;
+      sb.ArmBudget(budget);
+      Status st = sb.Protected([&](lua_State* L) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, x.ref);
+        push_args(L);
+        failure = sb.Call(2, 1);
+        if (failure.ok()) result = lua::ToJson(L, -1);
+      });
+      sb.DisarmBudget();
+      // The extractor ran but its result does not convert to JSON (cycle,
+      // depth, NaN, invalid UTF-8): the update is invalid, not the run.
+      if (!st.ok() && failure.ok()) st = Status::InvalidArgument(st.message());
+      if (st.ok()) st = failure;
+      if (!st.ok()) {
+        sb.Recover();
+        run.updates = Status(st.code(), "extractor " + x.info.id + ": " + st.message());
+        continue;
+      }
+      std::vector<Update> updates;
+      if (!result.is_null()) {
+        if (!result.is_array()) {
+          run.updates = Status::InvalidArgument("extractor " + x.info.id +
+                                                ": extract must return an array of updates");
+          continue;
+        }
+        if (result.size() > kMaxExtractedUpdates) {
+          run.updates = Status::LimitExceeded("extractor " + x.info.id + ": more than " +
+                                              std::to_string(kMaxExtractedUpdates) + " updates");
+          continue;
+        }
+        for (const auto& u : result) {
+          Result<Update> up = UpdateFromJson(u, origin, extractor_id, pack_version, now_ms);
+          if (!up) {
+            updates.clear();
+            run.updates =
+                Status::InvalidArgument("extractor " + x.info.id + ": " + up.error().message());
+            break;
+          }
+          updates.push_back(std::move(up.value()));
+        }
+        if (!run.updates.has_value()) continue;
+      }
+      run.updates = std::move(updates);
+    } catch (const std::exception& e) {
+      sb.DisarmBudget();
+      run.updates = Status::Internal("extractor " + x.info.id + ": " + e.what());
+    }
+  }
+  return runs;
 }
 
 }  // namespace
@@ -371,72 +445,39 @@ bool PolicyChecker::HasExtractors(std::string_view tool) const {
   return false;
 }
 
+bool PolicyChecker::HasUserExtractors() const {
+  return std::ranges::any_of(impl_->runtime->compiled->extractors,
+                             [](const auto& x) { return x.info.user; });
+}
+
 std::vector<ExtractorRun> PolicyChecker::RunExtractors(const ProposedCall& call,
                                                        const nlohmann::json& output,
                                                        int64_t now_ms) {
-  std::vector<ExtractorRun> runs;
-  Sandbox& sb = *impl_->runtime->compiled->sandbox;
-  const SharedString source_id = call.tool + "#" + call.id;
-  for (const auto& x : impl_->runtime->compiled->extractors) {
-    bool applies = false;
-    for (const std::string& glob : x.info.tools) applies = applies || GlobMatch(glob, call.tool);
-    if (!applies) continue;
-    ExtractorRun& run = runs.emplace_back();
-    run.extractor_id = x.info.id;
-    const SharedString extractor_id = x.info.id;
-    try {
-      nlohmann::json result;
-      Status failure;
-      sb.ArmBudget(impl_->limits.instruction_budget);
-      Status st = sb.Protected([&](lua_State* L) {
-        lua_rawgeti(L, LUA_REGISTRYINDEX, x.ref);
+  const ExtractOrigin origin{SourceKind::kToolOutput, call.tool + "#" + call.id, true};
+  return RunMatching(
+      *impl_->runtime->compiled, impl_->limits.instruction_budget, impl_->pack_version,
+      [&](const lua::CompiledExtractor& x) {
+        return std::ranges::any_of(x.info.tools,
+                                   [&](const std::string& g) { return GlobMatch(g, call.tool); });
+      },
+      [&](lua_State* L) {
         lua::PushReadOnly(L, output);
         impl_->runtime->call_view.Push(L, call);
-        failure = sb.Call(2, 1);
-        if (failure.ok()) result = lua::ToJson(L, -1);
-      });
-      sb.DisarmBudget();
-      // The extractor ran but its result does not convert to JSON (cycle,
-      // depth, NaN, invalid UTF-8): the update is invalid, not the run.
-      if (!st.ok() && failure.ok()) st = Status::InvalidArgument(st.message());
-      if (st.ok()) st = failure;
-      if (!st.ok()) {
-        sb.Recover();
-        run.updates = Status(st.code(), "extractor " + x.info.id + ": " + st.message());
-        continue;
-      }
-      std::vector<Update> updates;
-      if (!result.is_null()) {
-        if (!result.is_array()) {
-          run.updates = Status::InvalidArgument("extractor " + x.info.id +
-                                                ": extract must return an array of updates");
-          continue;
-        }
-        if (result.size() > kMaxExtractedUpdates) {
-          run.updates = Status::LimitExceeded("extractor " + x.info.id + ": more than " +
-                                              std::to_string(kMaxExtractedUpdates) + " updates");
-          continue;
-        }
-        for (const auto& u : result) {
-          Result<Update> up =
-              UpdateFromJson(u, source_id, extractor_id, impl_->pack_version, now_ms);
-          if (!up) {
-            updates.clear();
-            run.updates =
-                Status::InvalidArgument("extractor " + x.info.id + ": " + up.error().message());
-            break;
-          }
-          updates.push_back(std::move(up.value()));
-        }
-        if (!run.updates.has_value()) continue;
-      }
-      run.updates = std::move(updates);
-    } catch (const std::exception& e) {
-      sb.DisarmBudget();
-      run.updates = Status::Internal("extractor " + x.info.id + ": " + e.what());
-    }
-  }
-  return runs;
+      },
+      origin, now_ms);
+}
+
+std::vector<ExtractorRun> PolicyChecker::RunUserExtractors(std::string_view text, int64_t now_ms) {
+  static const SharedString kUser = "user";
+  const ExtractOrigin origin{SourceKind::kUserMessage, kUser, false};
+  return RunMatching(
+      *impl_->runtime->compiled, impl_->limits.instruction_budget, impl_->pack_version,
+      [](const lua::CompiledExtractor& x) { return x.info.user; },
+      [&](lua_State* L) {
+        lua_pushlstring(L, text.data(), text.size());
+        lua_pushnil(L);
+      },
+      origin, now_ms);
 }
 
 size_t PolicyChecker::memory_in_use() const {

@@ -134,6 +134,82 @@ Result<LedgerState> LoadTestState(const nlohmann::json& state, int64_t now_ms) {
   return out;
 }
 
+bool HasTestProvenance(const nlohmann::json& test_case) {
+  return test_case.is_object() &&
+         (test_case.contains("user_messages") || test_case.contains("outputs"));
+}
+
+namespace {
+
+// `turn` of `item` if it has one (a non-negative integer), else `fallback`.
+Result<int64_t> TurnOf(const nlohmann::json& item, int64_t fallback, const std::string& where) {
+  auto t = item.find("turn");
+  if (t == item.end()) return fallback;
+  if (!NonNegative(*t)) return Status::InvalidArgument(where + ".turn must be an integer >= 0");
+  return t->get<int64_t>();
+}
+
+Status CheckMembers(const nlohmann::json& item, std::initializer_list<const char*> known,
+                    const std::string& where) {
+  for (const auto& [k, v] : item.items()) {
+    bool ok = false;
+    for (const char* n : known) ok = ok || k == n;
+    if (!ok) return Status::InvalidArgument(where + ": unknown member '" + k + "'");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status LoadTestProvenance(const nlohmann::json& test_case, provenance::ProvenanceIndex& index) {
+  if (auto m = test_case.find("user_messages"); m != test_case.end()) {
+    if (!m->is_array()) return Status::InvalidArgument("user_messages must be an array");
+    for (size_t i = 0; i < m->size(); ++i) {
+      const nlohmann::json& item = (*m)[i];
+      const std::string where = "user_messages[" + std::to_string(i) + "]";
+      const auto position = static_cast<int64_t>(i + 1);
+      if (item.is_string()) {
+        if (Status s = index.AddUserMessage(position, item.get_ref<const std::string&>()); !s.ok())
+          return s;
+        continue;
+      }
+      if (!item.is_object() || !item.contains("text") || !item["text"].is_string()) {
+        return Status::InvalidArgument(where + " must be a string or an object with a text");
+      }
+      if (Status s = CheckMembers(item, {"text", "turn"}, where); !s.ok()) return s;
+      Result<int64_t> turn = TurnOf(item, position, where);
+      if (!turn) return turn.error();
+      if (Status s = index.AddUserMessage(*turn, item["text"].get_ref<const std::string&>());
+          !s.ok())
+        return s;
+    }
+  }
+  if (auto o = test_case.find("outputs"); o != test_case.end()) {
+    if (!o->is_array()) return Status::InvalidArgument("outputs must be an array");
+    for (size_t i = 0; i < o->size(); ++i) {
+      const nlohmann::json& item = (*o)[i];
+      const std::string where = "outputs[" + std::to_string(i) + "]";
+      if (!item.is_object() || !item.contains("tool") || !item["tool"].is_string() ||
+          !item.contains("output")) {
+        return Status::InvalidArgument(where + " must be an object with a tool and an output");
+      }
+      if (Status s = CheckMembers(item, {"tool", "output", "id", "turn"}, where); !s.ok()) return s;
+      std::string id = "out" + std::to_string(i);
+      if (auto x = item.find("id"); x != item.end()) {
+        if (!x->is_string()) return Status::InvalidArgument(where + ".id must be a string");
+        id = x->get<std::string>();
+      }
+      Result<int64_t> turn = TurnOf(item, 1, where);
+      if (!turn) return turn.error();
+      if (Status s = index.AddToolOutput(*turn, item["tool"].get_ref<const std::string&>(), id,
+                                         item["output"]);
+          !s.ok())
+        return s;
+    }
+  }
+  return Status::Ok();
+}
+
 Status MatchExpectation(const PolicyDecision& d, const nlohmann::json& expect) {
   if (!expect.is_object() || !expect.contains("decision") || !expect["decision"].is_string()) {
     return Status::InvalidArgument("expect must be an object with a decision");

@@ -203,3 +203,61 @@ TEST_CASE("provenance: a hostile 10 MB output makes provenance rules deny, sayin
   CHECK(r.decision.outcome == Outcome::kDeny);
   CHECK_THAT(r.decision.reason, Catch::Contains("not indexed"));
 }
+
+namespace {
+
+// A pack's Lua extractor with `user = true` turns the user's words into
+// claims in the ledger, kept by the store like any entry; an extractor
+// without it (a 0.1 pack's) does not run on messages.
+void UserExtractorScenario(Store& store, const std::string& conversation) {
+  const char* lua = R"(
+extractor {
+  id = "chat.user_accounts", user = true,
+  extract = function(text, call)
+    local out = {}
+    for i, t in ipairs(std.tokens(text, "account")) do
+      out[#out + 1] = {category = "fact", key = "user.account." .. i, value = t}
+    end
+    return out
+  end,
+}
+extractor {
+  id = "chat.tool_only", tools = {"*"},
+  extract = function(output, call) return {{category = "fact", key = "tool_only", value = 1}} end,
+}
+)";
+  auto pack = RulePack::FromFiles({{"pack.json", kPackJson}, {"x.lua", lua}});
+  REQUIRE(pack.has_value());
+  const ConversationId id{"t", conversation};
+  {
+    auto opened = Session::Open(store, id, pack.value());
+    REQUIRE(opened.has_value());
+    Session& s = *opened.value();
+    REQUIRE(s.RecordUserMessage("Set the standing order to DE89 3704 0044 0532 0130 00").ok());
+    REQUIRE(s.EndTurn().has_value());
+  }
+  auto reopened = Session::Open(store, id, pack.value());
+  REQUIRE(reopened.has_value());
+  const Session& s = *reopened.value();
+  const int64_t now = s.clock().NowMs();
+  const Entry* account = s.ledger().head().FindLive(Category::kFact, "user.account.1", now);
+  REQUIRE(account != nullptr);
+  CHECK(account->value == "DE89 3704 0044 0532 0130 00");
+  CHECK(account->provenance.source == SourceKind::kUserMessage);
+  CHECK_FALSE(account->provenance.verified);
+  CHECK(account->provenance.rule_id == "chat.user_accounts");
+  CHECK(s.ledger().head().FindLive(Category::kFact, "tool_only", now) == nullptr);
+}
+
+}  // namespace
+
+TEST_CASE("provenance: Lua extractors run on user messages (memory store)", "[provenance]") {
+  auto store = NewMemoryStore();
+  UserExtractorScenario(*store, "user-lua-memory");
+}
+
+TEST_CASE("provenance: Lua extractors run on user messages (Redis store)", "[provenance][redis]") {
+  auto store = OpenStore(taskledger::testing::SharedRedisUrl());
+  REQUIRE(store.has_value());
+  UserExtractorScenario(*store.value(), "user-lua-redis-" + std::to_string(::getpid()));
+}

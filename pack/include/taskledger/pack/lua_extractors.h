@@ -38,6 +38,11 @@ class LuaExtractors {
   // PolicyChecker::RunExtractors for the contract.
   virtual std::vector<ExtractorRun> RunExtractors(const ProposedCall& call,
                                                   const nlohmann::json& output, int64_t now_ms) = 0;
+  // True if some extractor{} of the pack declares `user = true`.
+  virtual bool HasUserExtractors() const = 0;
+  // Runs every `user = true` extractor over one user message; see
+  // PolicyChecker::RunUserExtractors for the contract.
+  virtual std::vector<ExtractorRun> RunUserExtractors(std::string_view text, int64_t now_ms) = 0;
 };
 
 }  // namespace taskledger

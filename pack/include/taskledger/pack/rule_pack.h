@@ -48,7 +48,8 @@ struct RuleInfo {
 
 struct ExtractorInfo {
   std::string id;
-  std::vector<std::string> tools;
+  std::vector<std::string> tools;  // names or globs; may be empty when `user`
+  bool user = false;               // also runs on every user message (user = true)
   std::string file;
 };
 

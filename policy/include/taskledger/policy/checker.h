@@ -87,6 +87,13 @@ class PolicyChecker : public LuaExtractors {
   // Results are in extractor order (by file, then declaration order).
   std::vector<ExtractorRun> RunExtractors(const ProposedCall& call, const nlohmann::json& output,
                                           int64_t now_ms) override;
+  bool HasUserExtractors() const override;
+  // Runs every extractor declaring `user = true` over one user message: its
+  // `extract(output, call)` gets the message text as `output` and nil as
+  // `call`. Updates are claims: provenance {source user, source_id "user",
+  // verified false, rule_id = extractor id, pack_version}. Otherwise as
+  // RunExtractors (own budget each, results in extractor order).
+  std::vector<ExtractorRun> RunUserExtractors(std::string_view text, int64_t now_ms) override;
 
   // Bytes the lua_State currently holds (diagnostics, tests).
   size_t memory_in_use() const;

@@ -457,13 +457,6 @@ class Session {
   // The command-ledger path of an environment-changing call (session_commands.cc).
   void HandleCommand(const ProposedCall& call, const ContextToolExecutor& execute,
                      CallResult& result);
-  // Leases `command`, runs it, settles it and records the call.
-  // Leases `command`, runs it, settles it and records the call; if the lease
-  // cannot be taken because the store failed, `consumed` (the confirmation the
-  // write-ahead commit used up) is restored: the call did not run.
-  void RunCommand(const ProposedCall& call, const Command& command,
-                  const ContextToolExecutor& execute, CallResult& result,
-                  const std::optional<Entry>& consumed = std::nullopt);
   // Stages a call record for a command that did not run now, and tells the model why.
   void ReportCommand(const ProposedCall& call, const Command& command, CallResult& result);
   // Stages the operator's approval of `command` as the decision that lets it run.

@@ -109,9 +109,15 @@ class ClusterBatch {
         uint16_t slot = KeySlot(key_of_(k));
         uint16_t owner = map->owner[slot];
         if (owner == SlotMap::kNoOwner) {
-          return Status::Unavailable("redis cluster: slot " + std::to_string(slot) +
-                                     " is not served by any node (cluster map of " +
-                                     std::to_string(map->primaries.size()) + " primaries)");
+          // A map read while a failed primary's replica is not yet promoted
+          // lacks its slots. Nothing was sent: wait, read the map anew and
+          // send again until the call's time is up.
+          last_error_ = "slot " + std::to_string(slot) +
+                        " is not served by any node (cluster map of " +
+                        std::to_string(map->primaries.size()) + " primaries)";
+          again.push_back(k);
+          wait = true;
+          continue;
         }
         node = &map->primaries[owner];
         pool = map->pools[owner];

@@ -198,7 +198,11 @@ TEST_CASE("a slot that moved is followed (MOVED, ASK), and a missing library is 
   CHECK(echoed->str() == "again");
 }
 
-TEST_CASE("a slot no node serves is Unavailable at once, never a hang", "[redis][cluster]") {
+// A map read mid-failover lacks the failed primary's slots for a moment, so a
+// slot with no owner is waited for like TRYAGAIN: the call ends Unavailable
+// when its cluster_timeout is up, never later.
+TEST_CASE("a slot no node serves is Unavailable when the call's time is up, never a hang",
+          "[redis][cluster]") {
   auto cluster = RedisCluster::Start();
   const std::string key = "tl:{router-uncovered}:k";
   const int slot = KeySlot(key);
@@ -208,14 +212,15 @@ TEST_CASE("a slot no node serves is Unavailable at once, never a hang", "[redis]
     cluster->Run(p, {"CONFIG", "SET", "cluster-require-full-coverage", "no"});
   }
   for (int p : cluster->ports()) cluster->Run(p, {"CLUSTER", "DELSLOTS", std::to_string(slot)});
-  auto router = OpenRouter(cluster->url(), std::chrono::milliseconds(3000));
+  auto router = OpenRouter(cluster->url(), std::chrono::milliseconds(800));
   auto start = std::chrono::steady_clock::now();
   auto reply = router->Command(key, {"GET", key});
   auto took = std::chrono::steady_clock::now() - start;
   REQUIRE_FALSE(reply.has_value());
   CHECK(reply.error().code() == StatusCode::kUnavailable);
   CHECK(reply.error().message().find("slot " + std::to_string(slot)) != std::string::npos);
-  CHECK(took < std::chrono::milliseconds(2000));
+  CHECK(took >= std::chrono::milliseconds(800));
+  CHECK(took < std::chrono::milliseconds(800 + 1500));
   // Other slots still answer.
   const std::string other = "tl:{router-covered}:k";
   REQUIRE(KeySlot(other) != slot);

@@ -16,7 +16,10 @@
 //   "function not found" (a new node, a promoted replica that missed a
 //                     FUNCTION LOAD, FUNCTION FLUSH) the library is loaded on
 //                     that node and the command sent again.
-// A slot no node serves is Unavailable at once. A transport failure after a
+// A slot the map gives no primary (read mid-failover, before the replica is
+// promoted, or a slot nobody serves) is treated like TRYAGAIN: nothing was
+// sent, so the map is read again and the command sent again until
+// cluster_timeout; then Unavailable naming the slot. A transport failure after a
 // command went out is NOT retried (some commands may have run: only the
 // caller knows if a retry is safe); it marks the map stale and drops that
 // node's idle connections, so the next call finds the new primary.

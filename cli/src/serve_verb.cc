@@ -10,7 +10,7 @@
 // stderr (in one write) once it accepts connections.
 // `--tenants FILE` gives tenants packs and time limits of their own (lines
 // "TENANT [rules=DIR] [time-limit-ms=N]"; DIR relative to the file).
-// SIGHUP loads --rules and every tenant's pack again: new requests run under
+// SIGHUP loads --rules, the tenants file and every tenant's pack again: new requests run under
 // the new packs, running ones finish on theirs; a pack that fails to load
 // keeps its old version serving (stderr and /readyz say why), the others
 // still reload.
@@ -98,11 +98,7 @@ Result<std::vector<serve::TokenGrant>> ReadTokens(const std::string& path) {
   return grants;
 }
 
-// A tenant's own settings from the --tenants file.
-struct TenantSettings {
-  std::string rules;           // pack folder; empty: the default pack
-  int64_t time_limit_ms = -1;  // -1: --time-limit-ms
-};
+using serve::TenantSettings;
 
 // One tenant per line: "TENANT [rules=DIR] [time-limit-ms=N]"; '#' starts a
 // comment; a relative DIR is taken from the file's folder.
@@ -164,10 +160,12 @@ void ReportReload(const std::string& dir, const std::string& who, const Status& 
   }
 }
 
-// SIGHUP: load --rules and every tenant's pack again and switch new requests
-// to them; a pack that fails keeps its current version serving, the others
-// still switch. One line on stderr per pack.
-void Reload(const ServeOptions& o, const std::map<std::string, TenantSettings>& tenants,
+// SIGHUP: load --rules again, read the --tenants file again (a file that no
+// longer reads keeps the tenants as they were) and load every tenant's pack
+// again, switching new requests to them (Service::SetTenants: a pack that
+// fails keeps its current version serving, or refuses a new tenant's
+// requests, and the others still switch). One line on stderr per pack.
+void Reload(const ServeOptions& o, std::map<std::string, TenantSettings>& tenants,
             serve::Service& service) {
   if (o.rules.empty()) {
     std::cerr << "taskledger serve: SIGHUP: no --rules to reload; the built-in pack stays\n";
@@ -175,10 +173,29 @@ void Reload(const ServeOptions& o, const std::map<std::string, TenantSettings>& 
     Status set = service.ReloadPack(o.rules);
     ReportReload(o.rules, "", set, *service.pack());
   }
-  for (const auto& [tenant, t] : tenants) {
-    if (t.rules.empty()) continue;
-    Status set = service.ReloadTenantPack(tenant, t.rules);
-    ReportReload(t.rules, " (tenant " + tenant + ")", set, *service.PackOf(tenant));
+  if (o.tenants.empty()) return;
+  if (auto read = ReadTenants(o.tenants); read) {
+    tenants = std::move(read).value();
+  } else {
+    std::cerr << ("taskledger serve: SIGHUP: " + read.error().ToString() +
+                  "; the tenants stay as they were\n");
+  }
+  (void)service.SetTenants(tenants);  // each tenant's outcome is reported below
+  for (const serve::PackStatus& p : service.Packs()) {
+    auto t = tenants.find(p.tenant);
+    if (p.tenant.empty() || t == tenants.end()) continue;
+    const std::string who = t->second.rules + " (tenant " + p.tenant + ")";
+    if (p.reload_error.empty()) {
+      std::cerr << ("taskledger serve: reloaded " + who + ": pack " + p.name + " " + p.version +
+                    "\n");
+    } else if (p.name.empty()) {
+      std::cerr << ("taskledger serve: reload of " + who +
+                    " failed; its requests are refused (503) until a reload loads it: " +
+                    p.reload_error + "\n");
+    } else {
+      std::cerr << ("taskledger serve: reload of " + who + " failed, still serving pack " + p.name +
+                    " " + p.version + ": " + p.reload_error + "\n");
+    }
   }
 }
 

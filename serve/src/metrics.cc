@@ -53,6 +53,7 @@ std::string MetricsText(const Service::Impl& service) {
   {
     std::lock_guard<std::mutex> lock(service.pack_mu);
     for (const auto& [tenant, slot] : service.packs) {
+      if (!slot.loaded) continue;  // refused: no pack runs for this tenant
       const RulePack& p = *slot.loaded->pack;
       line("taskledger_serve_pack_info{name=\"" + p.name() + "\",version=\"" + p.version() +
                "\",tenant=\"" + tenant + "\"}",

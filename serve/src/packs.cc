@@ -1,9 +1,11 @@
 // The packs of a Service (taskledger/serve/service.h): compiling a pack
 // before any request may use it, the default pack and the per-tenant ones,
 // their reloads (a pack that fails keeps its old version serving and
-// remembers why, for /readyz and the reload log), and the pool of policy
+// remembers why, for /readyz and the reload log), the set of tenants a
+// SIGHUP re-reads (SetTenants), and the pool of policy
 // checkers each loaded pack keeps. Thread-safe: the map of packs is guarded
 // by Impl::pack_mu, each pool by its own mutex.
+#include <iterator>
 #include <utility>
 
 #include "internal/service_impl.h"
@@ -77,6 +79,7 @@ Status InitPacks(Service::Impl& impl) {
     }
     impl.packs[tenant] = PackSlot{std::move(l).value(), ""};
   }
+  impl.time_limits = impl.options.tenant_time_limit_ms;
   return Status::Ok();
 }
 
@@ -98,18 +101,63 @@ Status Service::ReloadTenantPack(const std::string& tenant, const std::string& d
   return Install(*impl_, tenant, RulePack::Load(dir));
 }
 
+Status Service::SetTenants(const std::map<std::string, TenantSettings>& tenants) {
+  for (const auto& [tenant, t] : tenants) {
+    if (tenant.empty()) return Status::InvalidArgument("a tenant needs a name");
+    if (t.time_limit_ms < -1) {
+      return Status::InvalidArgument("the time limit of " + tenant + " is negative");
+    }
+  }
+  // Compiled before the lock: building a checker runs the pack's Lua.
+  std::map<std::string, Result<std::shared_ptr<const LoadedPack>>> loaded;
+  for (const auto& [tenant, t] : tenants) {
+    if (t.rules.empty()) continue;
+    auto pack = RulePack::Load(t.rules);
+    loaded.emplace(tenant, pack ? LoadPack(std::move(pack).value())
+                                : Result<std::shared_ptr<const LoadedPack>>(pack.error()));
+  }
+  Status first = Status::Ok();
+  std::lock_guard<std::mutex> lock(impl_->pack_mu);
+  for (auto it = impl_->packs.begin(); it != impl_->packs.end();) {
+    bool keeps = it->first == Impl::kDefaultPack || loaded.count(it->first) != 0;
+    it = keeps ? std::next(it) : impl_->packs.erase(it);
+  }
+  for (auto& [tenant, l] : loaded) {
+    if (l) {
+      impl_->packs[tenant] = PackSlot{std::move(l).value(), ""};
+      impl_->reloads.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    impl_->reloads_failed.fetch_add(1, std::memory_order_relaxed);
+    impl_->packs[tenant].reload_error = l.error().ToString();  // a new slot holds no pack
+    if (first.ok()) {
+      first = Status(l.error().code(), "the pack of tenant " + tenant + ": " + l.error().message());
+    }
+  }
+  impl_->time_limits.clear();
+  for (const auto& [tenant, t] : tenants) {
+    if (t.time_limit_ms >= 0) impl_->time_limits[tenant] = t.time_limit_ms;
+  }
+  return first;
+}
+
 std::shared_ptr<const RulePack> Service::pack() const {
   return impl_->Loaded(Impl::kDefaultPack)->pack;
 }
 
 std::shared_ptr<const RulePack> Service::PackOf(const std::string& tenant) const {
-  return impl_->Loaded(tenant)->pack;
+  auto loaded = impl_->Loaded(tenant);
+  return loaded ? loaded->pack : nullptr;
 }
 
 std::vector<PackStatus> Service::Packs() const {
   std::lock_guard<std::mutex> lock(impl_->pack_mu);
   std::vector<PackStatus> out;
   for (const auto& [tenant, slot] : impl_->packs) {  // "" (the default) sorts first
+    if (!slot.loaded) {
+      out.push_back({tenant, "", "", slot.reload_error});
+      continue;
+    }
     out.push_back(
         {tenant, slot.loaded->pack->name(), slot.loaded->pack->version(), slot.reload_error});
   }

@@ -326,12 +326,14 @@ ServeResponse Service::Handle(const ServeRequest& request) {
       return Error(400, "bad_json", "the request body must be a JSON object");
     }
     bool timed_out = false;
-    RouteContext ctx{*impl_, impl_->Loaded(tenant), tenant, operator_role, body};
+    auto loaded = impl_->Loaded(tenant);
+    if (!loaded) {
+      return Error(503, "pack_unavailable",
+                   "the rule pack of tenant " + tenant + " did not load; see /readyz");
+    }
+    RouteContext ctx{*impl_, std::move(loaded), tenant, operator_role, body};
     ctx.timed_out = &timed_out;
-    auto limit = impl_->options.tenant_time_limit_ms.find(tenant);
-    ctx.time_limit_ms = limit != impl_->options.tenant_time_limit_ms.end()
-                            ? limit->second
-                            : impl_->options.request_time_limit_ms;
+    ctx.time_limit_ms = impl_->TimeLimitOf(tenant);
     if (ctx.time_limit_ms > 0) ctx.deadline = start + std::chrono::milliseconds(ctx.time_limit_ms);
     auto out = route->handler(ctx);
     if (out && !route->writes) {

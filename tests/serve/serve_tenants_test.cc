@@ -2,7 +2,8 @@
 // packs of their own get different decisions for the same call, each naming
 // its pack; a tenant without one gets the default pack; SIGHUP reloads every
 // pack, and one that no longer loads keeps its old version serving (stderr
-// and /readyz say why) while the others switch.
+// and /readyz say why) while the others switch; SIGHUP also reads the
+// tenants file again: tenants added, dropped, or whose new pack never loaded.
 #include <signal.h>
 #include <unistd.h>
 
@@ -127,6 +128,91 @@ TEST_CASE("serve: tenants run under their own packs, and SIGHUP reloads each", "
   CHECK(metrics.raw.find("tenant=\"globex\"") != std::string::npos);
   CHECK(metrics.raw.find("taskledger_serve_pack_reloads_total{result=\"failed\"} 1") !=
         std::string::npos);
+  CHECK(s.Stop() == 0);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("serve: SIGHUP reads the tenants file again", "[serve]") {
+  const fs::path dir =
+      fs::temp_directory_path() / ("tl-serve-retenants-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string source = std::string(TASKLEDGER_SOURCE_DIR) + "/rules/subscription";
+  fs::copy(source, dir / "strict", fs::copy_options::recursive);
+  fs::copy(source, dir / "lenient", fs::copy_options::recursive);
+  Replace(dir / "lenient" / "pack.json", "\"subscription\"", "\"subscription-lenient\"");
+  Replace(dir / "lenient" / "policy.lua", "if ledger.condition(\"identity_verified\") == true",
+          "if true or ledger.condition(\"identity_verified\") == true");
+  std::ofstream(dir / "tenants") << "acme rules=strict\n";
+  std::ofstream(dir / "tokens") << "acme " << Sha256Hex(kAcme) << "\nglobex " << Sha256Hex(kGlobex)
+                                << "\ninitech " << Sha256Hex(kInitech) << "\n";
+  ServeProcess s({"--tenants", (dir / "tenants").string(), "--tokens", (dir / "tokens").string()});
+  int conversation = 0;
+  auto propose = [&](const char* token) {
+    const json cancel = {
+        {"conversation", "c" + std::to_string(++conversation)},
+        {"call", {{"id", "1"}, {"tool", "cancel_subscription"}, {"arguments", {{"id", "S"}}}}}};
+    return s.Post("/v1/propose", cancel, token);
+  };
+  // Waits until stderr holds `needle` `times` times (each SIGHUP prints its lines again).
+  auto wait_for = [&](const std::string& needle, size_t times) {
+    for (int tries = 0; tries < 200; ++tries) {
+      const std::string err = s.Stderr();
+      size_t seen = 0;
+      for (size_t at = err.find(needle); at != std::string::npos; at = err.find(needle, at + 1)) {
+        ++seen;
+      }
+      if (seen >= times) return true;
+      (void)s.WaitForStderr("\x01 not printed", 50);
+    }
+    return false;
+  };
+  REQUIRE(propose(kAcme).body["decision"]["pack_name"] == "subscription");
+  REQUIRE(propose(kGlobex).body["decision"]["pack_name"] == "serve-default");
+
+  // acme is dropped, globex gains a pack, initech's pack is not there.
+  std::ofstream(dir / "tenants", std::ios::trunc)
+      << "globex rules=lenient time-limit-ms=60000\ninitech rules=missing\n";
+  s.Signal(SIGHUP);
+  REQUIRE(wait_for("lenient (tenant globex): pack subscription-lenient", 1));
+  REQUIRE(wait_for("missing (tenant initech) failed; its requests are refused", 1));
+  Reply acme = propose(kAcme);
+  REQUIRE(acme.status == 200);
+  CHECK(acme.body["decision"]["pack_name"] == "serve-default");
+  CHECK(acme.body["decision"]["outcome"] == "deny");
+  Reply globex = propose(kGlobex);
+  REQUIRE(globex.status == 200);
+  CHECK(globex.body["decision"]["pack_name"] == "subscription-lenient");
+  CHECK(globex.body["decision"]["outcome"] == "allow");
+  // Never the default pack in place of a pack that did not load.
+  Reply initech = propose(kInitech);
+  CHECK(initech.status == 503);
+  CHECK(initech.body["error"]["code"] == "pack_unavailable");
+  Reply ready = s.Send("GET", "/readyz", "");
+  bool initech_listed = false;
+  for (const json& p : ready.body["packs"]) {
+    if (p.value("tenant", "") != "initech") continue;
+    initech_listed = true;
+    CHECK(p.contains("reload_error"));
+  }
+  CHECK(initech_listed);
+
+  // A file that no longer reads keeps the tenants as they were.
+  std::ofstream(dir / "tenants", std::ios::trunc) << "globex packs=lenient\n";
+  s.Signal(SIGHUP);
+  REQUIRE(wait_for("the tenants stay as they were", 1));
+  REQUIRE(wait_for("missing (tenant initech) failed; its requests are refused", 2));
+  CHECK(propose(kGlobex).body["decision"]["pack_name"] == "subscription-lenient");
+  CHECK(propose(kInitech).status == 503);
+
+  // initech's pack appears: the next SIGHUP loads it.
+  std::ofstream(dir / "tenants", std::ios::trunc) << "initech rules=strict\n";
+  s.Signal(SIGHUP);
+  REQUIRE(wait_for("strict (tenant initech): pack subscription", 1));
+  Reply later = propose(kInitech);
+  REQUIRE(later.status == 200);
+  CHECK(later.body["decision"]["pack_name"] == "subscription");
+  CHECK(propose(kGlobex).body["decision"]["pack_name"] == "serve-default");
   CHECK(s.Stop() == 0);
   fs::remove_all(dir);
 }

@@ -157,6 +157,12 @@ TEST_CASE("serve: a request past its tenant's time limit gets 504 and writes not
   CHECK((*service)->Handle(request("/v1/propose", "slow-token")).status == 200);
   CHECK(store.Head({"slow", "c"}).value() == 1);
   CHECK((*service)->Handle(request("/v1/render", "slow-token")).status == 200);
+
+  // SetTenants (SIGHUP reading --tenants again) replaces the limits: "other"
+  // is limited now, "slow" no longer.
+  REQUIRE((*service)->SetTenants({{"other", serve::TenantSettings{"", 500}}}).ok());
+  CHECK(held_for_800ms(request("/v1/render", "other-token")).status == 504);
+  CHECK(held_for_800ms(request("/v1/render", "slow-token")).status == 200);
 }
 
 }  // namespace taskledger

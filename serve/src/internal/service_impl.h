@@ -63,16 +63,24 @@ struct PackSlot {
 
 struct Service::Impl {
   ServiceOptions options;  // options.pack(s) are the first packs; `packs` the current ones
-  // The pack `tenant`'s requests run under now: its own, or the default one.
+  // The pack `tenant`'s requests run under now: its own, or the default one;
+  // null while they are refused (a pack of its own that never loaded).
   std::shared_ptr<const LoadedPack> Loaded(const std::string& tenant) const {
     std::lock_guard<std::mutex> lock(pack_mu);
     auto it = packs.find(tenant);
     return it != packs.end() ? it->second.loaded : packs.at(kDefaultPack).loaded;
   }
+  // The time limit of `tenant`'s requests in ms (0: none).
+  int64_t TimeLimitOf(const std::string& tenant) const {
+    std::lock_guard<std::mutex> lock(pack_mu);
+    auto it = time_limits.find(tenant);
+    return it != time_limits.end() ? it->second : options.request_time_limit_ms;
+  }
   // The key of the default pack in `packs` (not a valid tenant name).
   static constexpr const char* kDefaultPack = "";
   mutable std::mutex pack_mu;
-  std::map<std::string, PackSlot> packs;  // tenant ("" default) -> pack; guarded by pack_mu
+  std::map<std::string, PackSlot> packs;       // tenant ("" default) -> pack; guarded by pack_mu
+  std::map<std::string, int64_t> time_limits;  // tenant -> ms; guarded by pack_mu
   std::atomic<uint64_t> reloads{0}, reloads_failed{0};
   std::mutex inflight_mu;
   std::map<std::string, int> inflight;  // tenant -> requests running; guarded by inflight_mu
@@ -100,7 +108,8 @@ struct RouteContext {
 // returns the Timeout status to answer with (nothing was committed).
 Status PastDeadline(const RouteContext& ctx, const char* where);
 
-// Loads options.pack and options.tenant_packs into `packs` (packs.cc).
+// Loads options.pack and options.tenant_packs into `packs`, and
+// options.tenant_time_limit_ms into `time_limits` (packs.cc).
 Status InitPacks(Service::Impl& impl);
 
 // /metrics text, and the bookkeeping of one answered request (metrics.cc).

@@ -100,11 +100,17 @@ struct ServiceOptions {
   std::map<std::string, int64_t> tenant_time_limit_ms;
 };
 
+// A tenant's own settings, as a line of `serve --tenants FILE` gives them.
+struct TenantSettings {
+  std::string rules;           // the folder of its pack; empty: the default pack
+  int64_t time_limit_ms = -1;  // -1: request_time_limit_ms; 0: none
+};
+
 // A pack a service runs, as /readyz and the reload log show it.
 struct PackStatus {
-  std::string tenant;  // empty: the default pack
-  std::string name, version;
-  std::string reload_error;  // why the last reload failed; empty after a good one
+  std::string tenant;         // empty: the default pack
+  std::string name, version;  // both empty: the tenant's requests are refused (see SetTenants)
+  std::string reload_error;   // why the last reload failed; empty after a good one
 };
 
 // One route: method and exact path (docs/openapi.yaml lists the same).
@@ -125,8 +131,8 @@ class Service {
   // Answers one request: JSON bodies; errors are {"error": {"code", "message"}}
   // with 400 (bad JSON or fields), 401, 403, 404 (unknown route, or unknown
   // command), 405, 409 (conflict, lease lost), 413, 429 (the tenant has
-  // max_concurrent_per_tenant requests running), 503 (store unreachable),
-  // 504 (the tenant's time limit passed; nothing more was committed).
+  // max_concurrent_per_tenant requests running), 503 (store unreachable, or the tenant's own pack
+  // has not loaded), 504 (the tenant's time limit passed; nothing more was committed).
   ServeResponse Handle(const ServeRequest& request);
 
   // Every route Handle answers.
@@ -148,8 +154,19 @@ class Service {
   // none). A failure leaves every other pack as it was.
   Status SetTenantPack(const std::string& tenant, std::shared_ptr<const RulePack> pack);
   Status ReloadTenantPack(const std::string& tenant, const std::string& dir);
+  // Makes `tenants` the set of tenants with settings of their own (serve's
+  // SIGHUP re-reading --tenants), for the requests that start from now on:
+  // each listed pack is loaded again from its folder; time limits are the
+  // listed ones; a tenant no longer listed, or listed without a pack, runs
+  // under the default pack and time limit. A pack that fails to load never
+  // lets its tenant fall back to the default pack: a tenant that had a pack
+  // keeps it, one that had none gets 503 "pack_unavailable" until a later
+  // call loads it, and Packs() says why for each. Every tenant is applied;
+  // the result is the first failure (naming its tenant). Thread-safe.
+  Status SetTenants(const std::map<std::string, TenantSettings>& tenants);
   // The pack new requests of `tenant` run under (the default pack unless the
-  // tenant has its own); pack() is the default pack.
+  // tenant has its own; null while its requests are refused, see
+  // SetTenants); pack() is the default pack.
   std::shared_ptr<const RulePack> pack() const;
   std::shared_ptr<const RulePack> PackOf(const std::string& tenant) const;
   // Every pack, the default one first, then by tenant.

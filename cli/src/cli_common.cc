@@ -104,4 +104,20 @@ void ProgressBar::Finish() {
   drawn_ = false;
 }
 
+bool ParseHostPort(const std::string& text, std::string& host, int& port) {
+  size_t colon = text.rfind(':');
+  std::string port_text = colon == std::string::npos ? text : text.substr(colon + 1);
+  host = colon == std::string::npos ? "127.0.0.1" : text.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (host.empty()) host = "127.0.0.1";
+  if (port_text.empty() || port_text.size() > 5 ||
+      port_text.find_first_not_of("0123456789") != std::string::npos) {
+    return false;
+  }
+  port = std::stoi(port_text);
+  return port <= 65535;
+}
+
 }  // namespace taskledger::cli

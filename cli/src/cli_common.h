@@ -65,4 +65,9 @@ class ProgressBar {
 // The process's monotonic clock in milliseconds.
 int64_t MonotonicMs();
 
+// Parses a listen address: "HOST:PORT", "[::1]:PORT" (brackets dropped) or just
+// "PORT" (loopback, 127.0.0.1; an empty host is loopback too). Returns false
+// unless the port is 1 to 5 digits and at most 65535.
+bool ParseHostPort(const std::string& text, std::string& host, int& port);
+
 }  // namespace taskledger::cli

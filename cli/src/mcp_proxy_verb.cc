@@ -80,23 +80,6 @@ Result<std::unique_ptr<CommandStore>> OpenCommandStore(const std::string& url) {
   return OpenRedisCommandStore(redis);
 }
 
-// "HOST:PORT", "[::1]:PORT" or just "PORT" (loopback).
-bool ParseListen(const std::string& text, std::string& host, int& port) {
-  size_t colon = text.rfind(':');
-  std::string port_text = colon == std::string::npos ? text : text.substr(colon + 1);
-  host = colon == std::string::npos ? "127.0.0.1" : text.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  if (host.empty()) host = "127.0.0.1";
-  if (port_text.empty() || port_text.size() > 5 ||
-      port_text.find_first_not_of("0123456789") != std::string::npos) {
-    return false;
-  }
-  port = std::stoi(port_text);
-  return port <= 65535;
-}
-
 // Where the JSON lines of gated calls go; shared by the sessions of a
 // listener, so one line is written whole at a time.
 struct CallLogSink {
@@ -208,7 +191,7 @@ int RunStdio(const McpProxyOptions& o, Shared& shared) {
 
 int RunListener(const McpProxyOptions& o, Shared& shared) {
   mcp::ListenerOptions listen;
-  if (!ParseListen(o.listen, listen.host, listen.port)) {
+  if (!ParseHostPort(o.listen, listen.host, listen.port)) {
     return ReportError("mcp-proxy",
                        Status::InvalidArgument("--listen must be HOST:PORT, not " + o.listen));
   }
@@ -325,7 +308,7 @@ int RunMcpProxy(const McpProxyOptions& o) {
   if (!o.metrics.empty()) {
     std::string host;
     int port = 0;
-    if (!ParseListen(o.metrics, host, port)) {
+    if (!ParseHostPort(o.metrics, host, port)) {
       return ReportError("mcp-proxy",
                          Status::InvalidArgument("--metrics must be HOST:PORT, not " + o.metrics));
     }

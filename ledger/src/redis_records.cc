@@ -1,152 +1,22 @@
 // Direct CBOR writers for the Redis store's turn and state records (see
-// internal/redis_records.h). They mirror codec.cc's EncodeTurn / EncodeState
-// field for field, and nlohmann's CBOR writer byte for byte: definite lengths,
-// the shortest integer and length heads, object members in std::map key order
-// (byte-wise), doubles as float32 when exact. Any change to the codec's field
-// set must be made here too; redis_records_test.cc fails if the two differ.
-// Pure functions; thread-safe.
+// internal/redis_records.h): the record layouts. They mirror codec.cc's
+// EncodeTurn / EncodeState field for field; the encoding rules that make the
+// bytes equal nlohmann's (heads, doubles, key order) are in
+// internal/cbor_writer.h. Any change to the codec's field set must be made
+// here too; redis_records_test.cc fails if the two differ. Pure functions;
+// thread-safe.
 #include "internal/redis_records.h"
+
+#include "internal/cbor_writer.h"
 
 #include "taskledger/ledger/codec.h"
 
-#include <bit>
-#include <cmath>
-#include <cstring>
-#include <limits>
 #include <string_view>
 
 namespace taskledger::internal {
 namespace {
 
 using nlohmann::json;
-
-// A member name (shorter than 24 bytes) encoded at compile time as a CBOR
-// text string: the head byte 0x60 + length, then the bytes.
-template <size_t N>
-struct Name {
-  static_assert(N - 1 < 24, "member names need a one-byte head");
-  char bytes[N];
-  // Implicit by design: a string literal is a member name.
-  // NOLINTNEXTLINE(google-explicit-constructor)
-  consteval Name(const char (&name)[N]) : bytes{} {
-    bytes[0] = static_cast<char>(0x60 + (N - 1));
-    for (size_t i = 0; i + 1 < N; ++i) bytes[i + 1] = name[i];
-  }
-};
-
-class CborWriter {
- public:
-  explicit CborWriter(std::string& out) : out_(out) {}
-
-  // The initial byte of a data item of `major` type with argument `n`, in
-  // the shortest form (RFC 8949 section 3), as nlohmann writes it.
-  void Head(uint8_t major, uint64_t n) {
-    const auto m = static_cast<unsigned char>(major << 5);
-    if (n <= 0x17) {
-      out_.push_back(static_cast<char>(m | n));
-      return;
-    }
-    char bytes[9];
-    int width = n <= 0xff ? 1 : n <= 0xffff ? 2 : n <= 0xffffffffULL ? 4 : 8;
-    bytes[0] = static_cast<char>(m | (width == 1   ? 0x18
-                                      : width == 2 ? 0x19
-                                      : width == 4 ? 0x1a
-                                                   : 0x1b));
-    for (int i = 0; i < width; ++i)
-      bytes[1 + i] = static_cast<char>((n >> (8 * (width - 1 - i))) & 0xff);
-    out_.append(bytes, static_cast<size_t>(1 + width));
-  }
-
-  // A member name known at compile time: its head and bytes in one append.
-  template <Name kName>
-  void Key() {
-    out_.append(kName.bytes, sizeof(kName.bytes));
-  }
-  void Unsigned(uint64_t v) { Head(0, v); }
-  void Signed(int64_t v) {
-    if (v >= 0) {
-      Head(0, static_cast<uint64_t>(v));
-    } else {
-      Head(1, static_cast<uint64_t>(-1 - v));
-    }
-  }
-  void Bool(bool b) { out_.push_back(b ? '\xf5' : '\xf4'); }
-  void Text(std::string_view s) {
-    Head(3, s.size());
-    out_.append(s.data(), s.size());
-  }
-  void Array(size_t n) { Head(4, n); }
-  void Map(size_t n) { Head(5, n); }
-
-  void Double(double d) {
-    if (std::isnan(d)) {
-      out_.append("\xf9\x7e\x00", 3);
-    } else if (std::isinf(d)) {
-      out_.append(d > 0 ? std::string_view("\xf9\x7c\x00", 3)
-                        : std::string_view("\xf9\xfc\x00", 3));
-    } else if (d >= static_cast<double>(std::numeric_limits<float>::lowest()) &&
-               d <= static_cast<double>(std::numeric_limits<float>::max()) &&
-               static_cast<double>(static_cast<float>(d)) == d) {
-      out_.push_back('\xfa');
-      BigEndian(std::bit_cast<uint32_t>(static_cast<float>(d)), 4);
-    } else {
-      out_.push_back('\xfb');
-      BigEndian(std::bit_cast<uint64_t>(d), 8);
-    }
-  }
-
-  void Json(const json& j) {
-    switch (j.type()) {
-      case json::value_t::null:
-        out_.push_back('\xf6');
-        return;
-      case json::value_t::boolean:
-        Bool(j.get<bool>());
-        return;
-      case json::value_t::number_integer:
-        Signed(j.get<int64_t>());
-        return;
-      case json::value_t::number_unsigned:
-        Unsigned(j.get<uint64_t>());
-        return;
-      case json::value_t::number_float:
-        Double(j.get<double>());
-        return;
-      case json::value_t::string:
-        Text(j.get_ref<const std::string&>());
-        return;
-      case json::value_t::array: {
-        const auto& items = j.get_ref<const json::array_t&>();
-        Array(items.size());
-        for (const json& item : items) Json(item);
-        return;
-      }
-      case json::value_t::object: {
-        const auto& members = j.get_ref<const json::object_t&>();
-        Map(members.size());
-        for (const auto& [key, value] : members) {
-          Text(key);
-          Json(value);
-        }
-        return;
-      }
-      default:
-        // Binary (and discarded) values never come out of JSON text; leave
-        // their rarely used encodings to nlohmann itself.
-        json::to_cbor(j, out_);
-        return;
-    }
-  }
-
- private:
-  void BigEndian(uint64_t v, int bytes) {
-    for (int shift = (bytes - 1) * 8; shift >= 0; shift -= 8) {
-      out_.push_back(static_cast<char>((v >> shift) & 0xff));
-    }
-  }
-
-  std::string& out_;
-};
 
 // Members are written in the byte-wise order of their names, which is the
 // order nlohmann's std::map-backed objects serialise in; each comment lists

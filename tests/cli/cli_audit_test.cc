@@ -11,10 +11,8 @@
 #include <string>
 
 #include "cli/cli_runner.h"
+#include "cli/cli_seed.h"
 #include "support/redis_server.h"
-#include "taskledger/base/clock.h"
-#include "taskledger/commands/command_ledger.h"
-#include "taskledger/commands/redis_command_store.h"
 #include "taskledger/ledger/redis_store.h"
 
 using namespace taskledger;
@@ -66,11 +64,7 @@ TEST_CASE("audit reads back a replay from Redis in another process", "[redis]") 
   const std::string url = SharedRedisUrl();
   const std::string tenant = "cli-audit-" + std::to_string(::getpid());
   const std::string conv = ReplayIntoRedis(url, tenant);
-  const std::vector<std::string> store = {"--store", url, "--tenant", tenant};
-  auto with = [&](std::vector<std::string> args) {
-    args.insert(args.end(), store.begin(), store.end());
-    return RunCli(args);
-  };
+  auto with = [&](std::vector<std::string> args) { return RunCliOn(std::move(args), url, tenant); };
 
   CliRun list = with({"audit", "list", "--json"});
   INFO(list.out << list.err);
@@ -291,11 +285,7 @@ TEST_CASE("audit shows uncertain, deduplicated and awaiting-approval calls as su
   LedgerState after;
   REQUIRE(ApplyTurn(after, t).ok());
   REQUIRE((*store)->CommitTurn(id, t, after).ok());
-  const std::vector<std::string> at = {"--store", url, "--tenant", tenant};
-  auto with = [&](std::vector<std::string> args) {
-    args.insert(args.end(), at.begin(), at.end());
-    return RunCli(args);
-  };
+  auto with = [&](std::vector<std::string> args) { return RunCliOn(std::move(args), url, tenant); };
   CliRun calls = with({"audit", "calls", "conv-o"});
   INFO(calls.out << calls.err);
   REQUIRE(calls.exit_code == 0);
@@ -319,26 +309,10 @@ TEST_CASE("audit shows uncertain, deduplicated and awaiting-approval calls as su
 TEST_CASE("commands: list by state, approve with a reason, dry runs change nothing", "[redis]") {
   const std::string url = SharedRedisUrl();
   const std::string tenant = "cli-cmd-" + std::to_string(::getpid());
-  RedisOptions ro;
-  ro.url = url;
-  auto store = OpenRedisCommandStore(ro);
-  REQUIRE(store.has_value());
-  CommandLedger ledger(**store, SystemClock());
-  CommandSpec spec;
-  spec.run = {tenant, "run-1"};
-  spec.step = "refund-1";
-  spec.tool = "issue_refund";
-  spec.target = "order:A17";
-  spec.arguments = {{"order_id", "A17"}, {"amount", 30}};
-  spec.requires_approval = true;
-  auto reserved = ledger.Reserve(spec);
-  REQUIRE(reserved.has_value());
-  const std::string key = reserved->command_key;
-  const std::vector<std::string> at = {"--store", url, "--tenant", tenant};
-  auto with = [&](std::vector<std::string> args) {
-    args.insert(args.end(), at.begin(), at.end());
-    return RunCli(args);
-  };
+  const SeededCommand seeded = SeedBlockedRefund(url, tenant);
+  const CommandSpec& spec = seeded.spec;
+  const std::string& key = seeded.key;
+  auto with = [&](std::vector<std::string> args) { return RunCliOn(std::move(args), url, tenant); };
 
   CliRun blocked = with({"commands", "list", "--state", "blocked", "--json"});
   INFO(blocked.out << blocked.err);
@@ -353,13 +327,13 @@ TEST_CASE("commands: list by state, approve with a reason, dry runs change nothi
   INFO(dry.out << dry.err);
   CHECK(dry.exit_code == 0);
   CHECK(dry.LastJson()["command"]["state"] == "approved");
-  CHECK((*store)->Get(spec.run, key)->state == CommandState::kBlocked);
+  CHECK(seeded.store->Get(spec.run, key)->state == CommandState::kBlocked);
 
   CliRun approve = with({"commands", "approve", "run-1", key, "--reason", "refund within policy",
                          "--actor", "alice"});
   INFO(approve.out << approve.err);
   CHECK(approve.exit_code == 0);
-  auto after = (*store)->Get(spec.run, key);
+  auto after = seeded.store->Get(spec.run, key);
   REQUIRE(after.has_value());
   CHECK(after->state == CommandState::kApproved);
   CHECK(after->approver == "alice");
@@ -370,18 +344,14 @@ TEST_CASE("commands: list by state, approve with a reason, dry runs change nothi
   CliRun show = with({"commands", "show", "run-1", key, "--json"});
   CHECK(show.LastJson()["state"] == "approved");
   CHECK(with({"commands", "show", "run-1", "nope"}).exit_code == 2);
-  CHECK((*store)->DropRun(spec.run).ok());
+  CHECK(seeded.store->DropRun(spec.run).ok());
 }
 
 TEST_CASE("audit explain shows the decision, every rule and the evidence chain", "[redis]") {
   const std::string url = SharedRedisUrl();
   const std::string tenant = "cli-explain-" + std::to_string(::getpid());
   const std::string conv = ReplayIntoRedis(url, tenant);
-  const std::vector<std::string> store = {"--store", url, "--tenant", tenant};
-  auto with = [&](std::vector<std::string> args) {
-    args.insert(args.end(), store.begin(), store.end());
-    return RunCli(args);
-  };
+  auto with = [&](std::vector<std::string> args) { return RunCliOn(std::move(args), url, tenant); };
 
   // c1 was allowed: both rules passed; shop.pending_only read the order's
   // status, which came from the get_order call c0 (output path /status).

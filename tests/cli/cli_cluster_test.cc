@@ -12,10 +12,9 @@
 #include <string>
 
 #include "cli/cli_runner.h"
+#include "cli/cli_seed.h"
 #include "support/redis_cluster.h"
 #include "support/redis_server.h"
-#include "taskledger/base/clock.h"
-#include "taskledger/commands/command_ledger.h"
 #include "taskledger/commands/redis_command_store.h"
 #include "taskledger/ledger/redis_store.h"
 
@@ -74,26 +73,10 @@ TEST_CASE("replay and audit run unchanged on a Redis Cluster", "[redis][cluster]
 TEST_CASE("the commands verbs work on a Redis Cluster", "[redis][cluster]") {
   const std::string url = SharedRedisClusterUrl();
   const std::string tenant = "cli-cluster-cmd-" + std::to_string(::getpid());
-  RedisOptions ro;
-  ro.url = url;
-  auto store = OpenRedisCommandStore(ro);
-  REQUIRE(store.has_value());
-  CommandLedger ledger(**store, SystemClock());
-  CommandSpec spec;
-  spec.run = {tenant, "run-1"};
-  spec.step = "refund-1";
-  spec.tool = "issue_refund";
-  spec.target = "order:A17";
-  spec.arguments = {{"order_id", "A17"}, {"amount", 30}};
-  spec.requires_approval = true;
-  auto reserved = ledger.Reserve(spec);
-  REQUIRE(reserved.has_value());
-  const std::string key = reserved->command_key;
-  const std::vector<std::string> at = {"--store", url, "--tenant", tenant};
-  auto with = [&](std::vector<std::string> args) {
-    args.insert(args.end(), at.begin(), at.end());
-    return RunCli(args);
-  };
+  const SeededCommand seeded = SeedBlockedRefund(url, tenant);
+  const CommandSpec& spec = seeded.spec;
+  const std::string& key = seeded.key;
+  auto with = [&](std::vector<std::string> args) { return RunCliOn(std::move(args), url, tenant); };
   CliRun blocked = with({"commands", "list", "--state", "blocked", "--json"});
   INFO(blocked.out << blocked.err);
   REQUIRE(blocked.exit_code == 0);
@@ -102,11 +85,11 @@ TEST_CASE("the commands verbs work on a Redis Cluster", "[redis][cluster]") {
                          "--actor", "alice"});
   INFO(approve.out << approve.err);
   CHECK(approve.exit_code == 0);
-  auto after = (*store)->Get(spec.run, key);
+  auto after = seeded.store->Get(spec.run, key);
   REQUIRE(after.has_value());
   CHECK(after->state == CommandState::kApproved);
   CHECK(after->approver == "alice");
-  CHECK((*store)->DropRun(spec.run).ok());
+  CHECK(seeded.store->DropRun(spec.run).ok());
 }
 
 TEST_CASE("a tenant's ACL user replays on the cluster and cannot list another tenant",

@@ -12,6 +12,7 @@
 
 #include "internal/redis_records.h"
 #include "taskledger/ledger/codec.h"
+#include "taskledger/ledger/extraction_error.h"
 
 using namespace taskledger;
 using nlohmann::json;
@@ -151,6 +152,38 @@ TEST_CASE("redis records: turns are byte-identical to the codec's CBOR", "[redis
     internal::AppendTurnRecordBytes(t, out);
     CHECK(out == "prefix" + ViaDom(EncodeTurn(t)));
   }
+}
+
+TEST_CASE("redis records: 0.1-shaped extraction errors keep their bytes and read back typed",
+          "[redis]") {
+  // What 0.1 wrote: the extractor's tool and user errors (a tool error with an
+  // empty call id), the session's unsettled command (with command_key), and
+  // whatever Ledger::StageError was given (it took any JSON value).
+  const std::vector<json> stored = {
+      json::parse(R"({"source":"tool","tool":"lookup","call_id":"","rule":"r.total",)"
+                  R"("code":"coercion_failed","message":"not a number"})"),
+      json::parse(R"({"source":"user","code":"too_large","message":"big"})"),
+      json::parse(R"({"source":"commands","tool":"refund","call_id":"w1",)"
+                  R"("code":"command_unsettled","command_key":"k-17","message":"down"})"),
+      json::parse(R"({"source":"tool","code":7})"),
+      json("free text"),
+  };
+  TurnRecord t;
+  t.turn = 2;
+  t.errors = stored;
+  const std::string bytes = internal::TurnRecordBytes(t);
+  CHECK(bytes == ViaDom(EncodeTurn(t)));
+  auto j = json::from_cbor(bytes, true, false);
+  REQUIRE_FALSE(j.is_discarded());
+  auto decoded = DecodeTurn(j);
+  REQUIRE(decoded.has_value());
+  REQUIRE(decoded->errors.size() == stored.size());
+  // Each reads into the typed record and writes back to the same bytes.
+  TurnRecord rewritten = *decoded;
+  for (json& e : rewritten.errors) e = EncodeExtractionError(DecodeExtractionError(e));
+  CHECK(internal::TurnRecordBytes(rewritten) == bytes);
+  CHECK(DecodeExtractionError(decoded->errors[0]).call_id == "");
+  CHECK(DecodeExtractionError(decoded->errors[2]).extra == json{{"command_key", "k-17"}});
 }
 
 TEST_CASE("redis records: states are byte-identical to the codec's CBOR", "[redis]") {

@@ -1,10 +1,12 @@
 // The Store contract (taskledger/ledger/store.h), run against MemoryStore and
 // RedisStore alike: exact read-back of every version, optimistic concurrency,
 // monotonic versions, diffs, expiry, snapshot cadence, listing, dropping,
-// tenant isolation with hostile ids, retention, and batched commits.
+// tenant isolation with hostile ids, retention, batched commits, and turns
+// holding 0.1-shaped extraction errors.
 #include <catch2/catch.hpp>
 
 #include "ledger/store_backends.h"
+#include "taskledger/ledger/extraction_error.h"
 
 using namespace taskledger;
 using namespace taskledger::testing;
@@ -281,4 +283,39 @@ TEMPLATE_TEST_CASE("store: a batch commits many conversations, each with its own
       CHECK(store->ReadHead(ids[i]).value() == afters[i]);
     }
   }
+}
+
+TEMPLATE_TEST_CASE("store: 0.1-shaped extraction errors read back and into typed records",
+                   "[store]", TL_STORE_BACKENDS) {
+  TestType backend;
+  auto store = backend.Open(StoreOpts(4));
+  auto id = backend.Id("acme", "errors");
+  // What 0.1 kept in a turn's errors: the extractor's records, the session's
+  // (with command_key), and any JSON value Ledger::StageError was given.
+  const std::vector<nlohmann::json> stored = {
+      {{"source", "tool"},
+       {"tool", "lookup"},
+       {"call_id", "c1"},
+       {"code", "too_deep"},
+       {"message", "deeper than 64"}},
+      {{"source", "user"}, {"rule", "email"}, {"code", "missing"}, {"message", "no email"}},
+      {{"source", "commands"}, {"code", "command_unsettled"}, {"command_key", "k-9"}},
+      "free text"};
+  TurnRecord turn;
+  turn.turn = 1;
+  turn.committed_at_ms = kT0;
+  turn.errors = stored;
+  LedgerState after;
+  after.version = 1;
+  REQUIRE(store->CommitTurn(id, turn, after).ok());
+  auto read = store->ReadTurns(id, 1, 1);
+  REQUIRE(read.has_value());
+  REQUIRE(read->size() == 1);
+  REQUIRE(read->front().errors == stored);
+  for (const nlohmann::json& e : read->front().errors) {
+    CHECK(EncodeExtractionError(DecodeExtractionError(e)) == e);
+  }
+  CHECK(DecodeExtractionError(read->front().errors[0]).call_id == "c1");
+  CHECK(DecodeExtractionError(read->front().errors[2]).extra ==
+        nlohmann::json{{"command_key", "k-9"}});
 }

@@ -204,6 +204,40 @@ TEST_CASE("reserve and lease in one step leases only a ready command", "[command
   CHECK(store->ListCommands(run)->size() == 2);
 }
 
+TEST_CASE("interleaved writes each settle their own command, spec and all", "[commands]") {
+  // Two writers' commands in turn: each transition's reply is the command it
+  // moved (tool, target, arguments, decision), never the one before it.
+  auto kind = TL_COMMAND_STORES;
+  auto store = MakeCommandStore(kind);
+  RunId run = FreshRun("interleaved");
+  TransitionRequest lease;
+  lease.transition = Transition::kLease;
+  lease.owner = "worker-a";
+  lease.lease_ms = kLeaseMs;
+  lease.now_ms = kNow + 1;
+  CommandSpec spec_b = SpecFor(run, "il-b");
+  spec_b.tool = "ship_order";
+  spec_b.arguments = {{"order_id", "il-b"}, {"express", true}};
+  auto a = store->ReserveAndLease(*NewCommand(SpecFor(run, "il-a"), kNow), lease);
+  auto b = store->ReserveAndLease(*NewCommand(spec_b, kNow), lease);
+  REQUIRE(a.has_value());
+  REQUIRE(b.has_value());
+  auto settled_a = store->Apply(ValidRequest(a->command, Transition::kSucceed));
+  REQUIRE(settled_a.has_value());
+  CHECK(settled_a->tool == "issue_refund");
+  CHECK(settled_a->target == "order:il-a");
+  CHECK(settled_a->arguments == nlohmann::json({{"order_id", "il-a"}, {"amount", 12.5}}));
+  CHECK(settled_a->state == S::kSucceeded);
+  auto settled_b = store->Apply(ValidRequest(b->command, Transition::kSucceed));
+  REQUIRE(settled_b.has_value());
+  CHECK(settled_b->tool == "ship_order");
+  CHECK(settled_b->arguments == spec_b.arguments);
+  CHECK(settled_b->state == S::kSucceeded);
+  // The same command read back equals what its settle returned.
+  CHECK(*store->Get(run, a->command.command_key) == *settled_a);
+  CHECK(*store->Get(run, b->command.command_key) == *settled_b);
+}
+
 TEST_CASE("unlease gives back a lease whose call never started, and fences it", "[commands]") {
   auto kind = TL_COMMAND_STORES;
   auto store = MakeCommandStore(kind);

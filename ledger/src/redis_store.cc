@@ -246,7 +246,7 @@ class RedisStore final : public Store {
     c.turn_size = records.size() - c.turn_at;
     if (turn.turn % SnapshotStride(options_.snapshot_every, *r.after) == 0) {
       c.state_at = records.size();
-      internal::AppendStateRecordBytes(*r.after, records);
+      internal::AppendStateRecordBytes(*r.after, records, &calls_);
       c.state_size = records.size() - c.state_at;
     }
     out.push_back(std::move(c));
@@ -341,6 +341,9 @@ class RedisStore final : public Store {
   }
 
   StoreOptions options_;
+  // The encoded calls of the last snapshot written (its conversation's next
+  // snapshot encodes only the calls since).
+  mutable internal::CallBytesCache calls_;
   std::string retention_ms_;
   uint32_t options_replicas_ = 0;
   internal::Argv wait_;  // WAIT replicas timeout; empty: no wait

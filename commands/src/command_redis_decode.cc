@@ -5,6 +5,7 @@
 #include "internal/command_redis_decode.h"
 
 #include <charconv>
+#include <cmath>
 
 namespace taskledger::internal {
 namespace {
@@ -23,6 +24,33 @@ Result<Command> DecodeSpec(const std::string& text) {
 }
 
 }  // namespace
+
+void SpecCache::Remember(std::string spec, Command decoded) {
+  std::lock_guard<std::mutex> lock(mu_);
+  text_ = std::move(spec);
+  decoded_ = std::move(decoded);
+}
+
+bool DumpLossless(const nlohmann::json& j, std::string& out) {
+  // Every number must survive the text: a NaN or infinity is written "null".
+  auto finite = [](const nlohmann::json& v, auto& self) -> bool {
+    if (v.is_binary()) return false;
+    if (v.is_number_float()) return std::isfinite(v.get<double>());
+    if (v.is_structured()) {
+      for (const auto& item : v) {
+        if (!self(item, self)) return false;
+      }
+    }
+    return true;
+  };
+  if (!finite(j, finite)) return false;
+  try {
+    out = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::strict);
+  } catch (const nlohmann::json::type_error&) {
+    return false;  // invalid UTF-8 in a string: the store writes it replaced
+  }
+  return true;
+}
 
 Result<Command> SpecCache::Decode(const std::string& spec) {
   {

@@ -87,7 +87,7 @@ class RedisCommandStore final : public CommandStore {
       return Status::NotFound("no command " + std::string(command_key) + " in run " + run.tenant +
                               "/" + run.run);
     }
-    return DecodeFields(*fields, &specs_);
+    return DecodeFields(*fields, nullptr);
   }
 
   Result<std::vector<Command>> ListCommands(const RunId& run) override {
@@ -191,7 +191,17 @@ class RedisCommandStore final : public CommandStore {
     if (!known) {
       if (Status s = Index(initial.run); !s.ok()) return s;
     }
-    std::vector<std::string> args = {initial.command_key, Json(EncodeCommand(initial)),
+    // The spec as sent; when that text reads back as this very JSON, the
+    // reply's spec (the same text, unless another writer reserved the key
+    // first) is decoded from the JSON in hand instead of being parsed.
+    const nlohmann::json spec = EncodeCommand(initial);
+    std::string spec_text;
+    if (internal::DumpLossless(spec, spec_text)) {
+      if (auto decoded = DecodeCommand(spec)) specs_.Remember(spec_text, *std::move(decoded));
+    } else {
+      spec_text = Json(spec);
+    }
+    std::vector<std::string> args = {initial.command_key, std::move(spec_text),
                                      std::string(CommandStateName(initial.state)),
                                      std::to_string(initial.created_ms)};
     args.insert(args.end(), lease_args.begin(), lease_args.end());

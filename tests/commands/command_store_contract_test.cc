@@ -238,6 +238,38 @@ TEST_CASE("interleaved writes each settle their own command, spec and all", "[co
   CHECK(*store->Get(run, b->command.command_key) == *settled_b);
 }
 
+TEST_CASE("a reservation returns the command as it reads back, odd arguments too", "[commands]") {
+  // What a reserve returns is what Get reads from the store afterwards
+  // (the Redis store decodes the reply's spec from the JSON it sent, not from
+  // the text it read back, when the two are the same).
+  auto kind = TL_COMMAND_STORES;
+  auto store = MakeCommandStore(kind);
+  RunId run = FreshRun("odd-args");
+  TransitionRequest lease;
+  lease.transition = Transition::kLease;
+  lease.owner = "worker-a";
+  lease.lease_ms = kLeaseMs;
+  lease.now_ms = kNow + 1;
+  const nlohmann::json notes = {
+      "caf\xc3\xa9", "\xe2\x80\x8b\\u", 1.5, -7, 1e300, nlohmann::json::array({1, "two", nullptr})};
+  for (size_t i = 0; i < notes.size(); ++i) {
+    const nlohmann::json& note = notes[i];
+    CommandSpec spec = SpecFor(run, "odd-" + std::to_string(i));
+    spec.arguments["note"] = note;
+    auto initial = NewCommand(spec, kNow);
+    REQUIRE(initial.has_value());
+    auto reserved = store->ReserveAndLease(*initial, lease);
+    REQUIRE(reserved.has_value());
+    INFO(kind << " "
+              << reserved->command.arguments.dump(-1, ' ', false,
+                                                  nlohmann::json::error_handler_t::replace));
+    CHECK(*store->Get(run, reserved->command.command_key) == reserved->command);
+    auto settled = store->Apply(ValidRequest(reserved->command, Transition::kSucceed));
+    REQUIRE(settled.has_value());
+    CHECK(settled->arguments == reserved->command.arguments);
+  }
+}
+
 TEST_CASE("unlease gives back a lease whose call never started, and fences it", "[commands]") {
   auto kind = TL_COMMAND_STORES;
   auto store = MakeCommandStore(kind);

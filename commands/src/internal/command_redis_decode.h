@@ -30,12 +30,20 @@ Result<Fields> ToFields(const Reply& r, const std::string& what);
 class SpecCache {
  public:
   Result<Command> Decode(const std::string& spec);
+  // Remembers `decoded` as the decoding of `spec`. REQUIRES: `spec` is the
+  // text DumpLossless gave for the JSON `decoded` was decoded from.
+  void Remember(std::string spec, Command decoded);
 
  private:
   std::mutex mu_;
   std::string text_;  // empty: nothing remembered
   Command decoded_;
 };
+
+// `j` as compact JSON text in `out`; true when parsing that text gives `j`
+// back exactly (valid UTF-8 throughout, finite numbers, no binary values),
+// false (and `out` unspecified) otherwise.
+bool DumpLossless(const nlohmann::json& j, std::string& out);
 
 // The command a hash holds. `cache` (may be null) decodes its spec.
 Result<Command> DecodeFields(const Fields& f, SpecCache* cache);

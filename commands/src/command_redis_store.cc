@@ -7,17 +7,18 @@
 // tenant's run index is a key of its own (another slot, so it cannot join
 // tlc_reserve's FCALL). The store remembers the runs it has indexed: a write
 // pays the index's round trip once per run and process, not once per call.
-// Thread-safe: every call takes its own connection from the router's pools;
-// the set of indexed runs has its own mutex.
+// A write's transitions reply with the spec its reservation decoded: the
+// store parses it once (internal::SpecCache). Thread-safe: every call takes
+// its own connection from the router's pools; the set of indexed runs and the
+// spec cache have their own mutexes.
 #include "taskledger/commands/redis_command_store.h"
 
 #include <algorithm>
-#include <charconv>
-#include <map>
 #include <mutex>
 #include <set>
 
 #include "internal/command_encoding.h"
+#include "internal/command_redis_decode.h"
 #include "internal/command_redis_functions.h"
 #include "taskledger/redis/client.h"
 #include "taskledger/redis/router.h"
@@ -26,116 +27,14 @@ namespace taskledger {
 namespace {
 
 using internal::Argv;
+using internal::DecodeFields;
+using internal::DecodeJournal;
+using internal::DecodeRun;
 using internal::Reply;
-using Fields = std::map<std::string, std::string>;
+using internal::ToFields;
 
 std::string Json(const nlohmann::json& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-template <class T>
-bool ParseNumber(const std::string& s, T& out) {
-  if (s.empty()) return false;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && end == s.data() + s.size();
-}
-
-Result<Fields> ToFields(const Reply& r, const std::string& what) {
-  if (!r.is_array() || r.elements().size() % 2 != 0) {
-    return Status::Corruption(what + ": expected a field list, got " + r.Describe());
-  }
-  Fields out;
-  const auto& e = r.elements();
-  for (size_t i = 0; i + 1 < e.size(); i += 2) out[e[i].str()] = e[i + 1].str();
-  return out;
-}
-
-Result<Command> DecodeFields(const Fields& f) {
-  auto spec_it = f.find("spec");
-  if (spec_it == f.end()) return Status::Corruption("command hash has no spec");
-  auto spec = nlohmann::json::parse(spec_it->second, nullptr, false);
-  if (spec.is_discarded()) return Status::Corruption("command spec is not JSON");
-  auto c = DecodeCommand(spec);
-  if (!c) return c;
-  auto text = [&](const char* name, std::string& out) {
-    if (auto it = f.find(name); it != f.end()) out = it->second;
-  };
-  bool ok = true;
-  auto number = [&](const char* name, auto& out) {
-    if (auto it = f.find(name); it != f.end() && !it->second.empty()) {
-      ok = ParseNumber(it->second, out) && ok;
-    }
-  };
-  std::string state, evidence, escalated;
-  text("state", state);
-  number("seq", c->seq);
-  number("attempts", c->attempts);
-  number("fencing_token", c->fencing_token);
-  text("lease_owner", c->lease_owner);
-  number("lease_expires_ms", c->lease_expires_ms);
-  text("last_error", c->last_error);
-  text("external_id", c->external_id);
-  text("evidence", evidence);
-  text("approver", c->approver);
-  text("approval_reason", c->approval_reason);
-  text("escalated", escalated);
-  text("escalation_reason", c->escalation_reason);
-  text("cancel_reason", c->cancel_reason);
-  number("replays", c->replays);
-  text("replay_reason", c->replay_reason);
-  number("completed_seq", c->completed_seq);
-  number("created_ms", c->created_ms);
-  number("updated_ms", c->updated_ms);
-  if (!ok) return Status::Corruption("command " + c->command_key + " has a malformed number");
-  auto parsed = ParseCommandState(state);
-  if (!parsed) return Status::Corruption("command has unknown state '" + state + "'");
-  c->state = *parsed;
-  c->escalated = escalated == "1";
-  if (!evidence.empty()) {
-    c->evidence = nlohmann::json::parse(evidence, nullptr, false);
-    if (c->evidence.is_discarded()) return Status::Corruption("command evidence is not JSON");
-  }
-  return c;
-}
-
-Result<RunRecord> DecodeRun(const RunId& id, const Fields& f) {
-  RunRecord r;
-  r.run = id;
-  bool ok = true;
-  auto number = [&](const char* name, auto& out) {
-    if (auto it = f.find(name); it != f.end() && !it->second.empty()) {
-      ok = ParseNumber(it->second, out) && ok;
-    }
-  };
-  if (auto it = f.find("status"); it != f.end()) {
-    auto s = ParseRunStatus(it->second);
-    if (!s) return Status::Corruption("run has unknown status '" + it->second + "'");
-    r.status = *s;
-  }
-  if (auto it = f.find("reason"); it != f.end()) r.reason = it->second;
-  number("updated_ms", r.updated_ms);
-  number("completed_seq", r.counters.completed_seq);
-  number("replays", r.counters.replays);
-  number("replay_window_start_ms", r.counters.replay_window_start_ms);
-  number("replay_window_count", r.counters.replay_window_count);
-  if (!ok) return Status::Corruption("run " + id.run + " has a malformed counter");
-  return r;
-}
-
-Result<JournalEntry> DecodeJournal(const std::string& text) {
-  auto j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return Status::Corruption("journal entry is not JSON");
-  JournalEntry e;
-  try {
-    e.position = j.at("position").get<uint64_t>();
-    e.kind = j.at("kind").get<std::string>();
-    e.request_hash = j.at("request_hash").get<std::string>();
-    e.request = j.at("request");
-    e.value = j.at("value");
-  } catch (const std::exception& ex) {
-    return Status::Corruption(std::string("journal entry: ") + ex.what());
-  }
-  return e;
 }
 
 class RedisCommandStore final : public CommandStore {
@@ -175,7 +74,7 @@ class RedisCommandStore final : public CommandStore {
     if (!reply) return reply.error();
     auto fields = ToFields(*reply, function);
     if (!fields) return fields.error();
-    return DecodeFields(*fields);
+    return DecodeFields(*fields, &specs_);
   }
 
   Result<Command> Get(const RunId& run, std::string_view command_key) override {
@@ -188,7 +87,7 @@ class RedisCommandStore final : public CommandStore {
       return Status::NotFound("no command " + std::string(command_key) + " in run " + run.tenant +
                               "/" + run.run);
     }
-    return DecodeFields(*fields);
+    return DecodeFields(*fields, nullptr);
   }
 
   Result<std::vector<Command>> ListCommands(const RunId& run) override {
@@ -206,7 +105,7 @@ class RedisCommandStore final : public CommandStore {
       auto fields = ToFields(r, "list");
       if (!fields) return fields.error();
       if (fields->empty()) continue;  // dropped concurrently
-      auto c = DecodeFields(*fields);
+      auto c = DecodeFields(*fields, nullptr);
       if (!c) return c.error();
       out.push_back(std::move(c).value());
     }
@@ -292,7 +191,17 @@ class RedisCommandStore final : public CommandStore {
     if (!known) {
       if (Status s = Index(initial.run); !s.ok()) return s;
     }
-    std::vector<std::string> args = {initial.command_key, Json(EncodeCommand(initial)),
+    // The spec as sent; when that text reads back as this very JSON, the
+    // reply's spec (the same text, unless another writer reserved the key
+    // first) is decoded from the JSON in hand instead of being parsed.
+    const nlohmann::json spec = EncodeCommand(initial);
+    std::string spec_text;
+    if (internal::DumpLossless(spec, spec_text)) {
+      if (auto decoded = DecodeCommand(spec)) specs_.Remember(spec_text, *std::move(decoded));
+    } else {
+      spec_text = Json(spec);
+    }
+    std::vector<std::string> args = {initial.command_key, std::move(spec_text),
                                      std::string(CommandStateName(initial.state)),
                                      std::to_string(initial.created_ms)};
     args.insert(args.end(), lease_args.begin(), lease_args.end());
@@ -306,7 +215,7 @@ class RedisCommandStore final : public CommandStore {
     }
     auto fields = ToFields(e[1], "reserve");
     if (!fields) return fields.error();
-    auto c = DecodeFields(*fields);
+    auto c = DecodeFields(*fields, &specs_);
     if (!c) return c.error();
     const bool created = e[0].integer() == 1;
     if (known && c->seq == 1 && created) {
@@ -390,6 +299,7 @@ class RedisCommandStore final : public CommandStore {
   Argv wait_;  // WAIT replicas timeout; empty: no wait
   std::mutex indexed_mu_;
   std::set<std::string> indexed_;  // IndexedName of the runs indexed by this store
+  internal::SpecCache specs_;  // the last command spec decoded (a write's reserve, then its settle)
 };
 
 }  // namespace

@@ -229,6 +229,13 @@ void WriteDecision(CborWriter& w, const DecisionRecord& d) {
 
 }  // namespace
 
+void AppendCallBytes(const CallRecord& call, std::string& out) {
+  CborWriter w(out);
+  WriteCall(w, call);
+}
+
+void AppendArrayHead(size_t n, std::string& out) { CborWriter(out).Array(n); }
+
 // at, calls, decisions, errors, turn, updates.
 void AppendTurnRecordBytes(const TurnRecord& t, std::string& out) {
   out.reserve(out.size() + 64 + 160 * t.updates.size());
@@ -258,12 +265,16 @@ void AppendTurnRecordBytes(const TurnRecord& t, std::string& out) {
 
 // calls, conditions, constraints, facts, identifiers, version: the category
 // maps are "<CategoryName>s", whose byte order is that fixed sequence.
-void AppendStateRecordBytes(const LedgerState& s, std::string& out) {
+void AppendStateRecordBytes(const LedgerState& s, std::string& out, CallBytesCache* calls) {
   out.reserve(out.size() + 64 + 160 * s.size() + 128 * s.calls.size());
   CborWriter w(out);
   w.Map(2 + kCategoryCount);
   w.Key<"calls">();
-  WriteCalls(w, s.calls);
+  if (calls != nullptr) {
+    calls->Append(s.calls, out);
+  } else {
+    WriteCalls(w, s.calls);
+  }
   for (Category c :
        {Category::kCondition, Category::kConstraint, Category::kFact, Category::kIdentifier}) {
     std::string name(CategoryName(c));

@@ -32,17 +32,20 @@ namespace taskledger {
 namespace {
 
 // Snapshots are taken on versions that are multiples of this stride. Up to
-// kSnapshotEntries entries it is snapshot_every; a larger state doubles it
-// once per doubling of its size, so writing snapshots costs about
-// kSnapshotEntries / snapshot_every entries per turn whatever the state holds
+// kSnapshotEntries records (entries plus recorded calls: a snapshot carries
+// every call of the conversation, and a write-heavy one has far more calls
+// than entries) it is snapshot_every; a larger state doubles it once per
+// doubling of its size, so writing snapshots costs about
+// kSnapshotEntries / snapshot_every records per turn whatever the state holds
 // (a full snapshot every K turns would make a long conversation quadratic).
 // Readers page back to the newest snapshot, so reading costs at most about
 // one state's worth of turn records more.
 constexpr size_t kSnapshotEntries = 1024;
 
-uint64_t SnapshotStride(uint64_t every, size_t entries) {
+uint64_t SnapshotStride(uint64_t every, const LedgerState& state) {
   uint64_t stride = every;
-  for (size_t n = entries / kSnapshotEntries; n > 1 && stride < (uint64_t{1} << 40); n /= 2) {
+  for (size_t n = (state.size() + state.calls.size()) / kSnapshotEntries;
+       n > 1 && stride < (uint64_t{1} << 40); n /= 2) {
     stride *= 2;
   }
   return stride;
@@ -241,9 +244,9 @@ class RedisStore final : public Store {
     c.turn_at = records.size();
     internal::AppendTurnRecordBytes(turn, records);
     c.turn_size = records.size() - c.turn_at;
-    if (turn.turn % SnapshotStride(options_.snapshot_every, r.after->size()) == 0) {
+    if (turn.turn % SnapshotStride(options_.snapshot_every, *r.after) == 0) {
       c.state_at = records.size();
-      internal::AppendStateRecordBytes(*r.after, records);
+      internal::AppendStateRecordBytes(*r.after, records, &calls_);
       c.state_size = records.size() - c.state_at;
     }
     out.push_back(std::move(c));
@@ -338,6 +341,9 @@ class RedisStore final : public Store {
   }
 
   StoreOptions options_;
+  // The encoded calls of the last snapshot written (its conversation's next
+  // snapshot encodes only the calls since).
+  mutable internal::CallBytesCache calls_;
   std::string retention_ms_;
   uint32_t options_replicas_ = 0;
   internal::Argv wait_;  // WAIT replicas timeout; empty: no wait

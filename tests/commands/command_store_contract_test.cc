@@ -204,6 +204,72 @@ TEST_CASE("reserve and lease in one step leases only a ready command", "[command
   CHECK(store->ListCommands(run)->size() == 2);
 }
 
+TEST_CASE("interleaved writes each settle their own command, spec and all", "[commands]") {
+  // Two writers' commands in turn: each transition's reply is the command it
+  // moved (tool, target, arguments, decision), never the one before it.
+  auto kind = TL_COMMAND_STORES;
+  auto store = MakeCommandStore(kind);
+  RunId run = FreshRun("interleaved");
+  TransitionRequest lease;
+  lease.transition = Transition::kLease;
+  lease.owner = "worker-a";
+  lease.lease_ms = kLeaseMs;
+  lease.now_ms = kNow + 1;
+  CommandSpec spec_b = SpecFor(run, "il-b");
+  spec_b.tool = "ship_order";
+  spec_b.arguments = {{"order_id", "il-b"}, {"express", true}};
+  auto a = store->ReserveAndLease(*NewCommand(SpecFor(run, "il-a"), kNow), lease);
+  auto b = store->ReserveAndLease(*NewCommand(spec_b, kNow), lease);
+  REQUIRE(a.has_value());
+  REQUIRE(b.has_value());
+  auto settled_a = store->Apply(ValidRequest(a->command, Transition::kSucceed));
+  REQUIRE(settled_a.has_value());
+  CHECK(settled_a->tool == "issue_refund");
+  CHECK(settled_a->target == "order:il-a");
+  CHECK(settled_a->arguments == nlohmann::json({{"order_id", "il-a"}, {"amount", 12.5}}));
+  CHECK(settled_a->state == S::kSucceeded);
+  auto settled_b = store->Apply(ValidRequest(b->command, Transition::kSucceed));
+  REQUIRE(settled_b.has_value());
+  CHECK(settled_b->tool == "ship_order");
+  CHECK(settled_b->arguments == spec_b.arguments);
+  CHECK(settled_b->state == S::kSucceeded);
+  // The same command read back equals what its settle returned.
+  CHECK(*store->Get(run, a->command.command_key) == *settled_a);
+  CHECK(*store->Get(run, b->command.command_key) == *settled_b);
+}
+
+TEST_CASE("a reservation returns the command as it reads back, odd arguments too", "[commands]") {
+  // What a reserve returns is what Get reads from the store afterwards
+  // (the Redis store decodes the reply's spec from the JSON it sent, not from
+  // the text it read back, when the two are the same).
+  auto kind = TL_COMMAND_STORES;
+  auto store = MakeCommandStore(kind);
+  RunId run = FreshRun("odd-args");
+  TransitionRequest lease;
+  lease.transition = Transition::kLease;
+  lease.owner = "worker-a";
+  lease.lease_ms = kLeaseMs;
+  lease.now_ms = kNow + 1;
+  const nlohmann::json notes = {
+      "caf\xc3\xa9", "\xe2\x80\x8b\\u", 1.5, -7, 1e300, nlohmann::json::array({1, "two", nullptr})};
+  for (size_t i = 0; i < notes.size(); ++i) {
+    const nlohmann::json& note = notes[i];
+    CommandSpec spec = SpecFor(run, "odd-" + std::to_string(i));
+    spec.arguments["note"] = note;
+    auto initial = NewCommand(spec, kNow);
+    REQUIRE(initial.has_value());
+    auto reserved = store->ReserveAndLease(*initial, lease);
+    REQUIRE(reserved.has_value());
+    INFO(kind << " "
+              << reserved->command.arguments.dump(-1, ' ', false,
+                                                  nlohmann::json::error_handler_t::replace));
+    CHECK(*store->Get(run, reserved->command.command_key) == reserved->command);
+    auto settled = store->Apply(ValidRequest(reserved->command, Transition::kSucceed));
+    REQUIRE(settled.has_value());
+    CHECK(settled->arguments == reserved->command.arguments);
+  }
+}
+
 TEST_CASE("unlease gives back a lease whose call never started, and fences it", "[commands]") {
   auto kind = TL_COMMAND_STORES;
   auto store = MakeCommandStore(kind);

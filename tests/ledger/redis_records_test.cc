@@ -223,3 +223,39 @@ TEST_CASE("redis records: states are byte-identical to the codec's CBOR", "[redi
   REQUIRE(decoded.has_value());
   CHECK(decoded.value() == s);
 }
+
+TEST_CASE("redis records: a snapshot reusing the last one's encoded calls writes the same bytes",
+          "[redis]") {
+  const auto values = Values();
+  internal::CallBytesCache cache;
+  auto cached = [&](const LedgerState& state) {
+    std::string out;
+    internal::AppendStateRecordBytes(state, out, &cache);
+    return out;
+  };
+  LedgerState s;
+  CHECK(cached(s) == ViaDom(EncodeState(s)));
+  // A conversation's calls growing between snapshots, every kind of argument.
+  for (size_t i = 0; i < values.size(); ++i) {
+    s.version = i + 1;
+    s.calls.push_back(CallRecord{
+        i + 1, "c" + std::to_string(i), "ship", {{"v", values[i]}, {"n", i}}, i % 2 == 0, "ok"});
+    if (i % 3 == 0) s.calls.push_back(CallRecord{i + 1, "d", "look", json::array(), false, "ok"});
+    INFO("call " << i);
+    CHECK(cached(s) == internal::StateRecordBytes(s));
+  }
+  CHECK(cached(s) == ViaDom(EncodeState(s)));
+  // Another conversation (no common record), an older version of the first
+  // (a prefix of what was remembered), the first again, and no calls at all.
+  LedgerState other;
+  other.calls = {CallRecord{1, "x", "refund", {{"amount", 3}}, true, "denied"}};
+  CHECK(cached(other) == ViaDom(EncodeState(other)));
+  LedgerState older;
+  older.calls = s.calls;
+  CHECK(cached(s) == ViaDom(EncodeState(s)));
+  for (int i = 0; i < 3; ++i) s.calls.push_back(CallRecord{9, "e", "ship", {{"i", i}}, true, "ok"});
+  CHECK(cached(older) == ViaDom(EncodeState(older)));
+  CHECK(cached(s) == ViaDom(EncodeState(s)));
+  CHECK(cached(LedgerState{}) == ViaDom(EncodeState(LedgerState{})));
+  CHECK(cached(s) == ViaDom(EncodeState(s)));
+}

@@ -159,6 +159,39 @@ TEST_CASE("redis layout: one stream per conversation, snapshots every K turns, o
   CHECK(store->ReadHead(id).value() == head);
 }
 
+TEST_CASE("redis: a conversation of many calls and few entries spaces its snapshots out",
+          "[redis]") {
+  // Every gated write is a turn with one call and no entry: the snapshot
+  // carries every call, so its stride follows the calls too (with entries
+  // only, each 16th write re-encoded the whole call history).
+  auto server = RedisServer::Start();
+  auto store = OpenOn(server->url(), StoreOpts(4));
+  ConversationId id{"acme", "calls"};
+  LedgerState head;
+  TurnRecord first;
+  first.turn = 1;
+  first.committed_at_ms = kT0;
+  for (int i = 0; i < 4100; ++i) {
+    first.calls.push_back(
+        CallRecord{1, "c" + std::to_string(i), "ship", {{"item", i}}, true, "succeeded"});
+  }
+  LedgerState after = head;
+  REQUIRE(ApplyTurn(after, first).ok());
+  REQUIRE(store->CommitTurn(id, first, after).ok());
+  head = std::move(after);
+  for (int i = 2; i <= 40; ++i) REQUIRE(CommitNext(*store, id, head, {}, kT0).ok());
+  // 4,100 records: the stride 4 doubles twice (2,048 and 4,096), to 16.
+  CHECK(SnapshotVersions(*server, id) == std::vector<uint64_t>{16, 32});
+  auto read = store->ReadHead(id);
+  REQUIRE(read.has_value());
+  CHECK(read->calls.size() == 4100);
+  CHECK(*read == head);
+  auto at = store->ReadVersion(id, 20);
+  REQUIRE(at.has_value());
+  CHECK(at->version == 20);
+  CHECK(at->calls.size() == 4100);
+}
+
 TEST_CASE("redis: two writers on one conversation, the second gets Conflict naming the head",
           "[redis]") {
   auto server = RedisServer::Start();

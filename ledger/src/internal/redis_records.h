@@ -11,6 +11,7 @@
 // and every kind of JSON value. Pure functions; thread-safe.
 #pragma once
 
+#include <mutex>
 #include <string>
 
 #include "taskledger/ledger/state.h"
@@ -19,8 +20,34 @@ namespace taskledger::internal {
 
 // == nlohmann::json::to_cbor(EncodeTurn(turn)), appended to `out`.
 void AppendTurnRecordBytes(const TurnRecord& turn, std::string& out);
-// == nlohmann::json::to_cbor(EncodeState(state)), appended to `out`.
-void AppendStateRecordBytes(const LedgerState& state, std::string& out);
+class CallBytesCache;
+// == nlohmann::json::to_cbor(EncodeState(state)), appended to `out`. With
+// `calls` (may be null), the calls array comes from that cache, which
+// encodes only the calls recorded since its last use (same bytes).
+void AppendStateRecordBytes(const LedgerState& state, std::string& out,
+                            CallBytesCache* calls = nullptr);
+
+// One call record's CBOR bytes (an element of the calls arrays), appended.
+void AppendCallBytes(const CallRecord& call, std::string& out);
+// The CBOR head of an array of `n` items, appended.
+void AppendArrayHead(size_t n, std::string& out);
+
+// The encoded calls of the last CallList a snapshot wrote. A conversation's
+// calls only grow (CallList is persistent: a list holding the remembered
+// newest record holds every record before it, unchanged), so the next
+// snapshot of the same conversation encodes only the calls after it and
+// copies the rest. Any other list is encoded in full and remembered instead.
+// Thread-safe (one mutex).
+class CallBytesCache {
+ public:
+  // == the CBOR array of `calls`, appended to `out`.
+  void Append(const CallList& calls, std::string& out);
+
+ private:
+  std::mutex mu_;
+  CallList list_;      // holds its records alive: their addresses identify them
+  std::string bytes_;  // the encoded records of list_, without the array head
+};
 
 inline std::string TurnRecordBytes(const TurnRecord& turn) {
   std::string out;

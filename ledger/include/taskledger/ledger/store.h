@@ -69,11 +69,11 @@ class Store {
 
 struct StoreOptions {
   // RedisStore writes a full snapshot every `snapshot_every` turns while the
-  // state holds under 2,048 entries, so reading a version costs one snapshot
-  // plus fewer than snapshot_every turn records; a larger state doubles the
-  // stride with each doubling of its size (snapshot cost per turn stays
-  // bounded; reading costs about one state's worth more). MemoryStore keeps
-  // every version (structurally shared) and ignores it.
+  // state holds under 2,048 records (entries plus recorded calls), so reading a
+  // version costs one snapshot plus fewer than snapshot_every turn records; a
+  // larger state doubles the stride with each doubling of its size (snapshot
+  // cost per turn stays bounded; reading costs about one state's worth more).
+  // MemoryStore keeps every version (structurally shared) and ignores it.
   uint32_t snapshot_every = 16;
   // If set, a conversation's records all expire together this long after its
   // last commit.

@@ -1,0 +1,54 @@
+// Decoding of what RedisCommandStore reads back: a command hash (its spec
+// JSON plus one field per mutable attribute), a run's meta hash and a journal
+// entry. A command's spec never changes after its reservation, so the
+// store keeps the last spec it decoded (SpecCache): the write path's
+// transitions (lease, settle) reply with the spec the reservation already
+// decoded, and a byte-equal spec is not parsed again. Thread-safe: the cache
+// has its own mutex; the functions are pure.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "taskledger/base/status.h"
+#include "taskledger/commands/command_store.h"
+#include "taskledger/redis/client.h"
+
+namespace taskledger::internal {
+
+using Fields = std::map<std::string, std::string>;
+
+// A field list reply (HGETALL, a tlc_* function's reply) as a map; Corruption
+// naming `what` for anything else.
+Result<Fields> ToFields(const Reply& r, const std::string& what);
+
+// The command decoded from its spec text alone (DecodeCommand of the parsed
+// JSON), remembered for the last spec text seen: Decode of the same bytes
+// again returns a copy without parsing. Corruption for a spec that is not JSON
+// or not a command (not remembered).
+class SpecCache {
+ public:
+  Result<Command> Decode(const std::string& spec);
+  // Remembers `decoded` as the decoding of `spec`. REQUIRES: `spec` is the
+  // text DumpLossless gave for the JSON `decoded` was decoded from.
+  void Remember(std::string spec, Command decoded);
+
+ private:
+  std::mutex mu_;
+  std::string text_;  // empty: nothing remembered
+  Command decoded_;
+};
+
+// `j` as compact JSON text in `out`; true when parsing that text gives `j`
+// back exactly (valid UTF-8 throughout, finite numbers, no binary values),
+// false (and `out` unspecified) otherwise.
+bool DumpLossless(const nlohmann::json& j, std::string& out);
+
+// The command a hash holds. `cache` (may be null) decodes its spec.
+Result<Command> DecodeFields(const Fields& f, SpecCache* cache);
+
+Result<RunRecord> DecodeRun(const RunId& id, const Fields& f);
+Result<JournalEntry> DecodeJournal(const std::string& text);
+
+}  // namespace taskledger::internal

@@ -122,6 +122,7 @@ int main(int argc, char** argv) {
   SessionOptions options;
   options.checker = checker.value().get();
   options.extraction_rules = extraction.value();
+  options.call_result_texts = false;  // the replay reads the decisions, not the texts
 
   std::vector<double> rate, cpu_rate, parse_rate, parse_cpu_rate, share;
   uint64_t events = 0;

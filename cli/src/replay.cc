@@ -208,6 +208,7 @@ int RunReplay(ReplayOptions& o) {
   SessionOptions session_options;
   session_options.checker = checker->get();
   session_options.extraction_rules = *rules;
+  session_options.call_result_texts = false;  // the replay reads the decisions, not the texts
   ReplayTally tally;
   std::vector<ConversationId> replayed;
   const int64_t start = MonotonicMs();

@@ -95,6 +95,7 @@ Session::Session(Store& store, std::unique_ptr<Ledger> ledger, std::shared_ptr<c
       clock_(&clock),
       commit_before_write_(options.commit_before_write),
       store_down_reads_(options.store_down_reads),
+      call_result_texts_(options.call_result_texts),
       provenance_(pack_->trust()) {
   // A checker borrowed by many sessions, some on the same conversation (a
   // service opening one per request), must never take one session's
@@ -159,10 +160,7 @@ CallResult Session::Check(const ProposedCall& call) {
   ctx.turn = ledger_->turn();
   ctx.version_seen = ledger_->version();
   ctx.staged_seen = ledger_->staged_updates();
-  DecisionRecord record = MakeDecisionRecord(result.decision, call, ctx);
-  result.decision_record = EncodeDecision(record);
-  ledger_->StageDecision(std::move(record));
-  last_decision_ = result.decision_record;
+  StageDecision(MakeDecisionRecord(result.decision, call, ctx), result);
   if (!result.decision.allowed()) {
     result.message = DenialMessage(call, result.decision, pack_->denial_hint());
     result.message_is_error = true;
@@ -245,10 +243,22 @@ void Session::StageDecisionRecord(const ProposedCall& call, const PolicyDecision
   ctx.turn = ledger_->turn();
   ctx.version_seen = ledger_->version();
   ctx.staged_seen = ledger_->staged_updates();
-  DecisionRecord record = MakeDecisionRecord(d, call, ctx);
-  result.decision_record = EncodeDecision(record);
+  StageDecision(MakeDecisionRecord(d, call, ctx), result);
+}
+
+void Session::StageDecision(DecisionRecord record, CallResult& result) {
+  // The command ledger records the decision with the command (ReserveReady).
+  if (call_result_texts_ || commands_) result.decision_record = EncodeDecision(record);
+  last_record_ = record;
   ledger_->StageDecision(std::move(record));
-  last_decision_ = result.decision_record;
+}
+
+const nlohmann::json& Session::last_decision() const {
+  if (last_record_) {
+    last_decision_ = EncodeDecision(*last_record_);
+    last_record_.reset();
+  }
+  return last_decision_;
 }
 
 CallResult Session::HandleToolCall(const ProposedCall& call, const ToolExecutor& execute) {
@@ -293,7 +303,7 @@ bool Session::ExecutePlain(const ProposedCall& call, bool writes,
     if (writes) ConsumeConfirmation(call);
     return uncertain;
   }
-  result.message = OutputText(ran.output->output);
+  if (call_result_texts_) result.message = OutputText(ran.output->output);
   result.message_is_error = ran.output->error;
   Status recorded = RecordOutput(call, *ran.output, writes);
   result.output = std::move(ran.output);

@@ -56,7 +56,7 @@ void Session::ProposeCommand(const ProposedCall& call, CallResult& result) {
 Result<CallResult> Session::ReportOutcome(const ProposedCall& call,
                                           const ExternalOutcome& outcome) {
   CallResult result;
-  result.decision_record = last_decision_;
+  result.decision_record = last_decision();
   const bool writes = pack_->Classify(call.tool) != ToolClass::kReadOnly;
   if (outcome.command_key.empty()) {
     ExecutePlain(call, writes, Replay(outcome), ToolContext{}, result);

@@ -289,3 +289,78 @@ TEST_CASE("sessions over Redis keep their state across processes", "[redis]") {
   CHECK(*v == 4);
   CHECK((*other_store)->DropConversation({"t", conversation}).ok());
 }
+
+namespace {
+
+// One lookup, a denied write, a yes and the write: each call's result and
+// last_decision() right after it, and every committed turn.
+struct Run {
+  std::vector<CallResult> results;
+  std::vector<nlohmann::json> last;
+  std::vector<TurnRecord> turns;
+};
+
+Run RunFlow(bool call_result_texts) {
+  auto store = NewMemoryStore();
+  ManualClock clock(1'000);
+  SessionOptions options;
+  options.clock = &clock;
+  options.call_result_texts = call_result_texts;
+  auto opened = Session::Open(*store, ConversationId{"t", "texts"}, ShopPack(), options);
+  REQUIRE(opened.has_value());
+  Session& s = **opened;
+  FakeTools tools;
+  Run run;
+  auto handle = [&](const ProposedCall& call) {
+    run.results.push_back(s.HandleToolCall(call, tools.executor()));
+    run.last.push_back(s.last_decision());
+    REQUIRE(s.EndTurn().has_value());
+  };
+  handle(GetOrder("#W1"));
+  handle(Cancel("#W1", "c1"));
+  s.ProposeAction(Cancel("#W1", "c2"));
+  REQUIRE(s.RecordUserMessage("yes").ok());
+  handle(Cancel("#W1", "c2"));
+  auto turns = store->ReadTurns({"t", "texts"}, 1, s.ledger().version());
+  REQUIRE(turns.has_value());
+  run.turns = std::move(turns).value();
+  for (TurnRecord& t : run.turns) {
+    for (DecisionRecord& d : t.decisions) d.latency_us = 0;  // the one field that varies
+  }
+  for (nlohmann::json& j : run.last) j.erase("latency_us");
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("a session without call result texts records and decides exactly as one with them") {
+  const Run with = RunFlow(true);
+  const Run without = RunFlow(false);
+  REQUIRE(with.results.size() == 3);
+  REQUIRE(without.results.size() == 3);
+  CHECK(with.turns == without.turns);
+  CHECK(with.last == without.last);
+  for (size_t i = 0; i < 3; ++i) {
+    const CallResult& a = with.results[i];
+    const CallResult& b = without.results[i];
+    CHECK(a.decision.outcome == b.decision.outcome);
+    CHECK(a.decision.rule_id == b.decision.rule_id);
+    CHECK(a.executed == b.executed);
+    CHECK(a.message_is_error == b.message_is_error);
+    // With texts: the record as staged (and as last_decision() gives it).
+    nlohmann::json record = a.decision_record;
+    record.erase("latency_us");
+    CHECK(record == with.last[i]);
+    CHECK(record["call_id"] == (i == 0 ? "c_get" : i == 1 ? "c1" : "c2"));
+    // Without: no JSON, and no text for a call that ran; a denial still explains itself.
+    CHECK(b.decision_record.is_null());
+    if (a.executed) {
+      CHECK_THAT(a.message, Catch::Contains("order_id"));
+      CHECK(b.message.empty());
+    } else {
+      CHECK(b.message == a.message);
+    }
+  }
+  CHECK(with.results[1].decision.rule_id == "shop.confirmed");
+  CHECK(with.results[2].executed);
+}

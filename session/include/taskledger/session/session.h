@@ -198,6 +198,12 @@ struct SessionOptions {
   PolicyChecker* checker = nullptr;
   std::shared_ptr<const ExtractionRules> extraction_rules;
   SessionCommandOptions commands;
+  // Whether each CallResult carries the decision record as JSON
+  // (decision_record) and an executed call's output as text (message). A
+  // driver that reads neither (a trace replay) turns this off and saves
+  // encoding both for every call; the turn records, last_decision(), the
+  // command records and every denial's message are the same either way.
+  bool call_result_texts = true;
 };
 
 // Compiles the pack's extract.json (the empty rule set if it has none).
@@ -417,7 +423,8 @@ class Session {
   // HandleToolCall), as staged into the turn: what an executor running under
   // HandleToolCall was allowed by. pending() may no longer hold it, because a
   // write's decision is committed before the write runs. Null before any.
-  const nlohmann::json& last_decision() const { return last_decision_; }
+  // Encoded on first use after each check (a loop that never asks pays nothing).
+  const nlohmann::json& last_decision() const;
   // The command ledger's run and what its startup guard found when the
   // session opened; null / nullopt without a command store.
   const RunId* run() const;
@@ -465,6 +472,9 @@ class Session {
   void ProposeCommand(const ProposedCall& call, CallResult& result);
   Status RecoverCommands();
   void StageDecisionRecord(const ProposedCall& call, const PolicyDecision& d, CallResult& result);
+  // Stages `record`, keeps it for last_decision() and, when the caller reads
+  // it (call_result_texts, or a command records it), encodes it into `result`.
+  void StageDecision(DecisionRecord record, CallResult& result);
   void StageCallRecord(const ProposedCall& call, bool writes, std::string outcome);
 
   Store& store_;
@@ -477,9 +487,13 @@ class Session {
   std::optional<ProposedCall> proposed_;
   bool commit_before_write_;
   StoreDownReads store_down_reads_;
-  bool wrote_ahead_ = false;      // a write-ahead commit happened since the last EndTurn
-  uint64_t view_epoch_ = 0;       // unique per session: part of the checker's ViewKey
-  nlohmann::json last_decision_;  // see last_decision()
+  bool call_result_texts_;
+  bool wrote_ahead_ = false;  // a write-ahead commit happened since the last EndTurn
+  uint64_t view_epoch_ = 0;   // unique per session: part of the checker's ViewKey
+  // last_decision(): the record as checked, encoded into last_decision_ on
+  // first use (then reset).
+  mutable std::optional<DecisionRecord> last_record_;
+  mutable nlohmann::json last_decision_;
   struct Commands;
   std::unique_ptr<Commands> commands_;  // null without a command store
   std::optional<RecoveryReport> recovery_;

@@ -10,11 +10,20 @@
 // Both are measured interleaved in one run so both see the same machine load;
 // the extraction includes everything it does (size and UTF-8 checks, the depth
 // pre-scan, the parse, every mapping, building the updates).
+// The provenance index (#23) is measured the same way: a Session extracts from
+// the parsed output and adds it to the conversation's ProvenanceIndex, so
+// "extract_indexed" is ExtractParsedToolOutput plus AddToolOutput into an
+// index already holding a user message and 50 outputs, against
+// ExtractParsedToolOutput alone; "index_cost" is their ratio minus 1 (goal
+// <= 0.15). The added outputs are then dropped (a fresh index per batch,
+// copied from the prepared one outside the timed span).
 //
 // Usage: bench_extract [--samples N] [--batch N]
 // The last line of output is one JSON object:
 // {"extract_p50_us":..,"parse_p50_us":..,"ratio":..,"extract_p99_us":..,
-//  "parse_p99_us":..,"output_bytes":..,"mappings":..,"updates":..}
+//  "parse_p99_us":..,"output_bytes":..,"mappings":..,"updates":..,
+//  "parsed_extract_p50_us":..,"indexed_extract_p50_us":..,"index_cost":..,
+//  "indexed_extract_p99_us":..}
 // Single-threaded.
 #include <algorithm>
 #include <chrono>
@@ -29,6 +38,7 @@
 
 #include "taskledger/extract/extraction_rules.h"
 #include "taskledger/extract/extractor.h"
+#include "taskledger/provenance/index.h"
 
 using namespace taskledger;
 using SteadyClock = std::chrono::steady_clock;
@@ -97,6 +107,22 @@ json Rules() {
   return {{"tools", {{"get_order_details", list}}}};
 }
 
+// A conversation's index before the measured output: the user's message and
+// 50 earlier order outputs (other ids), as a Session would hold.
+provenance::ProvenanceIndex PreparedIndex(const json& order) {
+  auto trust = provenance::TrustPolicy::FromJson(
+      json::parse(R"({"tools": {"get_order_details": {"/order_id": true, "/user_id": true,
+                                                     "/items/*/item_id": true}}})"));
+  provenance::ProvenanceIndex index(trust.value());
+  (void)index.AddUserMessage(1, "Please return the headphones of order #W2378156, my zip is 19122");
+  for (int i = 0; i < 50; ++i) {
+    json other = order;
+    other["order_id"] = "#W" + std::to_string(1000000 + i);
+    (void)index.AddToolOutput(1, "get_order_details", "e" + std::to_string(i), other);
+  }
+  return index;
+}
+
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -137,8 +163,11 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  std::vector<double> parse_us, extract_us;
+  std::vector<double> parse_us, extract_us, parsed_us, indexed_us;
   size_t sink = 0;
+  const json parsed = json::parse(output);
+  const provenance::ProvenanceIndex prepared = PreparedIndex(parsed);
+  std::vector<provenance::ProvenanceIndex> indexes(static_cast<size_t>(batch), prepared);
   for (int s = 0; s < samples; ++s) {
     auto t0 = SteadyClock::now();
     for (int b = 0; b < batch; ++b) sink += json::parse(output).size();
@@ -146,15 +175,29 @@ int main(int argc, char** argv) {
     for (int b = 0; b < batch; ++b)
       sink += extractor.ExtractToolOutput(call, output).updates.size();
     auto t2 = SteadyClock::now();
+    for (int b = 0; b < batch; ++b)
+      sink += extractor.ExtractParsedToolOutput(call, parsed).updates.size();
+    auto t3 = SteadyClock::now();
+    for (int b = 0; b < batch; ++b) {
+      sink += extractor.ExtractParsedToolOutput(call, parsed).updates.size();
+      sink += indexes[static_cast<size_t>(b)].AddToolOutput(1, call.tool, call.id, parsed).ok();
+    }
+    auto t4 = SteadyClock::now();
     parse_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / batch);
     extract_us.push_back(std::chrono::duration<double, std::micro>(t2 - t1).count() / batch);
+    parsed_us.push_back(std::chrono::duration<double, std::micro>(t3 - t2).count() / batch);
+    indexed_us.push_back(std::chrono::duration<double, std::micro>(t4 - t3).count() / batch);
+    for (auto& index : indexes) index = prepared;  // untimed: drop the added output
   }
   double parse50 = Percentile(parse_us, 0.5), extract50 = Percentile(extract_us, 0.5);
+  double parsed50 = Percentile(parsed_us, 0.5), indexed50 = Percentile(indexed_us, 0.5);
   std::printf("output %zu bytes, %zu mappings, %zu updates per extraction (sink %zu)\n",
               output.size(), spec["tools"]["get_order_details"].size(), check.updates.size(), sink);
   std::printf("parse   p50 %.2f us  p99 %.2f us\n", parse50, Percentile(parse_us, 0.99));
   std::printf("extract p50 %.2f us  p99 %.2f us  (%.2fx parse)\n", extract50,
               Percentile(extract_us, 0.99), extract50 / parse50);
+  std::printf("parsed extract p50 %.2f us; + index p50 %.2f us p99 %.2f us (index cost %.1f%%)\n",
+              parsed50, indexed50, Percentile(indexed_us, 0.99), (indexed50 / parsed50 - 1) * 100);
   json result = {{"extract_p50_us", std::round(extract50 * 100) / 100},
                  {"parse_p50_us", std::round(parse50 * 100) / 100},
                  {"ratio", std::round(extract50 / parse50 * 100) / 100},
@@ -162,7 +205,11 @@ int main(int argc, char** argv) {
                  {"parse_p99_us", std::round(Percentile(parse_us, 0.99) * 100) / 100},
                  {"output_bytes", output.size()},
                  {"mappings", spec["tools"]["get_order_details"].size()},
-                 {"updates", check.updates.size()}};
+                 {"updates", check.updates.size()},
+                 {"parsed_extract_p50_us", std::round(parsed50 * 100) / 100},
+                 {"indexed_extract_p50_us", std::round(indexed50 * 100) / 100},
+                 {"index_cost", std::round((indexed50 / parsed50 - 1) * 1000) / 1000},
+                 {"indexed_extract_p99_us", std::round(Percentile(indexed_us, 0.99) * 100) / 100}};
   std::printf("%s\n", result.dump().c_str());
   return 0;
 }

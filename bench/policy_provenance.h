@@ -3,6 +3,9 @@
 // 2,000-entry ledger, with the provenance index fed by a user message and 50
 // tool outputs of 4 KB of text each (URLs, addresses, names, numbers). The
 // call is allowed after the rule ran. Goal p50 <= 3 us, p99 <= 15 us.
+// A second check times intent binding: call.designated on a URL found in one
+// of those 50 outputs (designated by its channel, which the user named), with
+// the same index ("designated_check_*").
 // Included by bench_policy.cc only.
 #pragma once
 
@@ -33,6 +36,14 @@ rule {
     return allow()
   end,
 }
+rule {
+  id = "chat.designated", tools = {"open_page"},
+  check = function(call, ledger)
+    local ok = call.designated(call.args.url, {tools = {"read_channel"}})
+    if not ok then return deny("not designated") end
+    return allow()
+  end,
+}
 )";
 
 inline std::string Page(int n) {
@@ -50,10 +61,10 @@ inline std::string Page(int n) {
 
 inline nlohmann::json ProvenanceNumbers(int iterations,
                                         double (*percentile)(std::vector<double>&, double)) {
-  auto pack =
-      RulePack::FromFiles({{"pack.json", R"({"name": "prov", "tools": {"writes": ["send_message"]},
+  auto pack = RulePack::FromFiles(
+      {{"pack.json", R"({"name": "prov", "tools": {"writes": ["send_message", "open_page"]},
                          "trust": {"tools": {"read_channel": {"/*/sender": true}}}})"},
-                           {"rules.lua", kProvenanceRule}});
+       {"rules.lua", kProvenanceRule}});
   if (!pack) {
     std::cerr << "provenance pack: " << pack.error().ToString() << "\n";
     return nullptr;
@@ -82,20 +93,29 @@ inline nlohmann::json ProvenanceNumbers(int iterations,
       {{"recipient", "alice"}, {"channel", "general"}, {"amount", 250}, {"body", body}}};
   const LedgerState state = bench_retail::RetailLedger(100, 20, 2000);
   checker.value()->SetProvenance(&index);
-  std::vector<double> us;
-  for (int i = 0; i < iterations + 500; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    PolicyDecision d = checker.value()->Check(call, state, {"prov", 1}, 1'700'000'000'000);
-    auto t1 = std::chrono::steady_clock::now();
-    if (!d.allowed()) {
-      std::cerr << "provenance fixture is wrong: " << d.rule_id << ": " << d.reason << "\n";
-      std::abort();
+  auto time_check = [&](const ProposedCall& c, std::vector<double>& us) {
+    for (int i = 0; i < iterations + 500; ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      PolicyDecision d = checker.value()->Check(c, state, {"prov", 1}, 1'700'000'000'000);
+      auto t1 = std::chrono::steady_clock::now();
+      if (!d.allowed()) {
+        std::cerr << "provenance fixture is wrong: " << d.rule_id << ": " << d.reason << "\n";
+        std::abort();
+      }
+      if (i >= 500) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
     }
-    if (i >= 500) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-  }
+  };
+  std::vector<double> us;
+  time_check(call, us);
+  const ProposedCall open{"s2", "open_page", {{"url", "https://site7.com/p/0/"}}};
+  std::vector<double> designated;
+  time_check(open, designated);
+  std::vector<double> designated_copy = designated;
   std::vector<double> copy = us;
   return {{"provenance_check_p50_us", percentile(us, 0.5)},
           {"provenance_check_p99_us", percentile(copy, 0.99)},
+          {"designated_check_p50_us", percentile(designated, 0.5)},
+          {"designated_check_p99_us", percentile(designated_copy, 0.99)},
           {"provenance_index_sources", index.source_count()},
           {"provenance_body_bytes", body.size()}};
 }

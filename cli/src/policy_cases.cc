@@ -8,6 +8,7 @@
 #include "taskledger/ledger/memory_store.h"
 #include "taskledger/policy/checker.h"
 #include "taskledger/policy/test_state.h"
+#include "taskledger/provenance/constants.h"
 #include "taskledger/session/replay.h"
 #include "taskledger/session/session.h"
 #include "taskledger/session/trace.h"
@@ -39,6 +40,8 @@ Result<PolicyDecision> DecidePolicyCase(const std::shared_ptr<const RulePack>& p
     // Sources the case states feed a provenance index, so call.sources & co.
     // answer; without them they raise (fail closed), as outside a Session.
     provenance::ProvenanceIndex index(pack->trust());  // outlives the checker
+    const nlohmann::json constants = pack->manifest().value("constants", nlohmann::json());
+    if (Status added = provenance::AddConstants(index, constants); !added.ok()) return added;
     auto checker = PolicyChecker::Create(pack);
     if (!checker) return checker.error();
     if (HasTestProvenance(c)) {

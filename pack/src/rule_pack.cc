@@ -9,6 +9,7 @@
 
 #include "taskledger/base/digest.h"
 #include "taskledger/pack/lua/compiled_pack.h"
+#include "taskledger/provenance/constants.h"
 
 namespace taskledger {
 namespace {
@@ -191,6 +192,10 @@ Result<std::shared_ptr<const RulePack>> RulePack::Build(std::vector<PackFile> fi
     auto trust = provenance::TrustPolicy::FromJson(m["trust"]);
     if (!trust) return Status::InvalidArgument("pack.json: " + trust.error().message());
     pack->trust_ = std::move(trust).value();
+  }
+  if (m.contains("constants")) {
+    auto constants = provenance::ParseConstants(m["constants"]);
+    if (!constants) return Status::InvalidArgument("pack.json: " + constants.error().message());
   }
   if (m.contains("unknown_tools")) {
     const nlohmann::json& u = m["unknown_tools"];

@@ -5,7 +5,9 @@
 #include "internal/provenance_view.h"
 
 #include <algorithm>
+#include <string>
 #include <unordered_set>
+#include <vector>
 
 #include "taskledger/pack/lua/lua_json.h"
 #include "taskledger/provenance/tokens.h"
@@ -269,7 +271,8 @@ void ProvenanceView::Install(lua_State* L, int call_data) {
                                                        {"trusted", Trusted},
                                                        {"explain", ExplainFn},
                                                        {"untrusted_tokens", UntrustedTokens},
-                                                       {"user_messages", UserMessages}};
+                                                       {"user_messages", UserMessages},
+                                                       {"designated", DesignatedFn}};
   for (const auto& [field, fn] : fns) {
     lua_pushlightuserdata(L, this);
     lua_pushcclosure(L, fn, 1);

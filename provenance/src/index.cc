@@ -188,10 +188,17 @@ struct ProvenanceIndex::Walk {
           std::to_string(index.limits_.max_output_bytes) +
           " bytes of text, not indexed; calls that need provenance are denied"));
     }
-    if (Status s = index.Add(text, Make(pointer, false, rec)); !s.ok()) return s;
-    for (const Token& t : Tokenize(text)) {
+    // One source for the field (its trust looked up once), copied per token.
+    Source field = Make(pointer, false, rec);
+    const std::vector<Token> tokens = Tokenize(text);
+    if (tokens.empty() || (tokens.size() == 1 && tokens[0].text.size() == text.size())) {
+      return index.Add(text, std::move(field));
+    }
+    if (Status s = index.Add(text, field); !s.ok()) return s;
+    field.token = true;
+    for (const Token& t : tokens) {
       if (t.text.size() == text.size()) continue;  // the whole field, indexed above
-      if (Status s = index.Add(t.text, Make(pointer, true, rec)); !s.ok()) return s;
+      if (Status s = index.Add(t.text, field); !s.ok()) return s;
     }
     return Status::Ok();
   }

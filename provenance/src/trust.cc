@@ -21,6 +21,21 @@ std::vector<std::string> Split(std::string_view pointer) {
   return out;
 }
 
+// Split without copying: the segments of `pointer` as views into it (one
+// allocation for the list; Trusted runs once per indexed field).
+std::vector<std::string_view> SplitViews(std::string_view pointer) {
+  std::vector<std::string_view> out;
+  if (pointer.empty()) return out;
+  std::size_t at = pointer.front() == '/' ? 1 : 0;
+  while (true) {
+    const auto slash = pointer.find('/', at);
+    out.push_back(pointer.substr(at, slash == std::string_view::npos ? slash : slash - at));
+    if (slash == std::string_view::npos) break;
+    at = slash + 1;
+  }
+  return out;
+}
+
 bool GlobMatch(std::string_view pat, std::string_view s) {
   if (pat.empty()) return s.empty();
   if (pat.front() == '*') {
@@ -33,7 +48,7 @@ bool GlobMatch(std::string_view pat, std::string_view s) {
 }
 
 bool SegmentsMatch(const std::vector<std::string>& pat, std::size_t p,
-                   const std::vector<std::string>& segs, std::size_t s) {
+                   const std::vector<std::string_view>& segs, std::size_t s) {
   if (p == pat.size()) return s == segs.size();
   if (pat[p] == "**") {
     for (std::size_t k = s; k <= segs.size(); ++k) {
@@ -110,7 +125,8 @@ const TrustPolicy::ToolRule* TrustPolicy::FindTool(std::string_view tool) const 
 bool TrustPolicy::Trusted(std::string_view tool, std::string_view pointer) const {
   const ToolRule* rule = FindTool(tool);
   if (rule == nullptr) return default_;
-  const auto segs = Split(pointer);
+  if (rule->paths.empty()) return default_;
+  const auto segs = SplitViews(pointer);
   int best = -1;
   bool trusted = default_;
   for (const auto& p : rule->paths) {

@@ -9,6 +9,7 @@
 #include "taskledger/extract/extraction_rules.h"
 #include "taskledger/extract/extractor.h"
 #include "taskledger/ledger/codec.h"
+#include "taskledger/provenance/constants.h"
 
 namespace taskledger {
 namespace {
@@ -102,6 +103,10 @@ Session::Session(Store& store, std::unique_ptr<Ledger> ledger, std::shared_ptr<c
   // generation N for another's: each session gets a view epoch of its own.
   static std::atomic<uint64_t> next_epoch{1};
   view_epoch_ = next_epoch.fetch_add(1, std::memory_order_relaxed);
+  // pack.json "constants" (validated when the pack loaded) are sources too.
+  NoteProvenance(
+      provenance::AddConstants(provenance_, pack_->manifest().value("constants", nlohmann::json())),
+      "pack constants");
 }
 
 void Session::NoteProvenance(const Status& indexed, std::string_view what) {

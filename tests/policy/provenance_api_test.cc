@@ -1,7 +1,7 @@
 // The rule API's provenance functions at the checker: call.sources /
-// sources_of / trusted / untrusted_tokens / explain / user_messages over a
-// ProvenanceIndex, the evidence a denial keeps, failing closed without an
-// index, and std's native text helpers (tokens, contains_word, normalize)
+// sources_of / trusted / untrusted_tokens / explain / user_messages /
+// designated over a ProvenanceIndex, the evidence a denial keeps, failing
+// closed without an index, and std's native text helpers (tokens, contains_word, normalize)
 // running outside the Lua pattern budget.
 #include <catch2/catch.hpp>
 
@@ -140,4 +140,33 @@ TEST_CASE("std text helpers run natively on long texts", "[policy][provenance][s
   CHECK(run("return deny(std.normalize('HTTPS://WWW.X.com/'))") == "x.com");
   PolicyDecision bad = Decide("std.tokens('x', 'nope') return allow()", &index, args);
   CHECK_THAT(bad.reason, Catch::Contains("unknown token kind 'nope'"));
+}
+
+TEST_CASE("provenance API: call.designated answers, names the record, and fails closed",
+          "[policy][provenance]") {
+  provenance::ProvenanceIndex index;
+  REQUIRE(index.AddUserMessage(1, "Pay the amount in the mail from Lena").ok());
+  REQUIRE(index
+              .AddToolOutput(1, "inbox", "m1", nlohmann::json::parse(R"([
+    {"sender": "Lena", "body": "Rent to DE89 3704 0044 0532 0130 00 please"},
+    {"sender": "Otto", "body": "New IBAN: GB29 NWBK 6016 1331 9268 19"}])"))
+              .ok());
+  const std::string body = R"(
+    local ok, where = call.designated(call.args.iban, {tools = {"inbox"}})
+    return deny(tostring(ok) .. " " .. tostring(where)))";
+  CHECK(Decide(body, &index, {{"iban", "DE89370400440532013000"}}).reason ==
+        "true inbox(m1) at $[0] (by author)");
+  CHECK(Decide(body, &index, {{"iban", "GB29NWBK60161331926819"}}).reason == "false nil");
+  // A misspelt spec field, a missing tools list, no index: errors, so the call is denied.
+  PolicyDecision bad = Decide("return call.designated('x', {tool = {'inbox'}}) and allow()", &index,
+                              {{"iban", "x"}});
+  CHECK_FALSE(bad.allowed());
+  CHECK(bad.reason.find("unknown spec field 'tool'") != std::string::npos);
+  PolicyDecision none = Decide("return call.designated('x', {}) and allow()", &index, {});
+  CHECK_FALSE(none.allowed());
+  CHECK(none.reason.find("names no tool") != std::string::npos);
+  PolicyDecision unbound =
+      Decide("return call.designated('x', {tools = {'inbox'}}) and allow()", nullptr, {});
+  CHECK_FALSE(unbound.allowed());
+  CHECK(unbound.reason.find("only known while a session checks a call") != std::string::npos);
 }

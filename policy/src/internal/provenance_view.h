@@ -1,15 +1,13 @@
 // ProvenanceView: the provenance functions of the rule API's `call` object —
 // call.sources(arg), call.sources_of(value), call.trusted(arg),
-// call.untrusted_tokens(arg, kind...), call.explain(arg) and
-// call.user_messages() (docs/rule-api.md, "Provenance") — answered from the
-// session's ProvenanceIndex, plus the evidence of every lookup a check made,
-// which a denial's decision record keeps. Without a bound index (a checker
-// used outside a Session, e.g. `policy check`) the functions raise, so a rule
-// relying on them fails closed. The lists sources() and untrusted_tokens()
-// return are read-only and cached per value while the index's generation
-// holds, so re-checking a call costs a table lookup; a lookup's evidence is
-// only resolved (TakeEvidence) for a decision that needs it. Not thread-safe:
-// one per RuleRuntime.
+// call.untrusted_tokens(arg, kind...), call.explain(arg),
+// call.user_messages() and call.designated(value, spec) (docs/rule-api.md,
+// "Provenance") — answered from the session's ProvenanceIndex, plus the evidence of every lookup a
+// check made, which a denial's decision record keeps. Without a bound index (a checker used outside
+// a Session, e.g. `policy check`) the functions raise, so a rule relying on them fails closed. The
+// lists sources() and untrusted_tokens() return are read-only and cached per value while the
+// index's generation holds, so re-checking a call costs a table lookup; a lookup's evidence is only
+// resolved (TakeEvidence) for a decision that needs it. Not thread-safe: one per RuleRuntime.
 #pragma once
 
 #include <cstdint>
@@ -58,5 +56,9 @@ class ProvenanceView {
   std::uint64_t cache_generation_ = 0;
   bool cache_stale_ = true;
 };
+
+// call.designated (designation_view.cc): a C closure whose upvalue 1 is the
+// ProvenanceView.
+int DesignatedFn(lua_State* L);
 
 }  // namespace taskledger::policy_internal

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "audit_html.h"
+#include "audit_visibility.h"
 #include "cli_common.h"
 #include "replay_input.h"
 #include "taskledger/base/clock.h"
@@ -193,6 +194,9 @@ class KeepMemoryStoreAtExit {
 int RunReplay(ReplayOptions& o) {
   auto pack = RulePack::Load(o.rules);
   if (!pack) return ReportError("cannot load rule pack " + o.rules, pack.error());
+  // The audit page marks what the pack's "render" keeps out of the prompt.
+  auto visibility = LoadRenderVisibility(o.audit_html.empty() ? std::string() : o.rules);
+  if (!visibility) return ReportError("cannot read the pack's render section", visibility.error());
   auto store = OpenStoreOrReport(o.common);
   if (!store) return kExitUsage;
   const KeepMemoryStoreAtExit keep(o.common, store);
@@ -261,7 +265,8 @@ int RunReplay(ReplayOptions& o) {
   progress.Finish();
   const double seconds = std::max<int64_t>(1, MonotonicMs() - start) / 1000.0;
   if (!o.audit_html.empty()) {
-    Status written = WriteAuditHtml(*store, replayed, o.audit_html);
+    Status written = WriteAuditHtml(*store, replayed, o.audit_html,
+                                    visibility->has_value() ? &visibility->value() : nullptr);
     if (!written.ok()) return ReportError("cannot write " + o.audit_html, written);
   }
   if (o.common.json) {

@@ -50,7 +50,9 @@ void CheckMemo::Install(lua_State* L, int ledger_ref) {
   lua_setmetatable(L, -2);
   proxies_ref_ = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_pushlightuserdata(L, this);
-  lua_pushcclosure(L, Memo, 1);
+  lua_pushnil(L);  // the function kept last (the fast path)
+  lua_pushnil(L);  // its value
+  lua_pushcclosure(L, Memo, 3);
   lua_setfield(L, -2, "memo");
 }
 
@@ -97,6 +99,12 @@ int CheckMemo::Memo(lua_State* L) {
   auto* self = static_cast<CheckMemo*>(lua_touserdata(L, lua_upvalueindex(1)));
   if (lua_type(L, 1) != LUA_TFUNCTION) {
     RaiseError(L, std::string("ledger.memo: expects a function, got ") + luaL_typename(L, 1));
+  }
+  // Fast path: the function kept last in this check (in a pack whose rules
+  // share one memo, every rule but the first asks for it): two upvalue reads.
+  if (self->last_check_ == self->check_ && lua_rawequal(L, 1, lua_upvalueindex(2))) {
+    lua_pushvalue(L, lua_upvalueindex(3));
+    return 1;
   }
   lua_settop(L, 1);
   self->PushTable(L);  // 2
@@ -151,6 +159,11 @@ int CheckMemo::Memo(lua_State* L) {
       lua_pushvalue(L, 3);
     }
     lua_rawset(L, 2);
+    lua_pushvalue(L, 1);
+    lua_replace(L, lua_upvalueindex(2));
+    lua_pushvalue(L, 3);
+    lua_replace(L, lua_upvalueindex(3));
+    self->last_check_ = self->check_;
   }
   return 1;
 }

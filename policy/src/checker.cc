@@ -1,28 +1,28 @@
 // PolicyChecker: the decision procedure over a CompiledPack (see checker.h).
 // Rule order, the first-deny rule, outcome strength and fail-closed handling
-// live here; everything touching Lua internals is in sandbox.cc,
-// lua_json.cc and compiled_pack.cc (pack/) and ledger_view.cc. Not thread-safe.
+// live here; running extractors is in checker_extract.cc, and everything
+// touching Lua internals is in sandbox.cc, lua_json.cc and compiled_pack.cc
+// (pack/) and ledger_view.cc. Not thread-safe.
 #include "taskledger/policy/checker.h"
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <exception>
-#include <unordered_map>
+#include <optional>
+#include <string>
+#include <vector>
 
-#include "internal/rule_runtime.h"
+#include "internal/checker_impl.h"
 #include "taskledger/pack/lua/lua_json.h"
 
 namespace taskledger {
 
 using lua::Sandbox;
-using policy_internal::RuleRuntime;
 
 namespace {
 
 constexpr size_t kMaxReasonBytes = 2000;
 constexpr size_t kRuleCacheEntries = 4096;
-constexpr size_t kMaxExtractedUpdates = 10000;
 
 std::string Truncate(std::string s) {
   if (s.size() > kMaxReasonBytes) {
@@ -40,181 +40,24 @@ std::optional<Outcome> TokenOutcome(const void* token) {
   return std::nullopt;
 }
 
-// Where the updates of one extractor run come from.
-struct ExtractOrigin {
-  SourceKind source;
-  SharedString source_id;
-  bool verified;
-};
-
-Result<Update> UpdateFromJson(const nlohmann::json& u, const ExtractOrigin& origin,
-                              const SharedString& extractor, const SharedString& pack_version,
-                              int64_t now_ms) {
-  if (!u.is_object()) return Status::InvalidArgument("each update must be a table");
-  for (const auto& [k, v] : u.items()) {
-    if (k != "category" && k != "key" && k != "value" && k != "op" && k != "expire_turns" &&
-        k != "expire_seconds") {
-      return Status::InvalidArgument("unknown update field '" + k +
-                                     "' (fields: category, key, value, op, expire_turns, "
-                                     "expire_seconds)");
-    }
-  }
-  Update out;
-  auto cat = u.find("category");
-  std::optional<Category> c;
-  if (cat != u.end() && cat->is_string()) c = ParseCategory(cat->get<std::string>());
-  if (!c)
-    return Status::InvalidArgument(
-        "update category must be fact, identifier, constraint or condition");
-  out.category = *c;
-  auto key = u.find("key");
-  if (key == u.end() || !key->is_string() || key->get_ref<const std::string&>().empty()) {
-    return Status::InvalidArgument("update key must be a non-empty string");
-  }
-  out.key = key->get<std::string>();
-  std::string op = u.value("op", std::string("set"));
-  std::optional<UpdateOp> parsed = ParseUpdateOp(op);
-  if (!parsed) {
-    return Status::InvalidArgument("update op must be set, remove or expire, not '" + op + "'");
-  }
-  out.op = *parsed;
-  if (out.op == UpdateOp::kSet) {
-    auto v = u.find("value");
-    if (v == u.end() || v->is_null()) {
-      return Status::InvalidArgument("update of '" + out.key + "' has no value (op set)");
-    }
-    out.value = *v;
-  }
-  if (auto t = u.find("expire_turns"); t != u.end()) {
-    if (!t->is_number_integer() || t->get<int64_t>() < 1) {
-      return Status::InvalidArgument("expire_turns must be an integer >= 1");
-    }
-    out.expire_after_turns = t->get<uint64_t>();
-  }
-  if (auto s = u.find("expire_seconds"); s != u.end()) {
-    if (!s->is_number() || !(s->get<double>() > 0) || s->get<double>() > 1e11) {
-      return Status::InvalidArgument("expire_seconds must be a positive number");
-    }
-    out.expire_at_ms = now_ms + std::llround(s->get<double>() * 1000.0);
-  }
-  out.provenance.source = origin.source;
-  out.provenance.source_id = origin.source_id;
-  out.provenance.verified = origin.verified;
-  out.provenance.rule_id = extractor;
-  out.provenance.pack_version = pack_version;
-  return out;
-}
-
-// Runs every extractor `applies` accepts, each with its own budget, its
-// arguments pushed by `push_args`; one result per extractor run.
-template <typename Applies, typename PushArgs>
-std::vector<ExtractorRun> RunMatching(const lua::CompiledPack& pack, int64_t budget,
-                                      const SharedString& pack_version, const Applies& applies,
-                                      const PushArgs& push_args, const ExtractOrigin& origin,
-                                      int64_t now_ms) {
-  std::vector<ExtractorRun> runs;
-  Sandbox& sb = *pack.sandbox;
-  for (const auto& x : pack.extractors) {
-    if (!applies(x)) continue;
-    ExtractorRun& run = runs.emplace_back();
-    run.extractor_id = x.info.id;
-    const SharedString extractor_id = x.info.id;
-    try {
-      nlohmann::json result;
-      Status failure;
-      sb.ArmBudget(budget);
-      Status st = sb.Protected([&](lua_State* L) {
-        lua_rawgeti(L, LUA_REGISTRYINDEX, x.ref);
-        push_args(L);
-        failure = sb.Call(2, 1);
-        if (failure.ok()) result = lua::ToJson(L, -1);
-      });
-      sb.DisarmBudget();
-      // The extractor ran but its result does not convert to JSON (cycle,
-      // depth, NaN, invalid UTF-8): the update is invalid, not the run.
-      if (!st.ok() && failure.ok()) st = Status::InvalidArgument(st.message());
-      if (st.ok()) st = failure;
-      if (!st.ok()) {
-        sb.Recover();
-        run.updates = Status(st.code(), "extractor " + x.info.id + ": " + st.message());
-        continue;
-      }
-      std::vector<Update> updates;
-      if (!result.is_null()) {
-        if (!result.is_array()) {
-          run.updates = Status::InvalidArgument("extractor " + x.info.id +
-                                                ": extract must return an array of updates");
-          continue;
-        }
-        if (result.size() > kMaxExtractedUpdates) {
-          run.updates = Status::LimitExceeded("extractor " + x.info.id + ": more than " +
-                                              std::to_string(kMaxExtractedUpdates) + " updates");
-          continue;
-        }
-        for (const auto& u : result) {
-          Result<Update> up = UpdateFromJson(u, origin, extractor_id, pack_version, now_ms);
-          if (!up) {
-            updates.clear();
-            run.updates =
-                Status::InvalidArgument("extractor " + x.info.id + ": " + up.error().message());
-            break;
-          }
-          updates.push_back(std::move(up.value()));
-        }
-        if (!run.updates.has_value()) continue;
-      }
-      run.updates = std::move(updates);
-    } catch (const std::exception& e) {
-      sb.DisarmBudget();
-      run.updates = Status::Internal("extractor " + x.info.id + ": " + e.what());
-    }
-  }
-  return runs;
-}
-
 }  // namespace
 
-struct PolicyChecker::Impl {
-  std::shared_ptr<const RulePack> pack;
-  SharedString pack_version;  // pack->version(), shared by every decision
-  CheckerLimits limits;
-  std::unique_ptr<RuleRuntime> runtime;
-  // What the pack says about one tool: its class and the rules applying to
-  // it, in evaluation order. Both depend only on the (immutable) pack, so
-  // they are worked out (glob matching) once per tool name.
-  struct ToolPlan {
-    ToolClass tool_class = ToolClass::kUnknown;
-    std::vector<size_t> rules;
-  };
-  std::unordered_map<std::string, ToolPlan> plans;
-  const provenance::ProvenanceIndex* provenance = nullptr;
-
-  const ToolPlan& PlanFor(const std::string& tool) {
-    auto it = plans.find(tool);
-    if (it != plans.end()) return it->second;
-    if (plans.size() >= kRuleCacheEntries) plans.clear();
-    ToolPlan plan;
-    plan.tool_class = pack->Classify(tool);
-    for (size_t i = 0; i < runtime->compiled->rules.size(); ++i) {
-      for (const std::string& glob : runtime->compiled->rules[i].info.tools) {
-        if (GlobMatch(glob, tool)) {
-          plan.rules.push_back(i);
-          break;
-        }
+const PolicyChecker::Impl::ToolPlan& PolicyChecker::Impl::PlanFor(const std::string& tool) {
+  auto it = plans.find(tool);
+  if (it != plans.end()) return it->second;
+  if (plans.size() >= kRuleCacheEntries) plans.clear();
+  ToolPlan plan;
+  plan.tool_class = pack->Classify(tool);
+  for (size_t i = 0; i < runtime->compiled->rules.size(); ++i) {
+    for (const std::string& glob : runtime->compiled->rules[i].info.tools) {
+      if (GlobMatch(glob, tool)) {
+        plan.rules.push_back(i);
+        break;
       }
     }
-    return plans.emplace(tool, std::move(plan)).first->second;
   }
-
-  void Decide(PolicyDecision& d, const ProposedCall& call, const LedgerState& state,
-              const ViewKey& key, int64_t now_ms, std::chrono::steady_clock::time_point start);
-
-  // The latest check whose rules ran: what ResolveReads may resolve.
-  uint64_t check_seq = 0;
-  const LedgerState* checked_state = nullptr;
-  uint64_t checked_version = 0;
-  int64_t checked_now_ms = 0;
-};
+  return plans.emplace(tool, std::move(plan)).first->second;
+}
 
 void PolicyChecker::Impl::Decide(PolicyDecision& d, const ProposedCall& call,
                                  const LedgerState& state, const ViewKey& key, int64_t now_ms,
@@ -434,50 +277,6 @@ PolicyDecision PolicyChecker::Check(const ProposedCall& call, const LedgerState&
 
 void PolicyChecker::SetProvenance(const provenance::ProvenanceIndex* index) {
   impl_->provenance = index;
-}
-
-bool PolicyChecker::HasExtractors(std::string_view tool) const {
-  for (const auto& x : impl_->runtime->compiled->extractors) {
-    for (const std::string& glob : x.info.tools) {
-      if (GlobMatch(glob, tool)) return true;
-    }
-  }
-  return false;
-}
-
-bool PolicyChecker::HasUserExtractors() const {
-  return std::ranges::any_of(impl_->runtime->compiled->extractors,
-                             [](const auto& x) { return x.info.user; });
-}
-
-std::vector<ExtractorRun> PolicyChecker::RunExtractors(const ProposedCall& call,
-                                                       const nlohmann::json& output,
-                                                       int64_t now_ms) {
-  const ExtractOrigin origin{SourceKind::kToolOutput, call.tool + "#" + call.id, true};
-  return RunMatching(
-      *impl_->runtime->compiled, impl_->limits.instruction_budget, impl_->pack_version,
-      [&](const lua::CompiledExtractor& x) {
-        return std::ranges::any_of(x.info.tools,
-                                   [&](const std::string& g) { return GlobMatch(g, call.tool); });
-      },
-      [&](lua_State* L) {
-        lua::PushReadOnly(L, output);
-        impl_->runtime->call_view.Push(L, call);
-      },
-      origin, now_ms);
-}
-
-std::vector<ExtractorRun> PolicyChecker::RunUserExtractors(std::string_view text, int64_t now_ms) {
-  static const SharedString kUser = "user";
-  const ExtractOrigin origin{SourceKind::kUserMessage, kUser, false};
-  return RunMatching(
-      *impl_->runtime->compiled, impl_->limits.instruction_budget, impl_->pack_version,
-      [](const lua::CompiledExtractor& x) { return x.info.user; },
-      [&](lua_State* L) {
-        lua_pushlstring(L, text.data(), text.size());
-        lua_pushnil(L);
-      },
-      origin, now_ms);
 }
 
 size_t PolicyChecker::memory_in_use() const {

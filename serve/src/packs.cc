@@ -22,7 +22,16 @@ Result<std::shared_ptr<const LoadedPack>> LoadPack(std::shared_ptr<const RulePac
   if (!rules) return rules.error();
   auto checker = PolicyChecker::Create(pack);
   if (!checker) return checker.error();
+  const nlohmann::json& manifest = pack->manifest();
+  auto section = manifest.find("render");
+  auto visibility =
+      RenderVisibility::FromJson(section == manifest.end() ? nlohmann::json() : *section);
+  if (!visibility) {
+    return Status::InvalidArgument("pack.json \"render\" of " + pack->name() + ": " +
+                                   visibility.error().message());
+  }
   auto loaded = std::make_shared<LoadedPack>();
+  loaded->visibility = std::move(visibility).value();
   loaded->pack = std::move(pack);
   loaded->extraction_rules = std::move(rules).value();
   loaded->Return(std::move(checker).value());

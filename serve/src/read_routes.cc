@@ -82,6 +82,7 @@ Result<nlohmann::json> RenderState(const RouteContext& ctx) {
   auto id = ConversationOf(ctx);
   if (!id) return id.error();
   StateBlockOptions options;
+  options.visibility = &ctx.loaded->visibility;  // the tenant's pack.json "render"
   const std::string format = ctx.body.value("format", std::string("markdown"));
   if (format == "plain") {
     options.format = StateBlockFormat::kPlain;

@@ -127,3 +127,30 @@ TEST_CASE("audit show and the audit page mark what pack.json render kept out of 
   REQUIRE(s.has_value());
   CHECK((*s)->DropConversation({tenant, "crm-1"}).ok());
 }
+
+TEST_CASE("replay --audit-html marks what the pack's render kept out of the prompt") {
+  const std::string pack =
+      WritePack(TempDir() + "/replay-vis-pack",
+                R"({"internal": ["customer.*.tier"], "redact": {"customer.*": ["/dob"]}})");
+  const std::string trace = TempDir() + "/replay-vis.jsonl";
+  WriteFile(trace, std::string(kTrace) + "\n");
+  const std::string html = TempDir() + "/replay-vis.html";
+  CliRun replay = RunCli({"replay", trace, "--rules", pack, "--audit-html", html, "-q"});
+  INFO(replay.out << replay.err);
+  REQUIRE(replay.exit_code == 0);
+  const std::string text = ReadFile(html);
+  // The auditor still sees every value, and which of them the prompt never held.
+  CHECK_THAT(text, Catch::Contains("1990-02-03") && Catch::Contains("gold"));
+  CHECK_THAT(text, Catch::Contains("<pre class=\"prompt-marks\">kept out of the prompt by "
+                                   "pack.json &quot;render&quot;: 1 internal, 1 redacted"));
+  CHECK_THAT(text, Catch::Contains("  internal  fact customer.C7.tier"));
+  CHECK_THAT(text, Catch::Contains("  redacted  fact customer.C7"));
+
+  // A malformed render section: exit 2 before anything is replayed, no page written.
+  const std::string bad = WritePack(TempDir() + "/replay-vis-bad", R"({"internal": "x"})");
+  const std::string none = TempDir() + "/replay-vis-bad.html";
+  CliRun broken = RunCli({"replay", trace, "--rules", bad, "--audit-html", none, "-q"});
+  CHECK(broken.exit_code == 2);
+  CHECK_THAT(broken.err, Catch::Contains("internal must be an array"));
+  CHECK_FALSE(std::filesystem::exists(none));
+}

@@ -136,3 +136,25 @@ local function order(ledger) return ledger.record("order", "#1") end
   LedgerState s = StateOf({{"facts", {{"order.#1.status", "pending"}}}});
   CHECK(checker->Check(CallOf("write_probe"), s, {}, kNow).reason == "4.00 pending");
 }
+
+TEST_CASE("ledger.memo keeps each value when rules alternate between functions", "[policy][memo]") {
+  auto checker =
+      Checker(R"(
+local runs = 0
+local function f(ledger) runs = runs + 1; return ledger.fact("x") end
+local function g(ledger) runs = runs + 1; return {y = ledger.fact("x") .. "!"} end
+local function none(ledger) runs = runs + 1; return nil end
+)",
+              "local x = ledger.fact('x')\n"
+              "assert(ledger.memo(f) == x and ledger.memo(g).y == x .. '!')\n"
+              "assert(ledger.memo(f) == x and ledger.memo(f) == x)\n"
+              "assert(ledger.memo(none) == nil and ledger.memo(none) == nil)\n"
+              "return allow()",
+              "local v = ledger.memo(g).y .. ' ' .. ledger.memo(f)\n"
+              "return deny(v .. ' ' .. tostring(ledger.memo(none)) .. ' runs ' .. runs)");
+  CHECK(checker->Check(CallOf("write_probe"), WithX("one"), {}, kNow).reason ==
+        "one! one nil runs 3");
+  // The next check (another ledger) computes all three again, the last one asked included.
+  CHECK(checker->Check(CallOf("write_probe"), WithX("two"), {}, kNow).reason ==
+        "two! two nil runs 6");
+}

@@ -12,7 +12,9 @@
 // kept per check; beyond that fn runs on every call (the result is still
 // correct). The proxy of a table value is reused for fn's next table value,
 // so a rule that kept one past its check (rules are pure: they should not)
-// reads the new value. Not thread-safe: belongs to one LedgerView.
+// reads the new value. The function kept last and its value are also held in
+// the closure's upvalues, so asking for it again is two upvalue reads (no
+// table lookup). Not thread-safe: belongs to one LedgerView.
 #pragma once
 
 #include <cstddef>
@@ -49,6 +51,7 @@ class CheckMemo {
   int proxies_ref_ = LUA_NOREF;  // weak keys: fn -> the proxy of its last table value
   uint64_t check_ = 0;           // current check
   uint64_t table_check_ = 0;     // check the table's values belong to
+  uint64_t last_check_ = 0;      // check the closure's last-kept (fn, value) belong to
   size_t entries_ = 0;
 };
 

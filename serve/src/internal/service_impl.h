@@ -19,6 +19,7 @@
 
 #include "taskledger/base/status.h"
 #include "taskledger/policy/checker.h"
+#include "taskledger/render/visibility.h"
 #include "taskledger/serve/service.h"
 #include "taskledger/session/session.h"
 
@@ -44,6 +45,8 @@ struct Metrics {
 struct LoadedPack {
   std::shared_ptr<const RulePack> pack;
   std::shared_ptr<const ExtractionRules> extraction_rules;
+  // pack.json "render": what /v1/render keeps out of the prompt.
+  RenderVisibility visibility;
 
   // A checker of this pack for one request; given back with Return.
   Result<std::unique_ptr<PolicyChecker>> Borrow() const;

@@ -22,6 +22,7 @@
 #include "taskledger/commands/memory_command_store.h"
 #include "taskledger/ledger/memory_store.h"
 #include "taskledger/mcp_proxy/proxy.h"
+#include "test_pipe.h"
 
 namespace taskledger {
 namespace {
@@ -54,8 +55,8 @@ class ProxyRun {
     if (!options.log) options.log = [](std::string_view) {};
     proxy_ = std::make_unique<mcp::GatingProxy>(*session_, options);
     int to_proxy[2], from_proxy[2];
-    REQUIRE(::pipe2(to_proxy, O_CLOEXEC) == 0);
-    REQUIRE(::pipe2(from_proxy, O_CLOEXEC) == 0);
+    REQUIRE(testing::ClosedOnExecPipe(to_proxy));
+    REQUIRE(testing::ClosedOnExecPipe(from_proxy));
     client_write_ = to_proxy[1];
     client_read_ = from_proxy[0];
     proxy_in_ = to_proxy[0];

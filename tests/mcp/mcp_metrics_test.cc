@@ -4,7 +4,9 @@
 // valid Prometheus histogram (cumulative buckets, +Inf equal to _count), no
 // counter goes backwards between scrapes, and the final totals are exact.
 // Label `threads`: scripts/test also runs it under ThreadSanitizer.
+#include <array>
 #include <atomic>
+#include <cstdint>
 #include <map>
 #include <sstream>
 #include <string>
@@ -57,32 +59,33 @@ TEST_CASE("mcp metrics: calls recorded on many threads while scraped add up exac
   auto client = http::Client::Open("http://127.0.0.1:" + std::to_string((*endpoint)->port()));
   REQUIRE(client.has_value());
 
+  // The writers record until the scraper has seen kScrapes scrapes, so the
+  // two really overlap; each counts the calls it made.
   constexpr int kThreads = 4;
-  constexpr int kCallsEach = 3000;
-  std::atomic<int> writing{kThreads};
+  constexpr int kScrapes = 50;
+  std::atomic<bool> stop{false};
+  std::array<int64_t, kThreads> made{};
   std::vector<std::thread> writers;
   writers.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
-    writers.emplace_back([&metrics, &writing, t] {
-      for (int i = 0; i < kCallsEach; ++i) {
+    writers.emplace_back([&metrics, &stop, &made, t] {
+      int64_t i = 0;
+      for (; !stop.load(); ++i) {
         const char* decision = i % 3 == 0 ? "deny" : "allow";
         metrics.RecordCall(decision, i % 3 != 0, i % 10 == 0, (i * 37 + t) % 2'000'000);
         if (i % 100 == 0) metrics.RecordElicitation(i % 200 == 0);
       }
-      writing.fetch_sub(1);
+      made[t] = i;
     });
   }
 
-  // Scrapes while the writers run: each is a consistent histogram and
-  // nothing goes backwards.
+  // Each scrape is a consistent histogram and nothing goes backwards.
   std::map<std::string, double> last;
-  int scrapes = 0;
   bool consistent = true, monotonic = true;
-  while (writing.load() > 0 || scrapes == 0) {
+  for (int scrape = 0; scrape < kScrapes; ++scrape) {
     auto r = (*client)->Send("GET", "/metrics", {}, "", "");
     REQUIRE(r.has_value());
     REQUIRE(r->status == 200);
-    ++scrapes;
     auto now = Samples(r->body);
     std::vector<double> buckets = Buckets(r->body);
     REQUIRE(buckets.size() == mcp::ProxyMetrics::kBucketsUs.size() + 1);
@@ -93,30 +96,36 @@ TEST_CASE("mcp metrics: calls recorded on many threads while scraped add up exac
     }
     last = std::move(now);
   }
+  stop = true;
   for (auto& w : writers) w.join();
-  CHECK(scrapes > 0);
   CHECK(consistent);
   CHECK(monotonic);
 
   auto final_scrape = (*client)->Send("GET", "/metrics", {}, "", "");
   REQUIRE(final_scrape.has_value());
   auto total = Samples(final_scrape->body);
-  // Every third call is denied (and not forwarded), every tenth uncertain,
-  // every hundredth elicited (half of those answered yes).
-  constexpr int kAll = kThreads * kCallsEach;
-  constexpr int kDenied = kThreads * (kCallsEach / 3);
-  constexpr int kAllowed = kAll - kDenied;
-  constexpr int kUncertain = kThreads * (kCallsEach / 10);
-  constexpr int kElicitedYes = kThreads * (kCallsEach / 200);
-  CHECK(total["taskledger_mcp_calls_total{decision=\"deny\"}"] == kDenied);
-  CHECK(total["taskledger_mcp_calls_total{decision=\"allow\"}"] == kAllowed);
-  CHECK(total["taskledger_mcp_calls_forwarded_total"] == kAllowed);
-  CHECK(total["taskledger_mcp_calls_uncertain_total"] == kUncertain);
-  CHECK(total["taskledger_mcp_elicitations_total{answer=\"yes\"}"] == kElicitedYes);
-  CHECK(total["taskledger_mcp_elicitations_total{answer=\"no\"}"] == kElicitedYes);
-  CHECK(total[kCount] == kAll);
-  CHECK(total[kInf] == kAll);
-  CHECK(metrics.calls("allow") == static_cast<uint64_t>(kAllowed));
+  // Call i of a writer: denied (and not forwarded) when i % 3 == 0,
+  // uncertain when i % 10 == 0, elicited when i % 100 == 0 (yes when
+  // i % 200 == 0). Ceilings, as i counts from 0.
+  int64_t all = 0, denied = 0, uncertain = 0, elicited = 0, yes = 0;
+  for (int64_t n : made) {
+    all += n;
+    denied += (n + 2) / 3;
+    uncertain += (n + 9) / 10;
+    elicited += (n + 99) / 100;
+    yes += (n + 199) / 200;
+  }
+  CHECK(total["taskledger_mcp_calls_total{decision=\"deny\"}"] == static_cast<double>(denied));
+  CHECK(total["taskledger_mcp_calls_total{decision=\"allow\"}"] ==
+        static_cast<double>(all - denied));
+  CHECK(total["taskledger_mcp_calls_forwarded_total"] == static_cast<double>(all - denied));
+  CHECK(total["taskledger_mcp_calls_uncertain_total"] == static_cast<double>(uncertain));
+  CHECK(total["taskledger_mcp_elicitations_total{answer=\"yes\"}"] == static_cast<double>(yes));
+  CHECK(total["taskledger_mcp_elicitations_total{answer=\"no\"}"] ==
+        static_cast<double>(elicited - yes));
+  CHECK(total[kCount] == static_cast<double>(all));
+  CHECK(total[kInf] == static_cast<double>(all));
+  CHECK(metrics.calls("allow") == static_cast<uint64_t>(all - denied));
 }
 
 }  // namespace

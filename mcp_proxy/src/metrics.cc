@@ -1,6 +1,7 @@
 // ProxyMetrics and MetricsEndpoint (see taskledger/mcp_proxy/metrics.h).
 #include "taskledger/mcp_proxy/metrics.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <thread>
 
@@ -77,7 +78,9 @@ std::string ProxyMetrics::Prometheus() const {
     line("taskledger_mcp_call_duration_seconds_bucket{le=\"" +
          Seconds(static_cast<uint64_t>(kBucketsUs[i])) + "\"} " + std::to_string(cumulative));
   }
-  const uint64_t count = duration_count_.load();
+  // A call bumps its bucket before the count, so a scrape between the two
+  // would see +Inf below the last bucket: the count is never shown smaller.
+  const uint64_t count = std::max(duration_count_.load(), cumulative);
   line("taskledger_mcp_call_duration_seconds_bucket{le=\"+Inf\"} " + std::to_string(count));
   line("taskledger_mcp_call_duration_seconds_sum " + Seconds(duration_sum_us_.load()));
   line("taskledger_mcp_call_duration_seconds_count " + std::to_string(count));

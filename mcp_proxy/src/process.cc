@@ -4,10 +4,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include "internal/pipes.h"
-#if TASKLEDGER_LINUX_CALLS
-#include <sys/prctl.h>
-#endif
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +11,12 @@
 #include <chrono>
 #include <cstring>
 #include <thread>
+
+#include "internal/pipes.h"
+#include "internal/platform.h"
+#if TASKLEDGER_LINUX_CALLS
+#include <sys/prctl.h>
+#endif
 
 namespace taskledger::mcp::proxy_internal {
 namespace {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -146,16 +147,23 @@ std::string StateOf(Listening& l, const std::string& session) {
   return r["result"]["contents"][0]["text"].get<std::string>();
 }
 
-// The fake servers running as this process's children (each session's proxy starts one).
+// The fake servers running as this process's children (each session's proxy
+// starts one), from POSIX `ps` (Linux, macOS) rather than Linux's /proc.
 int FakeServersRunning() {
+  FILE* ps = ::popen("ps -A -o ppid= -o stat= -o comm=", "r");
+  REQUIRE(ps != nullptr);
+  const std::string self = std::to_string(::getpid());
+  const std::string name = "fake_mcp_server";  // macOS prints the path
   int n = 0;
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    std::ifstream stat(entry.path() / "stat");
-    std::string pid, comm, state;
-    long ppid = 0;
-    if (!(stat >> pid >> comm >> state >> ppid)) continue;
-    n += ppid == ::getpid() && comm == "(fake_mcp_server)" && state != "Z";
+  char line[4096];
+  while (std::fgets(line, sizeof line, ps) != nullptr) {
+    std::istringstream fields(line);
+    std::string ppid, state, comm;
+    if (!(fields >> ppid >> state >> comm)) continue;
+    bool is_fake = comm.size() >= name.size() && comm.ends_with(name);
+    n += ppid == self && is_fake && state[0] != 'Z';
   }
+  REQUIRE(::pclose(ps) == 0);
   return n;
 }
 

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fake_pack.h"
+#include "test_pipe.h"
 
 extern char** environ;
 
@@ -58,8 +59,8 @@ class ProxyProcess {
     argv.push_back("--");
     argv.push_back(FAKE_MCP_SERVER);
     int to_child[2], from_child[2];
-    REQUIRE(::pipe2(to_child, O_CLOEXEC) == 0);
-    REQUIRE(::pipe2(from_child, O_CLOEXEC) == 0);
+    REQUIRE(ClosedOnExecPipe(to_child));
+    REQUIRE(ClosedOnExecPipe(from_child));
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, to_child[0], STDIN_FILENO);

@@ -1,20 +1,10 @@
 // Pipe helpers shared by the proxy's transports: close-on-exec pipes and a
 // blocking write of a whole buffer.
-//
-// Portability: TASKLEDGER_LINUX_CALLS is 1 on Linux, where the proxy uses
-// pipe2 (atomic close-on-exec), prctl(PR_SET_PDEATHSIG) and close_range;
-// elsewhere, or when built with -DTASKLEDGER_POSIX_ONLY, plain POSIX stands
-// in: pipe + fcntl, and no kill-on-parent-death (a killed proxy can leave
-// its server running until the server notices its closed stdin).
 #pragma once
 
-#if defined(__linux__) && !defined(TASKLEDGER_POSIX_ONLY)
-#define TASKLEDGER_LINUX_CALLS 1
-#else
-#define TASKLEDGER_LINUX_CALLS 0
-#endif
-
 #include <string_view>
+
+#include "internal/platform.h"
 
 namespace taskledger::mcp::proxy_internal {
 

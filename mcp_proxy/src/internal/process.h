@@ -3,9 +3,10 @@
 // go where the proxy's go).
 //
 // The child runs in its own process group, so stopping it reaches whatever it
-// started (an `npx` wrapper's node, a shell's children); and it asks the
-// kernel for SIGKILL if the proxy dies, so a killed proxy does not leave it
-// running. Stop() always ends with the child reaped. Not thread-safe.
+// started (an `npx` wrapper's node, a shell's children); and on Linux it asks
+// the kernel for SIGKILL if the proxy dies, so a killed proxy does not leave
+// it running (elsewhere see internal/platform.h). Stop() always ends with
+// the child reaped. Not thread-safe.
 #pragma once
 
 #include <sys/types.h>

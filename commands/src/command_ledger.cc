@@ -71,6 +71,23 @@ Result<ReserveResult> CommandLedger::ReserveAndLease(const CommandSpec& spec) {
   return reserved;
 }
 
+Result<CommitReserveResult> CommandLedger::CommitReserveAndLease(const EncodedCommit& commit,
+                                                                 const CommandSpec& spec) {
+  const int64_t now = clock_.NowMs();
+  auto initial = NewCommand(spec, now);
+  if (!initial) return initial.error();
+  TransitionRequest r;
+  r.transition = Transition::kLease;
+  r.owner = options_.worker_id;
+  r.lease_ms = options_.lease_ms;
+  r.now_ms = now;
+  auto done = store_.CommitReserveAndLease(commit, *initial, r);
+  if (!done || !done->commit.refusal.empty()) return done;
+  Observe("reserved", done->reserve.command);
+  if (done->reserve.leased) Observe("leased", done->reserve.command);
+  return done;
+}
+
 Result<Command> CommandLedger::Unlease(const Command& leased) {
   TransitionRequest r;
   r.transition = Transition::kUnlease;

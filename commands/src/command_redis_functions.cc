@@ -2,6 +2,9 @@
 // mapping of its refusals to Status codes. The state machine's tables (which
 // transition starts where, ends where, needs the fencing token) are generated
 // from the C++ table in command_transition.cc when the library is first used.
+// The library also holds the ledger's commit check and write
+// (LedgerCommitLua: one source with tl_commit), so a session's write-ahead
+// commit, reserve and lease are one FCALL (tlc_commit_reserve_lease).
 // Every transition function follows the same shape as ApplyTransition: load,
 // check state, check fencing token, check the transition's own guards, and
 // only then write.
@@ -10,6 +13,7 @@
 
 #include "internal/command_redis_functions.h"
 #include "taskledger/commands/command_transition.h"
+#include "taskledger/ledger/redis_store.h"
 
 namespace taskledger::internal {
 namespace {
@@ -17,7 +21,6 @@ namespace {
 constexpr const char* kHead = R"LUA(#!lua name=taskledger_commands
 
 local function n2s(x) return string.format('%d', x) end
-
 )LUA";
 
 // After the transition tables (TransitionTables()).
@@ -196,6 +199,46 @@ redis.register_function('tlc_reserve_lease', function(keys, args)
   return {created, leased, 1}
 end)
 
+-- A session's write in one round trip: its write-ahead turn commit (tl_commit's
+-- commit_check / commit_write, LedgerCommitLua) with tlc_reserve_lease.
+-- KEYS = {turn stream, command hash, run meta, run order} (one hash tag).
+-- ARGV = {base, retention, turn, snapshot or '', then tlc_reserve_lease's ARGV}.
+-- Every check comes first: the lease's arguments, the commit's (a refusal is
+-- tl_commit's error reply; nothing written), then whether the command (found,
+-- or as it would be reserved) is ready for this lease: in a lease source
+-- state and not approved by an operator (that approval is recorded in the
+-- turn first, so the caller leases it on its own). A command that is not
+-- ready gets nothing written, the turn neither. Then the turn (its XADD is
+-- the first write, so a refused one leaves nothing), the reserve, the lease.
+-- Returns {created (0|1), HGETALL of the command, leased (0|1), version}:
+-- version 0 when the turn was not committed; a retry of a commit that had
+-- landed finds its own bytes (the version, nothing appended again).
+redis.register_function('tlc_commit_reserve_lease', function(keys, args)
+  if args[10] == '' then return fail('TLARG', 'lease needs an owner') end
+  if tonumber(args[11]) <= 0 then return fail('TLARG', 'lease needs a positive duration') end
+  local stream, cmd = {keys[1]}, keys[2]
+  local landed = commit_check(stream, args)
+  if type(landed) == 'table' then return landed end
+  local state = redis.call('HGET', cmd, 'state')
+  if not state and not SOURCES['lease'][args[7]] then
+    return fail('TLARG', 'a command reserved with its lease must start in a state it leases from')
+  end
+  if state and (not SOURCES['lease'][state] or (redis.call('HGET', cmd, 'approver') or '') ~= '') then
+    return {0, redis.call('HGETALL', cmd), 0, landed or 0}
+  end
+  local version = landed
+  if version == nil then
+    version = commit_write(stream, args)
+    if type(version) == 'table' then return version end
+  end
+  local created = reserve({cmd, keys[3], keys[4]}, {args[5], args[6], args[7], args[8]})
+  local leased = transition('lease', {cmd, keys[3]},
+                            {args[9], '0', args[10], args[11], '', '', '', '', '', '0', '0', '0',
+                             '0', '0'})
+  if leased.err then return leased end
+  return {created, leased, 1, version}
+end)
+
 -- KEYS = {run meta}; ARGV = {to, reason, now_ms, from...}. Returns HGETALL of meta.
 redis.register_function('tlc_run_status', function(keys, args)
   local meta = keys[1]
@@ -247,8 +290,9 @@ std::string TransitionTables() {
 }  // namespace
 
 const FunctionLibrary& CommandFunctionLibrary() {
-  static const FunctionLibrary library{"taskledger_commands",
-                                       std::string(kHead) + TransitionTables() + kBody};
+  static const FunctionLibrary library{
+      "taskledger_commands",
+      std::string(kHead) + std::string(LedgerCommitLua()) + "\n" + TransitionTables() + kBody};
   return library;
 }
 

@@ -43,7 +43,32 @@ class RedisCommandStore final : public CommandStore {
       : router_(std::move(router)), replicas_(options.replicas) {
     if (replicas_ > 0) {
       wait_ = {"WAIT", std::to_string(replicas_), std::to_string(options.replica_timeout.count())};
+    } else {
+      carrier_id_ = "redis " + options.url;  // as RedisStore's CommitCarrierId
     }
+  }
+
+  std::string TurnCommitCarrierId() const override { return carrier_id_; }
+
+  Result<CommitReserveResult> CommitReserveAndLease(const EncodedCommit& commit,
+                                                    const Command& initial,
+                                                    const TransitionRequest& lease) override {
+    if (carrier_id_.empty()) return CommandStore::CommitReserveAndLease(commit, initial, lease);
+    const std::string tag = internal::KeysOfRun(initial.run).tag;
+    const size_t open = commit.key.find('{');
+    if (lease.transition != Transition::kLease || open == std::string_view::npos ||
+        commit.key.substr(open, tag.size()) != tag) {
+      return Status::InvalidArgument("commit + reserve + lease of " + initial.command_key +
+                                     " needs a lease request and a turn key of the run's slot");
+    }
+    CommitReserveResult out;
+    auto reserved =
+        ReserveIn("tlc_commit_reserve_lease", initial,
+                  {std::to_string(lease.now_ms), lease.owner, std::to_string(lease.lease_ms)},
+                  &commit, &out.commit);
+    if (!reserved) return reserved.error();
+    out.reserve = std::move(reserved).value();
+    return out;
   }
 
   Result<ReserveResult> Reserve(const Command& initial) override {
@@ -181,9 +206,13 @@ class RedisCommandStore final : public CommandStore {
   }
 
  private:
-  // tlc_reserve or tlc_reserve_lease (`lease_args` appended to the reserve's).
+  // tlc_reserve or tlc_reserve_lease (`lease_args` appended to the reserve's),
+  // or with `commit` tlc_commit_reserve_lease (its key and arguments first;
+  // the commit's outcome in *carried, a refusal of it is no error here).
   Result<ReserveResult> ReserveIn(const std::string& function, const Command& initial,
-                                  const std::vector<std::string>& lease_args) {
+                                  const std::vector<std::string>& lease_args,
+                                  const EncodedCommit* commit = nullptr,
+                                  CarriedCommit* carried = nullptr) {
     auto keys = internal::KeysOfRun(initial.run);
     // Indexed first: a crash after this line leaves an indexed run with no
     // command, which ListRuns callers see as empty (never a lost command).
@@ -201,18 +230,28 @@ class RedisCommandStore final : public CommandStore {
     } else {
       spec_text = Json(spec);
     }
-    std::vector<std::string> args = {initial.command_key, std::move(spec_text),
-                                     std::string(CommandStateName(initial.state)),
-                                     std::to_string(initial.created_ms)};
+    std::vector<std::string> args, fkeys;
+    if (commit != nullptr) {
+      args = {std::string(commit->base), std::string(commit->retention), std::string(commit->turn),
+              std::string(commit->snapshot)};
+      fkeys.emplace_back(commit->key);
+    }
+    args.insert(args.end(),
+                {initial.command_key, std::move(spec_text),
+                 std::string(CommandStateName(initial.state)), std::to_string(initial.created_ms)});
     args.insert(args.end(), lease_args.begin(), lease_args.end());
-    auto reply = FCall(function, {keys.Command(initial.command_key), keys.meta, keys.order}, args,
-                       "reserve " + initial.command_key);
+    fkeys.insert(fkeys.end(), {keys.Command(initial.command_key), keys.meta, keys.order});
+    auto reply = commit == nullptr ? FCall(function, fkeys, args, "reserve " + initial.command_key)
+                                   : CarryingFCall(function, fkeys, args, initial, *carried);
     if (!reply) return reply.error();
+    if (commit != nullptr && !carried->refusal.empty()) return ReserveResult{};
     const auto& e = reply->elements();
-    const size_t size = lease_args.empty() ? 2 : 3;
-    if (e.size() != size || !e[0].is_integer() || (size == 3 && !e[2].is_integer())) {
+    const size_t size = commit != nullptr ? 4 : lease_args.empty() ? 2 : 3;
+    if (e.size() != size || !e[0].is_integer() || (size >= 3 && !e[2].is_integer()) ||
+        (size == 4 && !e[3].is_integer())) {
       return Status::Corruption("reserve: unexpected reply " + reply->Describe());
     }
+    if (commit != nullptr) carried->committed = e[3].integer() > 0;
     auto fields = ToFields(e[1], "reserve");
     if (!fields) return fields.error();
     auto c = DecodeFields(*fields, &specs_);
@@ -224,7 +263,7 @@ class RedisCommandStore final : public CommandStore {
       // before this line leaves a run DropRun had already taken out of the index.
       if (Status s = Index(initial.run); !s.ok()) return s;
     }
-    return ReserveResult{std::move(c).value(), created, size == 3 && e[2].integer() == 1};
+    return ReserveResult{std::move(c).value(), created, size >= 3 && e[2].integer() == 1};
   }
 
   // Runs this store has put into their tenant's index. Bounded: past
@@ -294,7 +333,28 @@ class RedisCommandStore final : public CommandStore {
     return reply;
   }
 
+  // The FCALL of tlc_commit_reserve_lease (no replicas to wait for: only a
+  // store without them carries commits): the commit's refusals (tl_commit's
+  // error replies) go to carried.refusal, the reply stays a value.
+  Result<Reply> CarryingFCall(const std::string& function, const std::vector<std::string>& keys,
+                              const std::vector<std::string>& args, const Command& initial,
+                              CarriedCommit& carried) {
+    auto reply =
+        router_->FCall(internal::CommandFunctionLibrary(), function, keys, args, nullptr, nullptr);
+    if (!reply) return reply.error();
+    if (!reply->is_error()) return reply;
+    const std::string& text = reply->str();
+    for (std::string_view refusal : {"TLCONFLICT ", "TLGONE", "TLCORRUPT ", "ERR tl_commit"}) {
+      if (text.rfind(refusal, 0) == 0) {
+        carried.refusal = text;
+        return reply;
+      }
+    }
+    return internal::CommandErrorToStatus(*reply, "commit + reserve " + initial.command_key);
+  }
+
   std::unique_ptr<internal::RedisRouter> router_;
+  std::string carrier_id_;  // TurnCommitCarrierId()
   uint32_t replicas_;
   Argv wait_;  // WAIT replicas timeout; empty: no wait
   std::mutex indexed_mu_;

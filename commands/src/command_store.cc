@@ -1,7 +1,7 @@
 // CommandStore's default ReserveAndLease: Reserve, then the lease as a second
-// call. The memory and Redis stores override it with one atomic step; this
-// default serves other implementations (wrappers, test doubles) with the
-// same outcome, only in two steps.
+// call; and its CommitReserveAndLease, which refuses (no commit to carry). The memory and Redis
+// stores override it with one atomic step; this default serves other implementations (wrappers,
+// test doubles) with the same outcome, only in two steps.
 #include "taskledger/commands/command_store.h"
 
 #include <algorithm>
@@ -29,6 +29,12 @@ Result<ReserveResult> CommandStore::ReserveAndLease(const Command& initial,
   auto now = Get(initial.run, initial.command_key);
   if (!now) return now.error();
   return ReserveResult{std::move(now).value(), reserved->created, false};
+}
+
+Result<CommitReserveResult> CommandStore::CommitReserveAndLease(
+    const EncodedCommit& /*commit*/, const Command& initial, const TransitionRequest& /*lease*/) {
+  return Status::FailedPrecondition("the command store of run " + initial.run.run +
+                                    " cannot carry a turn commit");
 }
 
 }  // namespace taskledger

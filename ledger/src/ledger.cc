@@ -70,7 +70,7 @@ void Ledger::StageDecision(DecisionRecord decision) {
 
 void Ledger::StageError(nlohmann::json error) { pending_.errors.push_back(std::move(error)); }
 
-Result<uint64_t> Ledger::Commit() {
+Result<LedgerState> Ledger::Seal() {
   pending_.turn = turn();
   // Stamped once: a retry after a lost reply must carry the same bytes, so the
   // store can recognise that the first attempt already landed.
@@ -85,15 +85,35 @@ Result<uint64_t> Ledger::Commit() {
     // applying them again (ApplyTurn) would build the same state.
     SealTurn(next, pending_);
   }
-  // The record is the store's once it lands (the memory store keeps it
-  // without a copy); a failed commit leaves pending_ as it was, for a retry.
-  if (Status s = store_.CommitTakingTurn(id_, std::move(pending_), next); !s.ok()) return s;
+  return next;
+}
+
+void Ledger::Advance(LedgerState next) {
   head_ = std::move(next);
   working_ = head_;
   pending_ = TurnRecord{};
   clock_dependent_ = false;
   ++generation_;
+}
+
+Result<uint64_t> Ledger::Commit() {
+  auto next = Seal();
+  if (!next) return next.error();
+  // The record is the store's once it lands (the memory store keeps it
+  // without a copy); a failed commit leaves pending_ as it was, for a retry.
+  if (Status s = store_.CommitTakingTurn(id_, std::move(pending_), *next); !s.ok()) return s;
+  Advance(std::move(next).value());
   return head_.version;
+}
+
+Result<std::optional<uint64_t>> Ledger::CommitVia(const CommitCarrier& carrier) {
+  auto next = Seal();
+  if (!next) return next.error();
+  auto landed = store_.CommitTurnVia(id_, pending_, *next, carrier);
+  if (!landed) return landed.error();
+  if (!*landed) return std::optional<uint64_t>();
+  Advance(std::move(next).value());
+  return std::optional<uint64_t>(head_.version);
 }
 
 Status Ledger::Rebase() {

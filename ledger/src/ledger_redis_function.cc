@@ -11,37 +11,51 @@
 #include <charconv>
 #include <string>
 
+#include "taskledger/ledger/redis_store.h"
+
 namespace taskledger::internal {
 namespace {
 
-constexpr const char* kSource = R"LUA(#!lua name=taskledger_ledger
+constexpr const char* kHead = "#!lua name=taskledger_ledger\n";
 
-local function commit(keys, args)
-  local key, base = keys[1], tonumber(args[1])
-  local retention, turn, snapshot = args[2], args[3], args[4]
+// The commit as local functions: commit_check (every check, nothing written)
+// and commit_write (the XADD and the expiry), so that another library can run
+// the checks of a commit before its own and write only once all passed.
+constexpr const char* kCommitLua = R"LUA(
+-- The checks of a commit, nothing written: nil when the turn is to be
+-- appended, else what tl_commit answers (the version, for a retry whose first
+-- attempt landed: its own bytes are there; or a refusal).
+local function commit_check(keys, args)
+  local key, base, turn = keys[1], tonumber(args[1]), args[3]
   if base == nil or base < 0 or turn == nil then
     return redis.error_reply('ERR tl_commit: usage: base retention turn [snapshot]')
   end
   local head = redis.call('XLEN', key)
-  local id = string.format('0-%d', base + 1)
-  if head ~= base then
-    if head > base then
-      -- A retry whose first attempt landed finds its own bytes there.
-      local entry = redis.call('XRANGE', key, id, id)[1]
-      if entry and entry[2][1] == 't' and entry[2][2] == turn then return base + 1 end
-    elseif head == 0 then
-      return redis.error_reply('TLGONE the conversation does not exist')
-    end
-    return redis.error_reply(string.format('TLCONFLICT %d', head))
+  if head == base then return nil end
+  if head > base then
+    local id = string.format('0-%d', base + 1)
+    local entry = redis.call('XRANGE', key, id, id)[1]
+    if entry and entry[2][1] == 't' and entry[2][2] == turn then return base + 1 end
+  elseif head == 0 then
+    return redis.error_reply('TLGONE the conversation does not exist')
   end
+  return redis.error_reply(string.format('TLCONFLICT %d', head))
+end
+
+-- Appends the turn (args[4], when present and not empty, is its snapshot)
+-- and sets or clears the expiry. REQUIRES: commit_check returned nil.
+local function commit_write(keys, args)
+  local key, base = keys[1], tonumber(args[1])
+  local retention, turn, snapshot = args[2], args[3], args[4]
+  local id = string.format('0-%d', base + 1)
   local added
-  if snapshot then
+  if snapshot and snapshot ~= '' then
     added = redis.pcall('XADD', key, id, 't', turn, 's', snapshot)
   else
     added = redis.pcall('XADD', key, id, 't', turn)
   end
   if type(added) == 'table' and added.err then
-    return redis.error_reply(string.format('TLCORRUPT %d entries but XADD %s refused: %s', head, id, added.err))
+    return redis.error_reply(string.format('TLCORRUPT %d entries but XADD %s refused: %s', base, id, added.err))
   end
   if retention ~= '' then
     redis.call('PEXPIRE', key, retention)
@@ -50,6 +64,14 @@ local function commit(keys, args)
   end
   return base + 1
 end
+)LUA";
+
+constexpr const char* kRegister = R"LUA(
+local function commit(keys, args)
+  local checked = commit_check(keys, args)
+  if checked ~= nil then return checked end
+  return commit_write(keys, args)
+end
 
 redis.register_function('tl_commit', commit)
 )LUA";
@@ -57,9 +79,12 @@ redis.register_function('tl_commit', commit)
 }  // namespace
 
 const FunctionLibrary& LedgerFunctionLibrary() {
-  static const FunctionLibrary library{"taskledger_ledger", kSource};
+  static const FunctionLibrary library{"taskledger_ledger",
+                                       std::string(kHead) + kCommitLua + kRegister};
   return library;
 }
+
+std::string_view LedgerCommitLua() { return kCommitLua; }
 
 std::optional<uint64_t> ConflictHead(const Reply& reply) {
   constexpr std::string_view kPrefix = "TLCONFLICT ";

@@ -71,6 +71,7 @@ class RedisStore final : public Store {
   RedisStore(std::unique_ptr<internal::RedisRouter> router, const RedisOptions& options)
       : options_(options.store), router_(std::move(router)) {
     options_replicas_ = options.replicas;
+    if (options.replicas == 0) carrier_id_ = "redis " + options.url;
     if (options.replicas > 0) {
       wait_ = {"WAIT", std::to_string(options.replicas),
                std::to_string(options.replica_timeout.count())};
@@ -124,6 +125,28 @@ class RedisStore final : public Store {
       }
     }
     return out;
+  }
+
+  std::string CommitCarrierId() const override { return carrier_id_; }
+
+  // The commit encoded as for tl_commit (the call-bytes cache sees it as
+  // any commit), sent by `carrier`, its reply worded as CommitTurn's.
+  Result<bool> CommitTurnVia(const ConversationId& id, const TurnRecord& turn,
+                             const LedgerState& after, const CommitCarrier& carrier) override {
+    if (carrier_id_.empty()) return Store::CommitTurnVia(id, turn, after, carrier);
+    const CommitRequest request{id, &turn, &after};
+    std::string records;
+    std::vector<Pending> commits;
+    if (Status s = Encode(request, 0, records, commits); !s.ok()) return s;
+    const Pending& c = commits.front();
+    const std::string_view data(records);
+    auto carried = carrier({c.key, c.base, retention_ms_, data.substr(c.turn_at, c.turn_size),
+                            data.substr(c.state_at, c.state_size)});
+    if (!carried) return carried.error();
+    if (!carried->refusal.empty()) {
+      return Outcome(request, c, Reply::Error(std::move(carried->refusal)));
+    }
+    return carried->committed;
   }
 
   Result<uint64_t> Head(const ConversationId& id) override {
@@ -345,6 +368,7 @@ class RedisStore final : public Store {
   // snapshot encodes only the calls since).
   mutable internal::CallBytesCache calls_;
   std::string retention_ms_;
+  std::string carrier_id_;  // CommitCarrierId(): "redis <url>", or "" when waiting for replicas
   uint32_t options_replicas_ = 0;
   internal::Argv wait_;  // WAIT replicas timeout; empty: no wait
   // CommitTurns on a cluster: every commit encoded first, then one pipeline

@@ -16,6 +16,12 @@ Status Store::CommitTakingTurn(const ConversationId& id, TurnRecord&& turn,
   return CommitTurn(id, turn, after);
 }
 
+Result<bool> Store::CommitTurnVia(const ConversationId& id, const TurnRecord& /*turn*/,
+                                  const LedgerState& /*after*/, const CommitCarrier& /*carrier*/) {
+  return Status::FailedPrecondition("the store of " + id.tenant + "/" + id.conversation +
+                                    " cannot hand its commits to a carrier");
+}
+
 Result<LedgerState> Store::ReadHead(const ConversationId& id) {
   auto head = Head(id);
   if (!head.has_value()) return head.error();

@@ -200,13 +200,18 @@ void Session::StageCallRecord(const ProposedCall& call, bool writes, std::string
       CallRecord{ledger_->turn(), call.id, call.tool, call.arguments, writes, std::move(outcome)});
 }
 
-bool Session::CommitBeforeWrite(const ProposedCall& call, CallResult& result,
-                                std::optional<Entry>* consumed) {
+std::optional<Entry> Session::Commands::ConsumeForWrite(Session& s, const ProposedCall& call) {
   std::optional<Entry> confirmation;
-  const auto& conditions = ledger_->working().of(Category::kCondition);
+  const auto& conditions = s.ledger_->working().of(Category::kCondition);
   if (auto it = conditions.find(kConfirmationKey); it != conditions.end())
     confirmation = it->second;
-  ConsumeConfirmation(call);
+  s.ConsumeConfirmation(call);
+  return confirmation;
+}
+
+bool Session::CommitBeforeWrite(const ProposedCall& call, CallResult& result,
+                                std::optional<Entry>* consumed) {
+  std::optional<Entry> confirmation = Commands::ConsumeForWrite(*this, call);
   auto committed = ledger_->Commit();
   if (committed.has_value()) {
     wrote_ahead_ = true;

@@ -116,9 +116,13 @@ std::optional<Command> Session::Commands::ReserveReady(Session& s, const Propose
   spec.decision = result.decision_record;
   spec.pack_version = s.pack_->version();
   spec.requires_approval = result.decision.outcome == Outcome::kRequireApproval;
-  // An allowed call reserves and leases in one store call; an approval
-  // request only reserves (it runs only if an operator approved it already).
+  // An allowed call reserves and leases in one store call (with the
+  // write-ahead commit too, when the stores can: CommitReserveLease); an
+  // approval request only reserves (it runs only if an operator approved it
+  // already).
+  const bool carried = result.decision.allowed() && CarriesCommit(s);
   auto reserved = [&]() -> Result<ReserveResult> {
+    if (carried) return CommitReserveLease(s, call, spec);
     if (result.decision.allowed()) return cmd.ledger.ReserveAndLease(spec);
     auto only = cmd.ledger.Reserve(spec);
     if (!only) return only.error();
@@ -131,7 +135,9 @@ std::optional<Command> Session::Commands::ReserveReady(Session& s, const Propose
     return std::nullopt;
   }
   Command c = std::move(reserved->command);
-  if (reserved->leased) return WriteAhead(s, call, std::move(c), result);
+  if (reserved->leased)
+    return carried ? std::optional<Command>(std::move(c))
+                   : WriteAhead(s, call, std::move(c), result);
   if (external && c.state == CommandState::kLeased && CallIdOf(c) == call.id) {
     // The same client proposing its own call again (its answer was lost):
     // the lease it was given still stands (in result.command).
@@ -149,6 +155,38 @@ std::optional<Command> Session::Commands::ReserveReady(Session& s, const Propose
     return std::nullopt;
   }
   return LeaseReady(s, call, std::move(c), result);
+}
+
+bool Session::Commands::CarriesCommit(const Session& s) {
+  const Commands& cmd = *s.commands_;
+  if (!s.commit_before_write_) return false;
+  // One hash tag for the turn stream and the run's keys: the session's own run.
+  const ConversationId& id = s.ledger_->id();
+  if (cmd.run.tenant != id.tenant || cmd.run.run != id.conversation) return false;
+  const std::string carrier = cmd.store.TurnCommitCarrierId();
+  return !carrier.empty() && carrier == s.ledger_->commit_carrier_id();
+}
+
+Result<ReserveResult> Session::Commands::CommitReserveLease(Session& s, const ProposedCall& call,
+                                                            const CommandSpec& spec) {
+  Commands& cmd = *s.commands_;
+  const std::optional<Entry> confirmation = ConsumeForWrite(s, call);
+  std::optional<ReserveResult> reserved;
+  auto committed = s.ledger_->CommitVia([&](const EncodedCommit& commit) -> Result<CarriedCommit> {
+    auto done = cmd.ledger.CommitReserveAndLease(commit, spec);
+    if (!done) return done.error();
+    if (done->commit.refusal.empty()) reserved = std::move(done->reserve);
+    return std::move(done->commit);
+  });
+  if (committed && *committed) s.wrote_ahead_ = true;
+  if (!committed || !reserved || !reserved->leased) {
+    // The call does not run now (a store failure, a conflict, or a command
+    // that is not ready), so the user's yes still stands.
+    if (confirmation) s.RestoreConfirmation(*confirmation);
+  }
+  if (!committed) return committed.error();
+  if (!reserved) return Status::Internal("commit + reserve of " + call.tool + " returned nothing");
+  return std::move(reserved).value();
 }
 
 std::optional<Command> Session::Commands::LeaseReady(Session& s, const ProposedCall& call,

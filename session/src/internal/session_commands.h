@@ -33,6 +33,22 @@ struct Session::Commands {
   // result.command (and nullopt returned: nothing new to run).
   static std::optional<Command> ReserveReady(Session& s, const ProposedCall& call,
                                              CallResult& result, bool external);
+  // The conversation's confirmation (the user's yes) as it was, after
+  // staging its consumption by `call` (a write-ahead commit is about to be
+  // made): whoever finds that the call will not run restores it.
+  static std::optional<Entry> ConsumeForWrite(Session& s, const ProposedCall& call);
+  // Whether the write-ahead commit, reserve and lease can be one store call
+  // (CommitReserveLease): commit before write on, the command store reaching
+  // the ledger's own database (the same carrier id) and the run being the
+  // conversation's (one hash tag).
+  static bool CarriesCommit(const Session& s);
+  // The write-ahead commit with the reserve and lease of `spec`, one store
+  // call (CommandLedger::CommitReserveAndLease): leased means committed too.
+  // Not leased: nothing committed by this call and the command as found (a
+  // confirmation consumed for the commit is restored). An error (a commit
+  // conflict, a store failure): the confirmation restored, nothing leased.
+  static Result<ReserveResult> CommitReserveLease(Session& s, const ProposedCall& call,
+                                                  const CommandSpec& spec);
   // ReserveReady's end for a command its reservation leased at once (an
   // allowed call, one store call): stages an operator's approval and makes
   // the write-ahead commit; if that fails, gives the lease back (Unlease).

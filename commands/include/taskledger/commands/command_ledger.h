@@ -101,6 +101,11 @@ class CommandLedger {
   // Reserve and, if the command is pending or approved, Lease, in one store
   // call (CommandStore::ReserveAndLease). `leased` says whether it leased.
   Result<ReserveResult> ReserveAndLease(const CommandSpec& spec);
+  // ReserveAndLease carrying a ledger turn commit in the same store call
+  // (CommandStore::CommitReserveAndLease): a session's write-ahead commit,
+  // reserve and lease in one round trip.
+  Result<CommitReserveResult> CommitReserveAndLease(const EncodedCommit& commit,
+                                                    const CommandSpec& spec);
   // Gives back a lease this worker took but whose call never started
   // (leased -> pending, attempts-1; the token stays raised, so `leased`'s
   // lease is fenced). Conflict if a newer lease exists.

@@ -29,6 +29,7 @@
 #include "taskledger/base/status.h"
 #include "taskledger/commands/command.h"
 #include "taskledger/commands/command_transition.h"
+#include "taskledger/ledger/store.h"
 
 namespace taskledger {
 
@@ -61,6 +62,14 @@ struct ReserveResult {
   bool leased = false;   // ReserveAndLease took the lease (command is the leased record)
 };
 
+// CommitReserveAndLease's outcome: the reservation (leased only if the turn
+// was committed as well) and the commit's (CarriedCommit: committed, a
+// refusal of the commit, or neither: the command was not ready).
+struct CommitReserveResult {
+  ReserveResult reserve;
+  CarriedCommit commit;
+};
+
 class CommandStore {
  public:
   virtual ~CommandStore() = default;
@@ -77,6 +86,23 @@ class CommandStore {
   // one atomic step (Redis: one FCALL); this default makes two calls.
   virtual Result<ReserveResult> ReserveAndLease(const Command& initial,
                                                 const TransitionRequest& lease);
+  // Which ledger stores' commits this store can carry: those whose
+  // Store::CommitCarrierId() is this same non-empty id (the same database).
+  // Empty (the default): none.
+  virtual std::string TurnCommitCarrierId() const { return {}; }
+  // ReserveAndLease and a ledger turn commit (a session's write-ahead commit)
+  // in one atomic step (Redis: one FCALL), the commit's key sharing the
+  // run's hash tag. Every check first: the lease's arguments, the commit's
+  // (refused: commit.refusal, nothing written), and whether the command is
+  // ready (a lease source state and no operator approval to record first).
+  // Not ready: leased=false, the record as it is, and nothing written (the
+  // turn neither, unless a retry finds it had landed: commit.committed).
+  // Else the turn, the reservation and the lease. `initial` must start in a
+  // state the lease moves from (InvalidArgument). FailedPrecondition when
+  // TurnCommitCarrierId() is empty.
+  virtual Result<CommitReserveResult> CommitReserveAndLease(const EncodedCommit& commit,
+                                                            const Command& initial,
+                                                            const TransitionRequest& lease);
   // Applies one transition atomically and returns the record after it.
   // NotFound for an unknown command; see ApplyTransition for the other errors.
   virtual Result<Command> Apply(const TransitionRequest& request) = 0;

@@ -13,6 +13,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "taskledger/base/clock.h"
@@ -59,6 +61,14 @@ class Ledger {
   // committed again (after Rebase() for a Conflict). A turn with nothing
   // staged is still committed: a turn happened.
   Result<uint64_t> Commit();
+  // Commit(), with `carrier` sending the store's encoded commit inside an
+  // atomic step of its own (Store::CommitTurnVia). The new version, or
+  // nullopt when the carrier chose not to commit: the turn stays staged,
+  // as after a failed Commit. FailedPrecondition unless
+  // commit_carrier_id() is non-empty.
+  Result<std::optional<uint64_t>> CommitVia(const CommitCarrier& carrier);
+  // The store's Store::CommitCarrierId().
+  std::string commit_carrier_id() const { return store_.CommitCarrierId(); }
   // Reloads the head from the store and re-applies the staged turn on top.
   Status Rebase();
   // Discards the staged turn.
@@ -71,6 +81,10 @@ class Ledger {
  private:
   Ledger(Store& store, ConversationId id, const Clock& clock, LedgerState head);
   Status Reapply();
+  // Stamps the staged turn and builds the state it commits.
+  Result<LedgerState> Seal();
+  // Installs the committed state `next` as the head.
+  void Advance(LedgerState next);
 
   Store& store_;
   ConversationId id_;

@@ -22,6 +22,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "taskledger/base/clock.h"
 #include "taskledger/ledger/store.h"
@@ -78,6 +79,11 @@ struct FunctionLibrary;
 // stores; not a stable API. Errors as OpenRedisStore.
 Result<std::unique_ptr<RedisRouter>> OpenRedisRouter(RedisOptions& options,
                                                      const FunctionLibrary& library);
+// The Lua of tl_commit's two halves, the local functions
+// commit_check(keys, args) and commit_write(keys, args) (see
+// ledger_redis_function.cc), for a library that commits turns inside its own
+// functions (the command ledger's tlc_commit_reserve_lease): one source.
+std::string_view LedgerCommitLua();
 }  // namespace internal
 
 }  // namespace taskledger

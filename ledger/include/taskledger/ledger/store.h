@@ -16,9 +16,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "taskledger/base/conversation_id.h"
@@ -34,6 +36,29 @@ struct CommitRequest {
   const TurnRecord* turn = nullptr;
   const LedgerState* after = nullptr;
 };
+
+// A turn commit as a Redis-backed store sends it to its tl_commit function
+// (docs/redis-keys.md, "Commit protocol"): the stream key, the base version,
+// the retention in ms ("" for none), the turn record and the snapshot record
+// ("" for none). The views live until the carrier returns.
+struct EncodedCommit {
+  std::string_view key, base, retention, turn, snapshot;
+};
+
+// What a commit carrier reports once its call came back: whether the turn
+// landed (at base + 1), or the commit step's refusal, the error reply text
+// of tl_commit (TLCONFLICT <head>, TLGONE, TLCORRUPT ...). Neither: the
+// carrier chose not to commit (nothing of the turn was written).
+struct CarriedCommit {
+  bool committed = false;
+  std::string refusal;
+};
+
+// Sends an encoded commit inside a larger atomic step of the caller's own
+// (the command ledger's commit + reserve + lease: one round trip). A failed
+// Result (Unavailable, Timeout) means the outcome is unknown, as for a
+// CommitTurn that failed so.
+using CommitCarrier = std::function<Result<CarriedCommit>(const EncodedCommit&)>;
 
 class Store {
  public:
@@ -65,6 +90,18 @@ class Store {
   virtual Result<std::vector<std::string>> ListConversations(const std::string& tenant) = 0;
   // Deletes every record of a conversation.
   virtual Status DropConversation(const ConversationId& id) = 0;
+
+  // Who can carry this store's commits: a CommandStore reporting the same
+  // non-empty id (CommandStore::TurnCommitCarrierId) reaches the very same
+  // database and may send them (CommitTurnVia). Empty (the default, and a
+  // store that must wait for replicas): commit with CommitTurn only.
+  virtual std::string CommitCarrierId() const { return {}; }
+  // CommitTurn, with `carrier` sending the encoded commit. true: the turn
+  // landed; false: the carrier chose not to commit, nothing was written.
+  // Refusals as CommitTurn's (Conflict ...). FailedPrecondition when
+  // CommitCarrierId() is empty.
+  virtual Result<bool> CommitTurnVia(const ConversationId& id, const TurnRecord& turn,
+                                     const LedgerState& after, const CommitCarrier& carrier);
 };
 
 struct StoreOptions {

@@ -1,0 +1,169 @@
+// A Session whose conversation and command ledger live on the same Redis: an
+// allowed write's write-ahead commit, reservation and lease are one FCALL
+// (tlc_commit_reserve_lease), and every failure branch of the two-call path
+// still holds: a commit conflict reserves nothing and keeps the user's yes, a
+// command that is not ready commits nothing. Each case runs on a private
+// redis-server, whose command counters the first case reads.
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "session/command_session_support.h"
+#include "session/session_support.h"
+#include "support/redis_server.h"
+#include "taskledger/ledger/redis_store.h"
+#include "taskledger/session/session.h"
+
+using namespace taskledger;
+using namespace taskledger::testing;
+
+namespace {
+
+// A conversation and its command ledger on one private Redis.
+struct OneRedis {
+  std::unique_ptr<RedisServer> server = RedisServer::Start();
+  std::unique_ptr<Store> turns;
+  std::unique_ptr<CommandStore> commands;
+  ConversationId conv{"t{:}carry", "conv-1"};
+  OneRedis() {
+    RedisOptions options;
+    options.url = server->url();
+    auto t = OpenRedisStore(options);
+    REQUIRE(t.has_value());
+    turns = std::move(t).value();
+    auto c = OpenRedisCommandStore(options);
+    REQUIRE(c.has_value());
+    commands = std::move(c).value();
+  }
+  RunId run() const { return RunId{conv.tenant, conv.conversation}; }
+  std::unique_ptr<Session> Open(std::shared_ptr<const RulePack> pack) {
+    SessionOptions options;
+    options.commands.store = commands.get();
+    auto s = Session::Open(*turns, conv, std::move(pack), options);
+    REQUIRE(s.has_value());
+    return std::move(s).value();
+  }
+  // How many times the server ran `command` (INFO commandstats).
+  int64_t Calls(const std::string& command) {
+    const std::string text = server->Run({"INFO", "commandstats"});
+    const std::string key = "cmdstat_" + command + ":calls=";
+    size_t at = text.find(key);
+    if (at == std::string::npos) return 0;
+    return std::stoll(text.substr(at + key.size()));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("session on one Redis: a write's commit, reserve and lease are one call",
+          "[session][redis]") {
+  OneRedis r;
+  auto session = r.Open(RefundPack());
+  Backend backend;
+  REQUIRE(session->HandleToolCall(Ship("c1"), backend.executor()).executed);
+  REQUIRE(session->EndTurn().has_value());
+  const int64_t fcalls = r.Calls("fcall");
+  const uint64_t commits = *r.turns->Head(r.conv);
+  CallResult second =
+      session->HandleToolCall({"c2", "ship", {{"order_id", "#B2"}}}, backend.executor());
+  REQUIRE(second.executed);
+  REQUIRE(second.command.has_value());
+  CHECK(second.command->state == CommandState::kSucceeded);
+  CHECK(second.command->attempts == 1);
+  // The write-ahead commit landed (the decision is durable before the call
+  // ran), and the write took two calls: commit + reserve + lease, then settle.
+  CHECK(*r.turns->Head(r.conv) == commits + 1);
+  CHECK(r.Calls("fcall") - fcalls == 2);
+  REQUIRE(backend.keys.size() == 2);
+  CHECK(backend.keys[1] == second.command->idempotency_key);
+  // That commit holds the decision that allowed c2.
+  auto landed = r.turns->ReadTurns(r.conv, commits + 1, commits + 1);
+  REQUIRE(landed.has_value());
+  REQUIRE(landed->size() == 1);
+  bool decided = false;
+  for (const DecisionRecord& d : landed->front().decisions) decided = decided || d.call_id == "c2";
+  CHECK(decided);
+}
+
+TEST_CASE("session on one Redis: a write-ahead conflict reserves nothing and keeps the yes",
+          "[session][redis]") {
+  OneRedis r;
+  auto session = r.Open(ShopPack());
+  auto other = r.Open(ShopPack());
+  int cancels = 0;
+  auto tools = [&](const ProposedCall& call) -> Result<ToolOutput> {
+    if (call.tool == "get_order") {
+      return ToolOutput{{{"order_id", call.arguments["order_id"]}, {"status", "pending"}}, false};
+    }
+    ++cancels;
+    return ToolOutput{{{"status", "cancelled"}}, false};
+  };
+  REQUIRE(session->HandleToolCall({"c0", "get_order", {{"order_id", "#W1"}}}, tools).executed);
+  REQUIRE(session->EndTurn().has_value());
+  ProposedCall cancel{"c1", "cancel_order", {{"order_id", "#W1"}}};
+  session->ProposeAction(cancel);
+  REQUIRE(session->RecordUserMessage("yes").ok());
+  // Another writer commits first.
+  REQUIRE(other->Rebase().ok());
+  REQUIRE(other->RecordUserMessage("hello").ok());
+  REQUIRE(other->EndTurn().has_value());
+  const uint64_t head = *r.turns->Head(r.conv);
+
+  CallResult denied = session->HandleToolCall(cancel, tools);
+  CHECK_FALSE(denied.executed);
+  CHECK(cancels == 0);
+  CHECK(denied.decision.rule_id == kStateConflictRule);
+  CHECK(*r.turns->Head(r.conv) == head);
+  auto listed = r.commands->ListCommands(r.run());
+  REQUIRE(listed.has_value());
+  CHECK(listed->empty());  // nothing reserved, nothing to give back
+  CHECK(session->ledger().working().FindLive(Category::kCondition, "confirmation", 0) != nullptr);
+
+  // After a rebase the same command runs once, on the same yes.
+  REQUIRE(session->Rebase().ok());
+  CallResult retried =
+      session->HandleToolCall({"c2", "cancel_order", {{"order_id", "#W1"}}}, tools);
+  CHECK(retried.executed);
+  CHECK(cancels == 1);
+  REQUIRE(retried.command.has_value());
+  CHECK(retried.command->state == CommandState::kSucceeded);
+  CHECK(retried.command->attempts == 1);
+  CHECK(retried.command->fencing_token == 1);
+}
+
+TEST_CASE("session on one Redis: a command running elsewhere commits nothing and runs nothing",
+          "[session][redis]") {
+  OneRedis r;
+  auto first = r.Open(RefundPack());
+  auto second = r.Open(RefundPack());
+  Backend backend;
+  std::optional<CallResult> inner;
+  uint64_t head_inside = 0, head_after = 0;
+  auto run = [&](const ProposedCall& call, const ToolContext& ctx) -> Result<ToolOutput> {
+    // While the first session's command is leased and running, the second
+    // (at the head: it rebased) proposes the same call.
+    REQUIRE(second->Rebase().ok());
+    head_inside = *r.turns->Head(r.conv);
+    inner = second->HandleToolCall(call, backend.executor());
+    head_after = *r.turns->Head(r.conv);
+    return backend.executor()(call, ctx);
+  };
+  CallResult outer = first->HandleToolCall(Ship("c1"), run);
+  REQUIRE(outer.executed);
+  REQUIRE(inner.has_value());
+  CHECK_FALSE(inner->executed);
+  REQUIRE(inner->command.has_value());
+  CHECK(inner->command->state == CommandState::kLeased);
+  CHECK_THAT(inner->message, Catch::Contains("already running"));
+  CHECK(head_after == head_inside);  // the refused write committed nothing
+  CHECK(backend.keys.size() == 1);
+  auto listed = r.commands->ListCommands(r.run());
+  REQUIRE(listed.has_value());
+  REQUIRE(listed->size() == 1);
+  CHECK(listed->front().state == CommandState::kSucceeded);
+  CHECK(listed->front().attempts == 1);
+  // The second session's turn (its in_progress record) commits normally.
+  REQUIRE(second->EndTurn().has_value());
+}

@@ -3,7 +3,8 @@
 // (tlc_commit_reserve_lease, through Ledger::CommitVia), on a real Redis and,
 // in the cluster build, on a real Redis Cluster. Each case checks both sides
 // as a reader would find them afterwards: the conversation's head and state,
-// and the command record. Single-threaded.
+// and the command record; and a conversation written by the previous
+// tl_commit continues through it. Single-threaded.
 #include <catch2/catch.hpp>
 
 #include "command_test_support.h"
@@ -75,7 +76,99 @@ CommandLedgerOptions Worker(const std::string& id) {
   return o;
 }
 
+// tl_commit as servers held it before its checks and writes were split
+// (commit 26ae721): what their conversations were written with.
+constexpr const char* kPreviousLedgerLibrary = R"LUA(#!lua name=taskledger_ledger
+
+local function commit(keys, args)
+  local key, base = keys[1], tonumber(args[1])
+  local retention, turn, snapshot = args[2], args[3], args[4]
+  if base == nil or base < 0 or turn == nil then
+    return redis.error_reply('ERR tl_commit: usage: base retention turn [snapshot]')
+  end
+  local head = redis.call('XLEN', key)
+  local id = string.format('0-%d', base + 1)
+  if head ~= base then
+    if head > base then
+      local entry = redis.call('XRANGE', key, id, id)[1]
+      if entry and entry[2][1] == 't' and entry[2][2] == turn then return base + 1 end
+    elseif head == 0 then
+      return redis.error_reply('TLGONE the conversation does not exist')
+    end
+    return redis.error_reply(string.format('TLCONFLICT %d', head))
+  end
+  local added
+  if snapshot then
+    added = redis.pcall('XADD', key, id, 't', turn, 's', snapshot)
+  else
+    added = redis.pcall('XADD', key, id, 't', turn)
+  end
+  if type(added) == 'table' and added.err then
+    return redis.error_reply(string.format('TLCORRUPT %d entries but XADD %s refused: %s', head, id, added.err))
+  end
+  if retention ~= '' then
+    redis.call('PEXPIRE', key, retention)
+  else
+    redis.call('PERSIST', key)
+  end
+  return base + 1
+end
+
+redis.register_function('tl_commit', commit)
+)LUA";
+
 }  // namespace
+
+TEST_CASE("a conversation written by the previous tl_commit continues through the carried commit",
+          "[commands][redis]") {
+  auto server = RedisServer::Start();
+  RedisOptions options;
+  options.url = server->url();
+  options.store.snapshot_every = 2;  // snapshots written by the old function too
+  auto turns = OpenRedisStore(options);
+  REQUIRE(turns.has_value());
+  // The server goes back to the previous library; five turns are written with it.
+  REQUIRE(server->Run({"FUNCTION", "LOAD", "REPLACE", kPreviousLedgerLibrary}) ==
+          "taskledger_ledger");
+  const RunId run{"acme", "old-conversation"};
+  const ConversationId id{run.tenant, run.run};
+  auto ledger = OpenLedger(**turns, run);
+  for (int i = 1; i <= 5; ++i) {
+    REQUIRE(ledger->Stage(Fact("old-" + std::to_string(i), i)).ok());
+    REQUIRE(ledger->Commit().has_value());
+  }
+  REQUIRE(server->Run({"FUNCTION", "LIST", "LIBRARYNAME", "taskledger_ledger", "WITHCODE"})
+              .find("commit_check") == std::string::npos);
+  // A command store (and its library) arrives; the next write is carried.
+  auto commands = OpenRedisCommandStore(options);
+  REQUIRE(commands.has_value());
+  CommandLedger worker(**commands, SystemClock(), Worker("worker-a"));
+  REQUIRE(ledger->Stage(Fact("carried", 6)).ok());
+  Carried carried = CommitReserveLease(*ledger, worker, SpecFor(run, "after-upgrade"));
+  REQUIRE(carried.version.has_value());
+  CHECK(*carried.version == std::optional<uint64_t>(6));
+  CHECK(carried.store->reserve.leased);
+  // A store opened now loads the current ledger library and reads it all back.
+  auto reopened = OpenRedisStore(options);
+  REQUIRE(reopened.has_value());
+  auto state = (*reopened)->ReadHead(id);
+  REQUIRE(state.has_value());
+  CHECK(state->version == 6);
+  for (int i = 1; i <= 5; ++i) {
+    const Entry* e = state->of(Category::kFact).get("old-" + std::to_string(i));
+    REQUIRE(e != nullptr);
+    CHECK(e->value == i);
+  }
+  CHECK(state->of(Category::kFact).contains("carried"));
+  auto v3 = (*reopened)->ReadVersion(id, 3);
+  REQUIRE(v3.has_value());
+  CHECK(v3->of(Category::kFact).contains("old-3"));
+  CHECK_FALSE(v3->of(Category::kFact).contains("old-4"));
+  auto again = OpenLedger(**reopened, run);
+  REQUIRE(again->Stage(Fact("new", 7)).ok());
+  CHECK(again->Commit().has_value());
+  CHECK(*(*reopened)->Head(id) == 7);
+}
 
 TEST_CASE("a write-ahead commit, reserve and lease are one step that writes all or nothing",
           "[commands][redis]") {

@@ -47,21 +47,23 @@ local function transition(name, keys, args)
   local r_max_cmd, r_max_run = tonumber(args[11]), tonumber(args[12])
   local r_max_win, r_win_ms = tonumber(args[13]), tonumber(args[14])
 
-  if redis.call('EXISTS', cmd) == 0 then return fail('TLNOTFOUND', 'no such command') end
-  local state = redis.call('HGET', cmd, 'state')
-  local ckey = redis.call('HGET', cmd, 'command_key')
+  -- Every field the checks read, in one call.
+  local f = redis.call('HMGET', cmd, 'state', 'command_key', 'fencing_token', 'attempts',
+                       'lease_owner', 'lease_expires_ms')
+  if not f[1] then return fail('TLNOTFOUND', 'no such command') end
+  local state, ckey = f[1], f[2]
   if not SOURCES[name][state] then
     return fail('TLPRE', name .. ' needs state ' .. SOURCE_TEXT[name] .. ', command ' .. ckey ..
                 ' is ' .. state)
   end
-  local cur_token = num(cmd, 'fencing_token')
+  local cur_token = tonumber(f[3] or '0')
   if NEEDS_TOKEN[name] and token ~= cur_token then
     return fail('TLFENCED', 'fenced: token ' .. n2s(token) ..
                 ' is stale, the current lease has token ' .. n2s(cur_token))
   end
-  local attempts = num(cmd, 'attempts')
-  local lease_owner = redis.call('HGET', cmd, 'lease_owner') or ''
-  local expires = num(cmd, 'lease_expires_ms')
+  local attempts = tonumber(f[4] or '0')
+  local lease_owner = f[5] or ''
+  local expires = tonumber(f[6] or '0')
   local run_replays, win_start, win_count = 0, 0, 0
   if name == 'lease' then
     if owner == '' then return fail('TLARG', 'lease needs an owner') end

@@ -221,11 +221,12 @@ redis.register_function('tlc_commit_reserve_lease', function(keys, args)
   local stream, cmd = {keys[1]}, keys[2]
   local landed = commit_check(stream, args)
   if type(landed) == 'table' then return landed end
-  local state = redis.call('HGET', cmd, 'state')
+  local found = redis.call('HMGET', cmd, 'state', 'approver')
+  local state = found[1]
   if not state and not SOURCES['lease'][args[7]] then
     return fail('TLARG', 'a command reserved with its lease must start in a state it leases from')
   end
-  if state and (not SOURCES['lease'][state] or (redis.call('HGET', cmd, 'approver') or '') ~= '') then
+  if state and (not SOURCES['lease'][state] or (found[2] or '') ~= '') then
     return {0, redis.call('HGETALL', cmd), 0, landed or 0}
   end
   local version = landed

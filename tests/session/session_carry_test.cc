@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "session/command_session_support.h"
 #include "session/session_support.h"
@@ -166,4 +167,55 @@ TEST_CASE("session on one Redis: a command running elsewhere commits nothing and
   CHECK(listed->front().attempts == 1);
   // The second session's turn (its in_progress record) commits normally.
   REQUIRE(second->EndTurn().has_value());
+}
+
+TEST_CASE("session on one Redis: a write while Redis is down runs nothing and keeps the yes",
+          "[session][redis]") {
+  OneRedis r;
+  auto session = r.Open(ShopPack());
+  int cancels = 0;
+  auto tools = [&](const ProposedCall& call) -> Result<ToolOutput> {
+    if (call.tool == "get_order") {
+      return ToolOutput{{{"order_id", call.arguments["order_id"]}, {"status", "pending"}}, false};
+    }
+    ++cancels;
+    return ToolOutput{{{"status", "cancelled"}}, false};
+  };
+  REQUIRE(session->HandleToolCall({"c0", "get_order", {{"order_id", "#W1"}}}, tools).executed);
+  REQUIRE(session->EndTurn().has_value());
+  ProposedCall cancel{"c1", "cancel_order", {{"order_id", "#W1"}}};
+  session->ProposeAction(cancel);
+  REQUIRE(session->RecordUserMessage("yes").ok());
+
+  r.server->Stop();
+  CallResult denied = session->HandleToolCall(cancel, tools);
+  CHECK_FALSE(denied.executed);
+  CHECK(cancels == 0);
+  CHECK(denied.decision.rule_id == kStoreUnavailableRule);
+  CHECK(session->ledger().working().FindLive(Category::kCondition, "confirmation", 0) != nullptr);
+
+  // Redis is back (its AOF replayed): the same command runs once, on the same yes.
+  r.server->Restart();
+  REQUIRE(r.commands->ListCommands(r.run())->empty());
+  CallResult retried =
+      session->HandleToolCall({"c2", "cancel_order", {{"order_id", "#W1"}}}, tools);
+  CHECK(retried.executed);
+  CHECK(cancels == 1);
+  REQUIRE(retried.command.has_value());
+  CHECK(retried.command->state == CommandState::kSucceeded);
+  CHECK(retried.command->attempts == 1);
+  // The turn store's pooled connection died with the server: its first call
+  // may fail (a request whose connection broke is not re-sent); the turn
+  // stays staged and the next EndTurn commits it.
+  auto ended = session->EndTurn();
+  if (!ended.has_value()) {
+    CHECK(ended.error().code() == StatusCode::kUnavailable);
+    ended = session->EndTurn();
+  }
+  REQUIRE(ended.has_value());
+  auto head = r.turns->ReadHead(r.conv);
+  REQUIRE(head.has_value());
+  std::vector<std::string> outcomes;
+  for (const CallRecord& c : head->calls) outcomes.push_back(c.call_id + ":" + c.outcome);
+  CHECK(outcomes == std::vector<std::string>{"c0:ok", "c1:denied", "c2:ok"});
 }

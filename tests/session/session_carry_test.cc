@@ -2,8 +2,9 @@
 // allowed write's write-ahead commit, reservation and lease are one FCALL
 // (tlc_commit_reserve_lease), and every failure branch of the two-call path
 // still holds: a commit conflict reserves nothing and keeps the user's yes, a
-// command that is not ready commits nothing. Each case runs on a private
-// redis-server, whose command counters the first case reads.
+// command that is not ready commits nothing, a Redis that is down runs
+// nothing. Each case runs on a private redis-server, whose command counters
+// the first case reads.
 #include <catch2/catch.hpp>
 
 #include <memory>

@@ -6,8 +6,9 @@
 local M = {}
 
 -- What the retail rules judge about a call, looked up once per check however
--- many rules read it (ledger.memo; a flat read-only table). "Known" means a
--- tool output showed it (ledger.verified: live and verified).
+-- many rules read it (rule{ facts = call_facts }; a flat table the rules only
+-- read). "Known" means a tool output showed it (ledger.verified: live and
+-- verified).
 --   users          how many users are authenticated (verified identifiers
 --                  user.authenticated.<id>); names: their ids, ", "-separated
 --   user           the one authenticated user this conversation serves, or nil
@@ -19,7 +20,7 @@ local M = {}
 --   method         tostring(payment_method_id) ("nil" without one), and for the
 --                  conversation's user: source (nil if not one of their methods),
 --                  source_known, balance (gift cards)
-local function call_facts(ledger, call)
+local function call_facts(call, ledger)
   local args, keys = call.args, ledger.keys("identifier", "user.authenticated.")
   local users, names = 0, nil
   for i = 1, #keys do
@@ -45,12 +46,13 @@ local function call_facts(ledger, call)
 end
 
 -- Declares a retail rule. `why(call, ledger, facts)` returns the reason the call
--- is denied, or nil to allow it; `facts` is call_facts(ledger, call), computed once
--- per check (ledger.memo, docs/rule-api.md "Values computed once per check").
+-- is denied, or nil to allow it; `facts` is call_facts(call, ledger), computed once
+-- per check (docs/rule-api.md "Facts computed once per check").
 function M.rule(id, tools, priority, description, why)
   rule {id = id, tools = tools, priority = priority, description = description,
-        check = function(call, ledger)
-          local reason = why(call, ledger, ledger.memo(call_facts))
+        facts = call_facts,
+        check = function(call, ledger, facts)
+          local reason = why(call, ledger, facts)
           return reason and deny(reason) or allow()
         end}
 end

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <thread>
 
+#include "ledger/failover_writer.h"
 #include "ledger/store_backends.h"
 #include "support/redis_cluster.h"
 #include "taskledger/commands/redis_command_store.h"
@@ -41,55 +42,6 @@ std::unique_ptr<Store> OpenCluster(const std::string& url, uint32_t replicas = 0
   auto store = OpenRedisStore(r);
   if (!store) FAIL("OpenRedisStore: " << store.error().ToString());
   return std::move(store.value());
-}
-
-struct Tally {
-  uint64_t head = 0;       // the writer's idea of the head when it stopped
-  int errors = 0;          // Unavailable / Timeout replies (retried)
-  uint64_t lost = 0;       // acknowledged turns the store no longer had
-  std::string last_error;  // for the report
-};
-
-// Commits turns 1..turns on `id`. A commit that failed (Unavailable,
-// Timeout) is sent again with the very same bytes, which the store
-// recognises if the first one had landed. A Conflict means the store's head
-// is behind what was acknowledged (lost in a failover): counted, and the
-// writer goes on from the store's head. No Catch macro here (worker thread).
-Tally Drive(Store& store, const ConversationId& id, uint64_t turns,
-            std::chrono::steady_clock::time_point deadline,
-            std::chrono::milliseconds pace = std::chrono::milliseconds(0)) {
-  Tally t;
-  LedgerState head;
-  while (head.version < turns && std::chrono::steady_clock::now() < deadline) {
-    TurnRecord turn;
-    turn.turn = head.version + 1;
-    turn.committed_at_ms = kT0 + static_cast<int64_t>(turn.turn);
-    turn.updates = {SetUpdate(Category::kFact, "k" + std::to_string(turn.turn), turn.turn)};
-    turn.updates[0].provenance.turn = turn.turn;
-    LedgerState after = head;
-    if (!ApplyTurn(after, turn).ok()) break;
-    Status s = store.CommitTurn(id, turn, after);
-    if (s.ok()) {
-      head = std::move(after);
-      std::this_thread::sleep_for(pace);
-      continue;
-    }
-    t.last_error = s.ToString();
-    if (s.code() == StatusCode::kConflict) {
-      auto stored = store.ReadHead(id);
-      if (!stored) {
-        ++t.errors;
-        continue;
-      }
-      if (stored->version < head.version) t.lost += head.version - stored->version;
-      head = std::move(stored).value();
-      continue;
-    }
-    ++t.errors;
-    std::this_thread::sleep_for(20ms);
-  }
-  t.head = head.version;
-  return t;
 }
 
 // Reserves commands 0..count-1 in `run`, each retried after Unavailable /

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "ledger/failover_writer.h"
 #include "ledger/store_backends.h"
 #include "support/redis_server.h"
 #include "support/redis_tls.h"
@@ -22,8 +23,6 @@ using namespace taskledger::testing;
 using namespace std::chrono_literals;
 
 namespace {
-
-constexpr int64_t kT0 = 1'700'000'000'000;
 
 // A node with a TLS client port, TLS on the cluster bus and for replication.
 // A port that was free a moment ago may be taken by then on a shared
@@ -52,50 +51,6 @@ bool WaitFor(const std::function<bool()>& done, std::chrono::seconds limit) {
     std::this_thread::sleep_for(100ms);
   }
   return true;
-}
-
-struct Tally {
-  uint64_t head = 0;  // acknowledged turns
-  uint64_t lost = 0;  // acknowledged turns the store no longer had
-  int errors = 0;     // failed commits, sent again
-  std::string last_error;
-};
-
-// Commits turns 1..turns on `id`; a failed commit is sent again with the same
-// bytes; a Conflict means acknowledged turns were lost (counted). No Catch
-// macro here (worker thread).
-Tally Drive(Store& store, const ConversationId& id, uint64_t turns,
-            std::chrono::steady_clock::time_point deadline) {
-  Tally t;
-  LedgerState head;
-  while (head.version < turns && std::chrono::steady_clock::now() < deadline) {
-    TurnRecord turn;
-    turn.turn = head.version + 1;
-    turn.committed_at_ms = kT0 + static_cast<int64_t>(turn.turn);
-    turn.updates = {SetUpdate(Category::kFact, "k" + std::to_string(turn.turn), turn.turn)};
-    turn.updates[0].provenance.turn = turn.turn;
-    LedgerState after = head;
-    if (!ApplyTurn(after, turn).ok()) break;
-    Status s = store.CommitTurn(id, turn, after);
-    if (s.ok()) {
-      head = std::move(after);
-      std::this_thread::sleep_for(5ms);
-      continue;
-    }
-    t.last_error = s.ToString();
-    if (s.code() == StatusCode::kConflict) {
-      auto stored = store.ReadHead(id);
-      if (stored) {
-        if (stored->version < head.version) t.lost += head.version - stored->version;
-        head = std::move(stored).value();
-        continue;
-      }
-    }
-    ++t.errors;
-    std::this_thread::sleep_for(20ms);
-  }
-  t.head = head.version;
-  return t;
 }
 
 }  // namespace
@@ -151,7 +106,7 @@ TEST_CASE("kill -9 of a primary over TLS with replicas=1: the replica takes over
   std::vector<Tally> tallies(ids.size());
   std::vector<std::thread> writers;
   for (size_t i = 0; i < ids.size(); ++i) {
-    writers.emplace_back([&, i] { tallies[i] = Drive(store, ids[i], kTurns, deadline); });
+    writers.emplace_back([&, i] { tallies[i] = Drive(store, ids[i], kTurns, deadline, 5ms); });
   }
   std::this_thread::sleep_for(300ms);
   victim.Kill9();

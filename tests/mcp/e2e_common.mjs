@@ -1,8 +1,10 @@
-// What the e2e scripts (e2e_filesystem.mjs, e2e_http.mjs) share: their
+// What the e2e scripts (e2e_filesystem.mjs, e2e_http.mjs, e2e_elicit.mjs) share: their
 // command line (TASKLEDGER RULES STORE_URL WORKDIR), the path of
 // @modelcontextprotocol/server-filesystem's entry point, and the check
 // runner: one "ok"/"FAIL" line per check, then finish() prints
-// "N passed, M failed" and exits 1 if any failed.
+// "N passed, M failed" and exits 1 if any failed; listen() starts a proxy
+// that listens on HTTP.
+import { spawn } from "node:child_process";
 import path from "node:path";
 import { createRequire } from "node:module";
 
@@ -31,4 +33,26 @@ export const text = (r) => (r.content || []).filter((c) => c.type === "text").ma
 export function finish() {
   console.log(`${passed} passed, ${failed} failed`);
   process.exit(failed === 0 ? 0 : 1);
+}
+
+// Starts `taskledger mcp-proxy ARGS` and resolves with its URL once it says
+// where it listens.
+export function listen(args) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(taskledger, ["mcp-proxy", ...args], { stdio: ["ignore", "inherit", "pipe"] });
+    let seen = "";
+    const timer = setTimeout(() => reject(new Error(`no listening line:\n${seen}`)), 20000);
+    child.stderr.on("data", (d) => {
+      process.stderr.write(d);
+      seen += d;
+      // Only a whole line: stderr may arrive cut anywhere ("…http://127.0.0.1" then ":PORT").
+      const m = seen.match(/listening on (http:\/\/[^\s,]+)[,\s]/);
+      if (m) { clearTimeout(timer); resolve({ child, url: m[1] }); }
+    });
+    child.on("exit", (code, signal) => {
+      // Said at once: a proxy that dies after listening explains every later failure.
+      console.log(`mcp-proxy ${args.join(" ").slice(0, 60)}... exited: code ${code}, signal ${signal}`);
+      reject(new Error(`mcp-proxy exited with ${code}:\n${seen}`));
+    });
+  });
 }

@@ -8,14 +8,14 @@
 // Run from the folder holding node_modules (run_e2e.sh copies it there).
 // Prints one line per check and "N passed, M failed"; exits 1 on a failure.
 import assert from "node:assert/strict";
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
-import { check, finish, serverEntry, store, taskledger, text, workdir } from "./e2e_common.mjs";
+import { check, finish, listen, serverEntry, store, taskledger, text, workdir } from "./e2e_common.mjs";
 
 const prefix = `e2e-elicit-${process.pid}-${Date.now()}`;
 const pack = path.join(workdir, "..", "confirm-pack");
@@ -126,20 +126,6 @@ await check("stdio: a client without the elicitation capability gets the questio
 
 // Over Streamable HTTP the question rides the session's SSE stream and the
 // answer comes back as a POST.
-function listen(args) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(taskledger, ["mcp-proxy", ...args], { stdio: ["ignore", "inherit", "pipe"] });
-    let seen = "";
-    const timer = setTimeout(() => reject(new Error(`no listening line:\n${seen}`)), 20000);
-    child.stderr.on("data", (d) => {
-      process.stderr.write(d);
-      seen += d;
-      const m = seen.match(/listening on (http:\/\/[^\s,]+)[,\s]/);
-      if (m) { clearTimeout(timer); resolve({ child, url: m[1] }); }
-    });
-    child.on("exit", (code) => reject(new Error(`mcp-proxy exited with ${code}:\n${seen}`)));
-  });
-}
 const front = await listen(["--rules", pack, "--store", store, "--conversation", `${prefix}-http`,
                             "--listen", "127.0.0.1:0", "--", "node", serverEntry, workdir]);
 try {

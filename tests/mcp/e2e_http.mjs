@@ -8,7 +8,7 @@
 // Run from the folder holding node_modules (run_e2e.sh copies it there).
 // Prints one line per check and "N passed, M failed"; exits 1 on a failure.
 import assert from "node:assert/strict";
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -19,32 +19,11 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import { randomUUID } from "node:crypto";
 import { createServer } from "node:http";
 import { z } from "zod";
-import { check, finish, rules, serverEntry, store, taskledger, text, workdir } from "./e2e_common.mjs";
+import { check, finish, listen, rules, serverEntry, store, taskledger, text, workdir } from "./e2e_common.mjs";
 
 const prefix = `e2e-http-${process.pid}-${Date.now()}`;
 const token = `t-${process.pid}-${Math.random().toString(36).slice(2)}`;
 
-// Starts `taskledger mcp-proxy ARGS` and resolves with its URL once it says
-// where it listens.
-function listen(args) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(taskledger, ["mcp-proxy", ...args], { stdio: ["ignore", "inherit", "pipe"] });
-    let seen = "";
-    const timer = setTimeout(() => reject(new Error(`no listening line:\n${seen}`)), 20000);
-    child.stderr.on("data", (d) => {
-      process.stderr.write(d);
-      seen += d;
-      // Only a whole line: stderr may arrive cut anywhere ("…http://127.0.0.1" then ":PORT").
-      const m = seen.match(/listening on (http:\/\/[^\s,]+)[,\s]/);
-      if (m) { clearTimeout(timer); resolve({ child, url: m[1] }); }
-    });
-    child.on("exit", (code, signal) => {
-      // Said at once: a proxy that dies after listening explains every later failure.
-      console.log(`mcp-proxy ${args.join(" ").slice(0, 60)}... exited: code ${code}, signal ${signal}`);
-      reject(new Error(`mcp-proxy exited with ${code}:\n${seen}`));
-    });
-  });
-}
 // Whatever goes wrong, no proxy is left running (it would keep node alive).
 const children = [];
 const bail = (e) => {

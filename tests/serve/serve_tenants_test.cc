@@ -36,20 +36,26 @@ void Replace(const fs::path& file, const std::string& from, const std::string& t
   std::ofstream(file, std::ios::trunc) << s;
 }
 
-}  // namespace
-
-TEST_CASE("serve: tenants run under their own packs, and SIGHUP reloads each", "[serve]") {
-  const fs::path dir =
-      fs::temp_directory_path() / ("tl-serve-tenants-" + std::to_string(::getpid()));
+// A fresh folder `name` under the temp dir holding two copies of the
+// subscription pack: strict/ as it is, lenient/ named subscription-lenient
+// and letting a change through without a verified identity.
+fs::path MakeTenantPacks(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / (name + "-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string source = std::string(TASKLEDGER_SOURCE_DIR) + "/rules/subscription";
   fs::copy(source, dir / "strict", fs::copy_options::recursive);
   fs::copy(source, dir / "lenient", fs::copy_options::recursive);
-  // The lenient pack lets a change through without a verified identity.
   Replace(dir / "lenient" / "pack.json", "\"subscription\"", "\"subscription-lenient\"");
   Replace(dir / "lenient" / "policy.lua", "if ledger.condition(\"identity_verified\") == true",
           "if true or ledger.condition(\"identity_verified\") == true");
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("serve: tenants run under their own packs, and SIGHUP reloads each", "[serve]") {
+  const fs::path dir = MakeTenantPacks("tl-serve-tenants");
   {
     std::ofstream tenants(dir / "tenants");
     tenants << "# tenant  own pack (relative to this file)\n"
@@ -133,16 +139,7 @@ TEST_CASE("serve: tenants run under their own packs, and SIGHUP reloads each", "
 }
 
 TEST_CASE("serve: SIGHUP reads the tenants file again", "[serve]") {
-  const fs::path dir =
-      fs::temp_directory_path() / ("tl-serve-retenants-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  const std::string source = std::string(TASKLEDGER_SOURCE_DIR) + "/rules/subscription";
-  fs::copy(source, dir / "strict", fs::copy_options::recursive);
-  fs::copy(source, dir / "lenient", fs::copy_options::recursive);
-  Replace(dir / "lenient" / "pack.json", "\"subscription\"", "\"subscription-lenient\"");
-  Replace(dir / "lenient" / "policy.lua", "if ledger.condition(\"identity_verified\") == true",
-          "if true or ledger.condition(\"identity_verified\") == true");
+  const fs::path dir = MakeTenantPacks("tl-serve-retenants");
   std::ofstream(dir / "tenants") << "acme rules=strict\n";
   std::ofstream(dir / "tokens") << "acme " << Sha256Hex(kAcme) << "\nglobex " << Sha256Hex(kGlobex)
                                 << "\ninitech " << Sha256Hex(kInitech) << "\n";

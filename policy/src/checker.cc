@@ -52,14 +52,45 @@ int FactsFor(const FactsSlots& slots, size_t count, int ref) {
   return 0;
 }
 
+// The registry key of the table of facts proxies: facts() ref -> the
+// read-only proxy its table values are handed out through.
+const char kFactsProxiesKey = 0;
+
+// Replaces the table at the top, a facts value rules could change, with a
+// read-only proxy (every level, lazily: lua::WrapReadOnly). Each facts
+// function has one proxy, re-pointed at its value in every check, so a check
+// allocates no proxy for a value whose tables are read through it.
+void GuardFacts(lua_State* L, int ref) {
+  const int value = lua_gettop(L);
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &kFactsProxiesKey) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_createtable(L, 4, 0);
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &kFactsProxiesKey);
+  }
+  if (lua_rawgeti(L, -1, ref) == LUA_TTABLE) {
+    lua::RepointReadOnly(L, -1, value);
+  } else {
+    lua_pop(L, 1);
+    lua_pushvalue(L, value);
+    lua::WrapReadOnly(L, -1);
+    lua_pushvalue(L, -1);
+    lua_rawseti(L, -3, ref);
+  }
+  lua_replace(L, value);
+  lua_pop(L, 1);
+}
+
 // Calls facts() `ref` with the call and the ledger and leaves its one value on
-// the stack; returns the value's index.
+// the stack; returns the value's index. Rules share the value, so a table is
+// handed out read-only: one rule cannot change what a later rule sees.
 int ComputeFacts(lua_State* L, int ref, int call_idx, int ledger_idx) {
   luaL_checkstack(L, 4, "too many facts values");
   lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
   lua_pushvalue(L, call_idx);
   lua_pushvalue(L, ledger_idx);
   lua_call(L, 2, 1);
+  if (lua::IsWritableTable(L, -1)) GuardFacts(L, ref);
   return lua_gettop(L);
 }
 

@@ -89,6 +89,64 @@ rule { id = 'uses', tools = {'write_probe'}, priority = 1, facts = broken,
   CHECK(d.reason.find("no facts today") != std::string::npos);
 }
 
+TEST_CASE("rule facts are read-only: a rule cannot change what later rules see",
+          "[policy][facts]") {
+  auto checker = MakeChecker(MakePack(R"(
+local function about(call, ledger)
+  return {verified = false, nested = {ok = false, deeper = {ok = false}}}
+end
+rule { id = 'writer', tools = {'write_probe'}, priority = 3, facts = about,
+       check = function(call, ledger, f) f.verified = true; return allow() end }
+rule { id = 'nested', tools = {'write_nested'}, priority = 3, facts = about,
+       check = function(call, ledger, f) f.nested.ok = true; return allow() end }
+rule { id = 'deeper', tools = {'write_deeper'}, priority = 3, facts = about,
+       check = function(call, ledger, f)
+         for _, t in pairs(f.nested) do if type(t) == 'table' then t.ok = true end end
+         return allow()
+       end }
+rule { id = 'reader', tools = {'write_*'}, priority = 1, facts = about,
+       check = function(call, ledger, f)
+         if f.verified or f.nested.ok or f.nested.deeper.ok then return allow() end
+         return deny('not verified')
+       end }
+)"));
+  // The write raises: the check is denied in the writer's name, never allowed.
+  for (auto [tool, rule] : {std::pair{"write_probe", "writer"}, std::pair{"write_nested", "nested"},
+                            std::pair{"write_deeper", "deeper"}}) {
+    PolicyDecision d = checker->Check(CallOf(tool), WithX("x"), {}, kNow);
+    INFO(tool);
+    CHECK_FALSE(d.allowed());
+    CHECK(d.rule_id == rule);
+    CHECK(d.reason.find("policy error in rule") != std::string::npos);
+    CHECK(d.reason.find("read-only") != std::string::npos);
+  }
+  // A rule that only reads gets the value as computed.
+  PolicyDecision d = checker->Check(CallOf("write_other"), WithX("x"), {}, kNow);
+  CHECK(d.rule_id == "reader");
+  CHECK(d.reason == "not verified");
+}
+
+TEST_CASE("rule facts holding a cycle or money and records still read", "[policy][facts]") {
+  auto checker = MakeChecker(MakePack(R"(
+local function about(call, ledger)
+  local t = {price = std.money("1.50"), order = ledger.record("order", "o1")}
+  t.self = t
+  return t
+end
+rule { id = 'loop', tools = {'write_probe'}, facts = about,
+       check = function(call, ledger, f)
+         local n = 0
+         for k in pairs(f.self.order) do n = n + 1 end
+         return deny(tostring(f.self.self.price + std.money("1")) .. ' ' ..
+                     tostring(f.self == f.self) .. ' ' .. f.self.order.status .. ' ' .. n)
+       end }
+)"));
+  PolicyDecision d = checker->Check(CallOf("write_probe"),
+                                    StateOf({{"facts", {{"order.o1.status", "paid"}}}}), {}, kNow);
+  CHECK(d.rule_id == "loop");
+  CHECK(d.reason == "2.50 true paid 1");
+}
+
 TEST_CASE("rule facts that are not a function fail the pack load", "[policy][facts]") {
   nlohmann::json manifest = {{"name", "t"}, {"tools", {{"writes", {"write_*"}}}}};
   auto pack = RulePack::FromFiles({{"pack.json", manifest.dump()}, {"rules.lua", R"(

@@ -63,7 +63,7 @@ void PushProxyData(lua_State* L, int idx) {
   }
 }
 
-void WrapTop(lua_State* L);
+void WrapTop(lua_State* L, bool holds_tables = true);
 
 // Replaces a writable table at the top with its read-only proxy, made on
 // first use and kept in the weak cache at `cache` (so the same table read
@@ -136,10 +136,11 @@ int RoPairs(lua_State* L) {
 // __index is the data itself when the data holds no writable table (reads
 // stay inside the Lua VM), else RoIndex, which guards each table it hands
 // out. The RoIndex closure is kept in the metatable at [1] and reused.
-void PointAt(lua_State* L, int meta, int data) {
+// `may_hold` false: the caller knows the data holds no writable table.
+void PointAt(lua_State* L, int meta, int data, bool may_hold = true) {
   luaL_checkstack(L, 8, "read-only proxy");
   lua_pushliteral(L, "__index");
-  if (!HoldsWritable(L, data)) {
+  if (!may_hold || !HoldsWritable(L, data)) {
     lua_pushvalue(L, data);
   } else if (lua_rawgeti(L, meta, 1) == LUA_TFUNCTION) {
     lua_pushvalue(L, data);
@@ -159,12 +160,13 @@ void PointAt(lua_State* L, int meta, int data) {
 // proxy is an empty table and stays empty: nothing can rawset into it (rawset
 // is removed and the metatable is locked), so every write reaches __newindex
 // and every read falls through to __index (the data table, or RoIndex).
-void WrapTop(lua_State* L) {
+// `holds_tables` false: the caller knows the data holds no writable table.
+void WrapTop(lua_State* L, bool holds_tables) {
   luaL_checkstack(L, 4, "read-only proxy");
   const int data = lua_gettop(L);
   lua_createtable(L, 0, 0);
   lua_createtable(L, 0, 6);
-  PointAt(L, data + 2, data);
+  PointAt(L, data + 2, data, holds_tables);
   lua_pushcfunction(L, RoNewIndex);
   lua_setfield(L, -2, "__newindex");
   lua_pushcfunction(L, RoLen);
@@ -231,7 +233,7 @@ void Push(lua_State* L, const nlohmann::json& v, int depth) {
       lua_rawset(L, -3);
     }
   }
-  if constexpr (kReadOnly) WrapTop(L);
+  if constexpr (kReadOnly) WrapTop(L, false);  // its tables are proxies already
 }
 
 bool ValidUtf8(const char* s, size_t n) {

@@ -345,8 +345,8 @@ void LintKeys(const RulePack& pack, std::vector<LintFinding>& out) {
           method == "condition") {
         category = method;
         if (!args.empty()) pattern = ArgPattern(t, args[0]);
-      } else if (method == "entry" || method == "verified" || method == "keys" ||
-                 method == "each" || method == "find") {
+      } else if (method == "entry" || method == "verified" || method == "known" ||
+                 method == "keys" || method == "each" || method == "find") {
         auto c = literal(0);
         if (!c || args.size() < 2) continue;
         category = *c;

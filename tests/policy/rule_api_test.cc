@@ -63,6 +63,38 @@ TEST_CASE("entry and verified expose provenance", "[policy]") {
   CHECK(d.reason.find("policy error in rule probe") == 0);
 }
 
+TEST_CASE("known gives the value and whether a tool output verified it", "[policy]") {
+  LedgerState s = StateOf({{"facts",
+                            {{"tool_said", "pending"},
+                             {"user_said", {{"$entry", {{"value", 2}, {"verified", false}}}}},
+                             {"gone", {{"$entry", {{"value", "x"}, {"expires_in_seconds", -1}}}}},
+                             {"items", nlohmann::json::array({"a", "b"})}}},
+                           {"identifiers", {{"user.authenticated.ann", "ann_1"}}}});
+  auto both = [&](const std::string& category, const std::string& key) {
+    return Eval("select('#', ledger.known('" + category + "', '" + key + "')) .. ' ' .. " +
+                    "tostring(ledger.known('" + category + "', '" + key + "')) .. ' ' .. " +
+                    "tostring(select(2, ledger.known('" + category + "', '" + key + "')))",
+                s);
+  };
+  CHECK(both("fact", "tool_said") == "2 pending true");
+  CHECK(both("fact", "user_said") == "2 2 false");
+  CHECK(both("fact", "gone") == "2 nil false");  // expired: neither value nor verified
+  CHECK(both("fact", "nothing") == "2 nil false");
+  CHECK(both("identifier", "user.authenticated.ann") == "2 ann_1 true");
+  CHECK(both("fact", "user.authenticated.ann") == "2 nil false");  // another category
+  // A structured value is a copy, as from ledger.fact.
+  CHECK(Eval("(function() local v = ledger.known('fact', 'items'); v[3] = 'c'; "
+             "return #v .. #ledger.known('fact', 'items') end)()",
+             s) == "32");
+  for (const char* bad : {"ledger.known('facty', 'x')", "ledger.known('fact', 3)"}) {
+    auto checker = Probe(bad);
+    PolicyDecision d = checker->Check(CallOf("write_probe"), s, {}, kNow);
+    CHECK(d.outcome == Outcome::kDeny);
+    CHECK(d.reason.find("policy error in rule probe") == 0);
+    CHECK(d.reason.find("ledger.known") != std::string::npos);
+  }
+}
+
 TEST_CASE("observed grounds arguments in tool outputs only", "[policy]") {
   LedgerState s =
       StateOf({{"facts",

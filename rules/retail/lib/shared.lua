@@ -24,25 +24,31 @@ local function call_facts(call, ledger)
   local args, keys = call.args, ledger.keys("identifier", "user.authenticated.")
   local users, names = 0, nil
   for i = 1, #keys do
-    if ledger.verified("identifier", keys[i]) then
-      local id = tostring(ledger.identifier(keys[i]))
+    local id, verified = ledger.known("identifier", keys[i])
+    if verified then
+      id = tostring(id)
       users, names = users + 1, names and names .. ", " .. id or id
     end
   end
   local user, method = users == 1 and names or nil, tostring(args.payment_method_id)
   local order_id = args.order_id ~= nil and tostring(args.order_id) or nil
-  local order = order_id and std.key("order", order_id)
-  local pm = user and std.key("user", user, "payment", method)
-  local source = pm and ledger.fact(pm .. ".source")
+  local status, status_known, owner, owner_known, original, source, source_known, balance
+  if order_id then
+    local order = std.key("order", order_id)
+    status, status_known = ledger.known("fact", order .. ".status")
+    owner, owner_known = ledger.known("fact", order .. ".user_id")
+    original = ledger.fact(order .. ".original_payment_method")
+  end
+  if user then
+    local pm = std.key("user", user, "payment", method)
+    source, source_known = ledger.known("fact", pm .. ".source")
+    if source == "gift_card" then balance = ledger.fact(pm .. ".balance") end
+  end
   -- One constructor: the table is allocated once, at its full size.
   return {users = users, names = names, user = user, method = method, order = order_id,
-          status = order and ledger.fact(order .. ".status"),
-          owner = order and ledger.fact(order .. ".user_id"),
-          status_known = order and ledger.verified("fact", order .. ".status"),
-          owner_known = order and ledger.verified("fact", order .. ".user_id"),
-          original = order and ledger.fact(order .. ".original_payment_method"),
-          source = source, source_known = pm and ledger.verified("fact", pm .. ".source"),
-          balance = source == "gift_card" and ledger.fact(pm .. ".balance") or nil}
+          status = status, status_known = status_known, owner = owner,
+          owner_known = owner_known, original = original, source = source,
+          source_known = source_known, balance = balance}
 end
 
 -- Declares a retail rule. `why(call, ledger, facts)` returns the reason the call

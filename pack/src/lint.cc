@@ -346,12 +346,12 @@ void LintKeys(const RulePack& pack, std::vector<LintFinding>& out) {
         category = method;
         if (!args.empty()) pattern = ArgPattern(t, args[0]);
       } else if (method == "entry" || method == "verified" || method == "known" ||
-                 method == "keys" || method == "each" || method == "find") {
+                 method == "keys" || method == "single" || method == "each" || method == "find") {
         auto c = literal(0);
         if (!c || args.size() < 2) continue;
         category = *c;
         pattern = ArgPattern(t, args[1]);
-        prefix = method == "keys";
+        prefix = method == "keys" || method == "single";
       } else if (method == "record") {
         auto kind = literal(0);
         if (!kind) continue;

@@ -1,8 +1,10 @@
-// ledger.known(category, key) of the rule API (docs/rule-api.md): an entry's
-// value and whether a tool output verified it, in one call, for rules that
-// need both (ledger.fact(key) and ledger.verified("fact", key) cost a call
-// each). Reads the bound state like ledger.entry, without building an entry
-// table.
+// ledger.known(category, key) and ledger.single(category, prefix) of the rule
+// API (docs/rule-api.md): an entry's value and whether a tool output verified
+// it, in one call, for rules that need both (ledger.fact(key) and
+// ledger.verified("fact", key) cost a call each); and the one verified entry
+// under a prefix with the count of them (the conversation's authenticated
+// user), without the keys table and the calls per key of ledger.keys. Both
+// read the bound state like ledger.entry and allocate nothing but the value.
 #include "internal/ledger_view.h"
 #include "taskledger/pack/lua/lua_json.h"
 
@@ -18,6 +20,30 @@ int LedgerView::Known(lua_State* L) {
     lua::PushCopy(L, e->value);
   }
   lua_pushboolean(L, e != nullptr && e->provenance.verified);
+  return 2;
+}
+
+int LedgerView::Single(lua_State* L) {
+  LedgerView& v = Self(L);
+  const Category c = CheckCategory(L, 1, "ledger.single");
+  const std::string_view prefix = CheckKey(L, 2, "ledger.single");
+  const auto& m = v.state_->of(c);
+  const Entry* one = nullptr;
+  lua_Integer n = 0;
+  for (auto it = m.lower_bound(prefix); it != m.end(); ++it) {
+    if (it->first.compare(0, prefix.size(), prefix) != 0) break;
+    if (!it->second.LiveAt(v.state_->version, v.now_ms_) || !it->second.provenance.verified) {
+      continue;
+    }
+    v.NoteRead(c, it->first);
+    one = ++n == 1 ? &it->second : nullptr;
+  }
+  if (one == nullptr) {
+    lua_pushnil(L);
+  } else {
+    lua::PushCopy(L, one->value);
+  }
+  lua_pushinteger(L, n);
   return 2;
 }
 

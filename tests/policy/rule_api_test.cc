@@ -95,6 +95,35 @@ TEST_CASE("known gives the value and whether a tool output verified it", "[polic
   }
 }
 
+TEST_CASE("single gives the one verified live entry under a prefix and how many there are",
+          "[policy]") {
+  auto single = [](nlohmann::json identifiers) {
+    return Eval(
+        "(function() local v, n = ledger.single('identifier', 'user.auth.'); "
+        "return tostring(v) .. ' ' .. n .. ' ' .. select('#', ledger.single('identifier', "
+        "'user.auth.')) end)()",
+        StateOf({{"identifiers", std::move(identifiers)}}));
+  };
+  CHECK(single(nlohmann::json::object()) == "nil 0 2");
+  // Claimed (unverified), expired and outside the prefix do not count.
+  nlohmann::json ids = {
+      {"user.auth.ann", "ann_1"},
+      {"user.auth.bob", {{"$entry", {{"value", "bob_2"}, {"verified", false}}}}},
+      {"user.auth.cy", {{"$entry", {{"value", "cy_3"}, {"expires_in_seconds", -1}}}}},
+      {"user.authx", "dee_4"},
+      {"user.other", "eve_5"}};
+  CHECK(single(ids) == "ann_1 1 2");
+  ids["user.auth.zed"] = "zed_9";
+  CHECK(single(ids) == "nil 2 2");  // several: no value, the count says so
+  for (const char* bad : {"ledger.single('facty', 'x')", "ledger.single('identifier')"}) {
+    auto checker = Probe(bad);
+    PolicyDecision d =
+        checker->Check(CallOf("write_probe"), StateOf(nlohmann::json::object()), {}, kNow);
+    CHECK(d.outcome == Outcome::kDeny);
+    CHECK(d.reason.find("ledger.single") != std::string::npos);
+  }
+}
+
 TEST_CASE("observed grounds arguments in tool outputs only", "[policy]") {
   LedgerState s =
       StateOf({{"facts",

@@ -20,17 +20,22 @@ local M = {}
 --   method         tostring(payment_method_id) ("nil" without one), and for the
 --                  conversation's user: source (nil if not one of their methods),
 --                  source_known, balance (gift cards)
-local function call_facts(call, ledger)
-  local args, keys = call.args, ledger.keys("identifier", "user.authenticated.")
-  local users, names = 0, nil
-  for i = 1, #keys do
-    local id, verified = ledger.known("identifier", keys[i])
-    if verified then
-      id = tostring(id)
-      users, names = users + 1, names and names .. ", " .. id or id
-    end
+-- The ids of the authenticated users, ", "-separated (only asked when there
+-- are several).
+local function authenticated_names(ledger)
+  local names = {}
+  for _, key in ipairs(ledger.keys("identifier", "user.authenticated.")) do
+    local id, verified = ledger.known("identifier", key)
+    if verified then names[#names + 1] = tostring(id) end
   end
-  local user, method = users == 1 and names or nil, tostring(args.payment_method_id)
+  return table.concat(names, ", ")
+end
+
+local function call_facts(call, ledger)
+  local args, user, users = call.args, ledger.single("identifier", "user.authenticated.")
+  user = user ~= nil and tostring(user) or nil
+  local names, method = user, tostring(args.payment_method_id)
+  if users > 1 then names = authenticated_names(ledger) end
   local order_id = args.order_id ~= nil and tostring(args.order_id) or nil
   local status, status_known, owner, owner_known, original, source, source_known, balance
   if order_id then

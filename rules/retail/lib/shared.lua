@@ -5,9 +5,20 @@
 
 local M = {}
 
+-- The ids of the authenticated users, ", "-separated (only asked when there
+-- are several).
+local function authenticated_names(ledger)
+  local names = {}
+  for _, key in ipairs(ledger.keys("identifier", "user.authenticated.")) do
+    local id, verified = ledger.known("identifier", key)
+    if verified then names[#names + 1] = tostring(id) end
+  end
+  return table.concat(names, ", ")
+end
+
 -- What the retail rules judge about a call, looked up once per check however
--- many rules read it (rule{ facts = call_facts }; a flat table the rules only
--- read). "Known" means a tool output showed it (ledger.verified: live and
+-- many rules read it (rule{ facts = call_facts }; a flat table, read-only to
+-- the rules). "Known" means a tool output showed it (ledger.verified: live and
 -- verified).
 --   users          how many users are authenticated (verified identifiers
 --                  user.authenticated.<id>); names: their ids, ", "-separated
@@ -20,17 +31,11 @@ local M = {}
 --   method         tostring(payment_method_id) ("nil" without one), and for the
 --                  conversation's user: source (nil if not one of their methods),
 --                  source_known, balance (gift cards)
--- The ids of the authenticated users, ", "-separated (only asked when there
--- are several).
-local function authenticated_names(ledger)
-  local names = {}
-  for _, key in ipairs(ledger.keys("identifier", "user.authenticated.")) do
-    local id, verified = ledger.known("identifier", key)
-    if verified then names[#names + 1] = tostring(id) end
-  end
-  return table.concat(names, ", ")
-end
-
+-- The value is one table, F, refilled whole by every call (every field, nil
+-- included), so a check allocates no table for it: rules only see it through
+-- the checker's read-only proxy, pointed at it anew each check. (A fresh table
+-- per check costs about 0.1 us p50 and 0.5 us p99 in garbage, bench_policy --retail.)
+local F = {}
 local function call_facts(call, ledger)
   local args, user, users = call.args, ledger.single("identifier", "user.authenticated.")
   user = user ~= nil and tostring(user) or nil
@@ -49,11 +54,11 @@ local function call_facts(call, ledger)
     source, source_known = ledger.known("fact", pm .. ".source")
     if source == "gift_card" then balance = ledger.fact(pm .. ".balance") end
   end
-  -- One constructor: the table is allocated once, at its full size.
-  return {users = users, names = names, user = user, method = method, order = order_id,
-          status = status, status_known = status_known, owner = owner,
-          owner_known = owner_known, original = original, source = source,
-          source_known = source_known, balance = balance}
+  local f = F
+  f.users, f.names, f.user, f.method, f.order = users, names, user, method, order_id
+  f.status, f.status_known, f.owner, f.owner_known = status, status_known, owner, owner_known
+  f.original, f.source, f.source_known, f.balance = original, source, source_known, balance
+  return f
 end
 
 -- Declares a retail rule. `why(call, ledger, facts)` returns the reason the call

@@ -36,6 +36,12 @@ bool Writable(lua_State* L, int idx) {
   return !sealed;
 }
 
+bool HasMetatable(lua_State* L, int idx) {
+  if (!lua_getmetatable(L, idx)) return false;
+  lua_pop(L, 1);
+  return true;
+}
+
 // True if the table at `idx` holds a writable table among its values.
 bool HoldsWritable(lua_State* L, int idx) {
   lua_pushnil(L);
@@ -88,7 +94,7 @@ void GuardTop(lua_State* L, int cache) {
 // proxy cache.
 int RoIndex(lua_State* L) {
   lua_settop(L, 2);
-  lua_rawget(L, lua_upvalueindex(1));
+  lua_gettable(L, lua_upvalueindex(1));  // the data's own __index, if any, is guarded too
   GuardTop(L, lua_upvalueindex(2));
   return 1;
 }
@@ -135,12 +141,14 @@ int RoPairs(lua_State* L) {
 // Points the proxy metatable at `meta` to the data table at `data`: its
 // __index is the data itself when the data holds no writable table (reads
 // stay inside the Lua VM), else RoIndex, which guards each table it hands
-// out. The RoIndex closure is kept in the metatable at [1] and reused.
+// out (also when the data has a metatable of its own: its __index could hand
+// out tables the scan cannot see). The RoIndex closure is kept in the
+// metatable at [1] and reused.
 // `may_hold` false: the caller knows the data holds no writable table.
 void PointAt(lua_State* L, int meta, int data, bool may_hold = true) {
   luaL_checkstack(L, 8, "read-only proxy");
   lua_pushliteral(L, "__index");
-  if (!may_hold || !HoldsWritable(L, data)) {
+  if (!may_hold || (!HasMetatable(L, data) && !HoldsWritable(L, data))) {
     lua_pushvalue(L, data);
   } else if (lua_rawgeti(L, meta, 1) == LUA_TFUNCTION) {
     lua_pushvalue(L, data);

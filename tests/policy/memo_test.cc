@@ -102,6 +102,17 @@ local function about(ledger) return {inner = setmetatable({x = ledger.fact("x")}
   CHECK(d.rules[0].error);
   CHECK(d.rule_id == "a");
   CHECK(d.reason.find("cannot set field 'x'") != std::string::npos);
+  // Nor one a metatable of the pack's own hands out.
+  checker = Checker(R"(
+local inner = {x = "kept"}
+local function about(ledger) return setmetatable({}, {__index = function() return inner end}) end
+)",
+                    "ledger.memo(about).any.x = 'changed'; return allow()",
+                    "return deny(ledger.memo(about).other.x)");
+  d = checker->Check(CallOf("write_probe"), WithX("one"), {}, kNow);
+  REQUIRE(d.rules.size() == 1);
+  CHECK(d.rules[0].error);
+  CHECK(d.reason.find("cannot set field 'x'") != std::string::npos);
   for (const char* write : {"m.orders[1].items[2] = 'z'", "m.orders[1].items.n = 1",
                             "for _, o in pairs(m.orders) do o.id = 'z' end",
                             "for _, o in ipairs(m.orders) do o.id = 'z' end"}) {

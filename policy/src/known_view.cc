@@ -1,10 +1,12 @@
-// ledger.known(category, key) and ledger.single(category, prefix) of the rule
-// API (docs/rule-api.md): an entry's value and whether a tool output verified
-// it, in one call, for rules that need both (ledger.fact(key) and
-// ledger.verified("fact", key) cost a call each); and the one verified entry
-// under a prefix with the count of them (the conversation's authenticated
-// user), without the keys table and the calls per key of ledger.keys. Both
-// read the bound state like ledger.entry and allocate nothing but the value.
+// ledger.known(category, key), ledger.fields(category, prefix, name...) and
+// ledger.single(category, prefix) of the rule API (docs/rule-api.md): an
+// entry's value and whether a tool output verified it, in one call, for rules
+// that need both (ledger.fact(key) and ledger.verified("fact", key) cost a
+// call each), for one key or for several fields of one entity (keys built in
+// a reused buffer); and the one verified entry under a prefix with the count
+// of them (the conversation's authenticated user), without the keys table and
+// the calls per key of ledger.keys. They read the bound state like
+// ledger.entry and allocate nothing but the values.
 #include "internal/ledger_view.h"
 #include "taskledger/pack/lua/lua_json.h"
 
@@ -21,6 +23,28 @@ int LedgerView::Known(lua_State* L) {
   }
   lua_pushboolean(L, e != nullptr && e->provenance.verified);
   return 2;
+}
+
+int LedgerView::Fields(lua_State* L) {
+  LedgerView& v = Self(L);
+  const Category c = CheckCategory(L, 1, "ledger.fields");
+  const std::string_view prefix = CheckKey(L, 2, "ledger.fields");
+  const int top = lua_gettop(L);
+  luaL_checkstack(L, 2 * (top - 2), "ledger.fields");
+  for (int i = 3; i <= top; ++i) {
+    const std::string_view name = CheckKey(L, i, "ledger.fields");
+    v.scratch_.assign(prefix);
+    v.scratch_.push_back('.');
+    v.scratch_.append(name);
+    const Entry* e = v.Find(c, v.scratch_);
+    if (e == nullptr) {
+      lua_pushnil(L);
+    } else {
+      lua::PushCopy(L, e->value);
+    }
+    lua_pushboolean(L, e != nullptr && e->provenance.verified);
+  }
+  return 2 * (top - 2);
 }
 
 int LedgerView::Single(lua_State* L) {

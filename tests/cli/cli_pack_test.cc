@@ -53,6 +53,7 @@ rule { id = "flawed.cancel", tools = {"cancel_order"},
       return deny("known reads a key")
     end
     if ledger.single("identifier", "user.auth.") then return deny("single reads a prefix") end
+    if ledger.fields("fact", order, "status", "paid", "gone") then return deny("fields") end
     return allow()
   end }
 rule { id = "flawed.ghost", tools = {"delete_order"}, check = function() return allow() end }
@@ -164,12 +165,14 @@ TEST_CASE("pack lint reports each gap and exits 1") {
   // ledger.known reads a key and ledger.single a prefix, as verified and keys do.
   CHECK(found.count("key_never_extracted fact:{?}.paid") == 1);
   CHECK(found.count("key_never_extracted identifier:user.auth.") == 1);
-  CHECK(j["findings"].size() == 9);
+  // ledger.fields reads prefix.name for each name: only .gone is new here.
+  CHECK(found.count("key_never_extracted fact:{?}.gone") == 1);
+  CHECK(j["findings"].size() == 10);
 
   CliRun text = RunCli({"pack", "lint", dir});
   CHECK(text.exit_code == 1);
   CHECK_THAT(text.out, Catch::Contains("write tool 'refund_order' (pack.json) has no rule"));
-  CHECK_THAT(text.out, Catch::Contains("flawed: 9 findings"));
+  CHECK_THAT(text.out, Catch::Contains("flawed: 10 findings"));
 }
 
 TEST_CASE("pack lint: the shipped packs are clean, a pack that does not load is exit 2") {

@@ -95,6 +95,28 @@ TEST_CASE("known gives the value and whether a tool output verified it", "[polic
   }
 }
 
+TEST_CASE("fields gives value and verified for several fields of one key prefix", "[policy]") {
+  LedgerState s =
+      StateOf({{"facts",
+                {{"order.W1.status", "pending"},
+                 {"order.W1.user_id", {{"$entry", {{"value", "ann_1"}, {"verified", false}}}}},
+                 {"order.W1.total", {{"$entry", {{"value", 9}, {"expires_in_seconds", -1}}}}},
+                 {"order.W1.items", nlohmann::json::array({"a", "b"})}}}});
+  CHECK(Eval("(function() local r = table.pack(ledger.fields('fact', 'order.W1', 'status', "
+             "'user_id', 'total', 'nope', 'items')); local out = {r.n} "
+             "for i = 1, r.n do out[#out + 1] = type(r[i]) == 'table' and #r[i] or tostring(r[i]) "
+             "end return table.concat(out, ' ') end)()",
+             s) == "10 pending true ann_1 false nil false nil false 2 true");
+  CHECK(Eval("select('#', ledger.fields('fact', 'order.W1'))", s) == "0");
+  for (const char* bad : {"ledger.fields('facty', 'x', 'y')", "ledger.fields('fact', 'x', 3)",
+                          "ledger.fields('fact', nil, 'y')"}) {
+    auto checker = Probe(bad);
+    PolicyDecision d = checker->Check(CallOf("write_probe"), s, {}, kNow);
+    CHECK(d.outcome == Outcome::kDeny);
+    CHECK(d.reason.find("ledger.fields") != std::string::npos);
+  }
+}
+
 TEST_CASE("single gives the one verified live entry under a prefix and how many there are",
           "[policy]") {
   auto single = [](nlohmann::json identifiers) {

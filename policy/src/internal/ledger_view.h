@@ -94,6 +94,7 @@ class LedgerView {
   static int Verified(lua_State* L);
   static int Known(lua_State* L);   // known_view.cc
   static int Single(lua_State* L);  // known_view.cc
+  static int Fields(lua_State* L);  // known_view.cc
   static int Keys(lua_State* L);
   static int Observed(lua_State* L);
   static int Confirmed(lua_State* L);

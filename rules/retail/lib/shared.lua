@@ -45,9 +45,8 @@ local function call_facts(call, ledger)
   local status, status_known, owner, owner_known, original, source, source_known, balance
   if order_id then
     local order = std.key("order", order_id)
-    status, status_known = ledger.known("fact", order .. ".status")
-    owner, owner_known = ledger.known("fact", order .. ".user_id")
-    original = ledger.fact(order .. ".original_payment_method")
+    status, status_known, owner, owner_known, original =
+      ledger.fields("fact", order, "status", "user_id", "original_payment_method")
   end
   if user then
     local pm = std.key("user", user, "payment", method)

@@ -87,7 +87,7 @@ int DeclareRule(lua_State* L) {
   if (!pack.sandbox->declaring()) RaiseError(L, "rule{} may only be called while the pack loads");
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 1);
-  CheckFields(L, "rule", {"id", "tools", "priority", "description", "check"});
+  CheckFields(L, "rule", {"id", "tools", "priority", "description", "check", "facts"});
   CompiledRule r;
   r.info.id = ReadId(L, "rule");
   for (const CompiledRule& other : pack.rules) {
@@ -110,6 +110,20 @@ int DeclareRule(lua_State* L) {
   r.id = r.info.id;
   pack.rules.push_back(r);  // before taking the ref, so a failed push leaks nothing
   pack.rules.back().ref = ReadFunction(L, r.info.id, "check");
+  const int facts = RawField(L, 1, "facts");
+  if (facts == LUA_TNIL) return 0;
+  if (facts != LUA_TFUNCTION) RaiseError(L, r.info.id + ": 'facts' must be a function");
+  for (const CompiledRule& other : pack.rules) {
+    if (other.facts_ref == LUA_NOREF) continue;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, other.facts_ref);
+    const bool same = lua_rawequal(L, -1, -2) != 0;
+    lua_pop(L, 1);
+    if (same) {
+      pack.rules.back().facts_ref = other.facts_ref;
+      return 0;
+    }
+  }
+  pack.rules.back().facts_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   return 0;
 }
 

@@ -339,34 +339,48 @@ void LintKeys(const RulePack& pack, std::vector<LintFinding>& out) {
         return t[a.first].text;
       };
       std::string category;
-      std::optional<std::string> pattern;
+      std::vector<std::string> patterns;
+      auto add = [&](std::optional<std::string> p) {
+        if (p) patterns.push_back(std::move(*p));
+      };
       bool prefix = false;
       if (method == "fact" || method == "identifier" || method == "constraint" ||
           method == "condition") {
         category = method;
-        if (!args.empty()) pattern = ArgPattern(t, args[0]);
-      } else if (method == "entry" || method == "verified" || method == "keys" ||
-                 method == "each" || method == "find") {
+        if (!args.empty()) add(ArgPattern(t, args[0]));
+      } else if (method == "entry" || method == "verified" || method == "known" ||
+                 method == "keys" || method == "single" || method == "each" || method == "find") {
         auto c = literal(0);
         if (!c || args.size() < 2) continue;
         category = *c;
-        pattern = ArgPattern(t, args[1]);
-        prefix = method == "keys";
+        add(ArgPattern(t, args[1]));
+        prefix = method == "keys" || method == "single";
+      } else if (method == "fields") {  // (category, prefix, name...): prefix.name each
+        auto c = literal(0);
+        if (!c || args.size() < 3) continue;
+        category = *c;
+        // A prefix without literal text (a variable) is "{?}": the name is literal.
+        const std::string base = ArgPattern(t, args[1]).value_or("{?}");
+        for (size_t n = 2; n < args.size(); ++n) {
+          if (auto name = literal(n)) add(base + "." + *name);
+        }
       } else if (method == "record") {
         auto kind = literal(0);
         if (!kind) continue;
         category = args.size() > 2 ? literal(2).value_or("") : "fact";
-        pattern = *kind + ".{?}";
+        add(*kind + ".{?}");
         prefix = true;
       }
-      if (!pattern || Produced(templates, category, *pattern, prefix)) continue;
-      const std::string subject = category + ":" + *pattern;
-      if (!reported.insert(subject).second) continue;
-      out.push_back({"key_never_extracted", subject,
-                     f->path + ": ledger." + method + " reads " +
-                         (category.empty() ? "" : category + " ") + "'" + *pattern + "'" +
-                         (prefix ? " (prefix)" : "") +
-                         ", which no extract.json rule or Lua extractor writes"});
+      for (const std::string& pattern : patterns) {
+        if (Produced(templates, category, pattern, prefix)) continue;
+        const std::string subject = category + ":" + pattern;
+        if (!reported.insert(subject).second) continue;
+        out.push_back({"key_never_extracted", subject,
+                       f->path + ": ledger." + method + " reads " +
+                           (category.empty() ? "" : category + " ") + "'" + pattern + "'" +
+                           (prefix ? " (prefix)" : "") +
+                           ", which no extract.json rule or Lua extractor writes"});
+      }
     }
   }
 }

@@ -10,6 +10,13 @@
 namespace taskledger::lua {
 namespace {
 
+// The key under which a metatable says "the tables I govern cannot be
+// changed" (read-only proxies, std.money values, records). A light userdata
+// key: Lua code can neither make one nor read the (locked) metatables.
+const char kSealedKey = 0;
+// The registry key of the weak table of proxies (data table -> its proxy).
+const char kProxyCacheKey = 0;
+
 int RoNewIndex(lua_State* L) {
   // Strings and numbers name the field; other keys are not converted (a
   // table key's __tostring would run rule code inside the error path).
@@ -19,12 +26,77 @@ int RoNewIndex(lua_State* L) {
                     "': the ledger view, call arguments and libraries are read-only");
 }
 
-// Pushes the data table behind the proxy at `idx`.
+// True if the value at `idx` is a table a rule could change: one whose
+// metatable (if any) is not sealed.
+bool Writable(lua_State* L, int idx) {
+  if (lua_type(L, idx) != LUA_TTABLE) return false;
+  if (!lua_getmetatable(L, idx)) return true;
+  const bool sealed = lua_rawgetp(L, -1, &kSealedKey) != LUA_TNIL;
+  lua_pop(L, 2);
+  return !sealed;
+}
+
+bool HasMetatable(lua_State* L, int idx) {
+  if (!lua_getmetatable(L, idx)) return false;
+  lua_pop(L, 1);
+  return true;
+}
+
+// True if the table at `idx` holds a writable table among its values.
+bool HoldsWritable(lua_State* L, int idx) {
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    if (Writable(L, -1)) {
+      lua_pop(L, 2);
+      return true;
+    }
+    lua_pop(L, 1);
+  }
+  return false;
+}
+
+// Pushes the data table behind the proxy at `idx`: its metatable's __index,
+// or, for a proxy whose data holds tables, the first upvalue of its __index
+// function (RoIndex).
 void PushProxyData(lua_State* L, int idx) {
   lua_getmetatable(L, idx);
   lua_pushliteral(L, "__index");
   lua_rawget(L, -2);
   lua_remove(L, -2);
+  if (lua_type(L, -1) == LUA_TFUNCTION) {
+    lua_getupvalue(L, -1, 1);
+    lua_remove(L, -2);
+  }
+}
+
+void WrapTop(lua_State* L, bool holds_tables = true);
+
+// Replaces a writable table at the top with its read-only proxy, made on
+// first use and kept in the weak cache at `cache` (so the same table read
+// again, in this check or a later one, gets the same proxy).
+void GuardTop(lua_State* L, int cache) {
+  if (!Writable(L, -1)) return;
+  lua_pushvalue(L, -1);
+  if (lua_rawget(L, cache) == LUA_TTABLE) {
+    lua_remove(L, -2);
+    return;
+  }
+  lua_pop(L, 1);
+  lua_pushvalue(L, -1);
+  WrapTop(L);
+  lua_pushvalue(L, -2);
+  lua_pushvalue(L, -2);
+  lua_rawset(L, cache);
+  lua_remove(L, -2);
+}
+
+// __index of a proxy whose data holds tables: upvalue 1 is the data, 2 the
+// proxy cache.
+int RoIndex(lua_State* L) {
+  lua_settop(L, 2);
+  lua_gettable(L, lua_upvalueindex(1));  // the data's own __index, if any, is guarded too
+  GuardTop(L, lua_upvalueindex(2));
+  return 1;
 }
 
 int RoLen(lua_State* L) {
@@ -33,31 +105,76 @@ int RoLen(lua_State* L) {
   return 1;
 }
 
+// Upvalue 1: the data; 2: the proxy cache.
 int RoNext(lua_State* L) {
   lua_settop(L, 2);
-  if (lua_next(L, lua_upvalueindex(1))) return 2;
-  lua_pushnil(L);
-  return 1;
+  if (!lua_next(L, lua_upvalueindex(1))) {
+    lua_pushnil(L);
+    return 1;
+  }
+  GuardTop(L, lua_upvalueindex(2));
+  return 2;
+}
+
+// Pushes the registry's weak table of proxies (data table -> its proxy).
+void PushProxyCache(lua_State* L) {
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &kProxyCacheKey) == LUA_TTABLE) return;
+  lua_pop(L, 1);
+  lua_createtable(L, 0, 0);
+  lua_createtable(L, 0, 1);
+  lua_pushliteral(L, "k");
+  lua_setfield(L, -2, "__mode");
+  lua_setmetatable(L, -2);
+  lua_pushvalue(L, -1);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &kProxyCacheKey);
 }
 
 int RoPairs(lua_State* L) {
   PushProxyData(L, 1);
-  lua_pushcclosure(L, RoNext, 1);
+  PushProxyCache(L);
+  lua_pushcclosure(L, RoNext, 2);
   lua_pushnil(L);
   lua_pushnil(L);
   return 3;
 }
 
+// Points the proxy metatable at `meta` to the data table at `data`: its
+// __index is the data itself when the data holds no writable table (reads
+// stay inside the Lua VM), else RoIndex, which guards each table it hands
+// out (also when the data has a metatable of its own: its __index could hand
+// out tables the scan cannot see). The RoIndex closure is kept in the
+// metatable at [1] and reused.
+// `may_hold` false: the caller knows the data holds no writable table.
+void PointAt(lua_State* L, int meta, int data, bool may_hold = true) {
+  luaL_checkstack(L, 8, "read-only proxy");
+  lua_pushliteral(L, "__index");
+  if (!may_hold || (!HasMetatable(L, data) && !HoldsWritable(L, data))) {
+    lua_pushvalue(L, data);
+  } else if (lua_rawgeti(L, meta, 1) == LUA_TFUNCTION) {
+    lua_pushvalue(L, data);
+    lua_setupvalue(L, -2, 1);
+  } else {
+    lua_pop(L, 1);
+    lua_pushvalue(L, data);
+    PushProxyCache(L);
+    lua_pushcclosure(L, RoIndex, 2);
+    lua_pushvalue(L, -1);
+    lua_rawseti(L, meta, 1);
+  }
+  lua_rawset(L, meta);
+}
+
 // Wraps the table at the top into a proxy, leaving the proxy at the top. The
 // proxy is an empty table and stays empty: nothing can rawset into it (rawset
 // is removed and the metatable is locked), so every write reaches __newindex
-// and every read falls through to __index, the data table.
-void WrapTop(lua_State* L) {
+// and every read falls through to __index (the data table, or RoIndex).
+// `holds_tables` false: the caller knows the data holds no writable table.
+void WrapTop(lua_State* L, bool holds_tables) {
   luaL_checkstack(L, 4, "read-only proxy");
+  const int data = lua_gettop(L);
   lua_createtable(L, 0, 0);
-  lua_createtable(L, 0, 5);
-  lua_pushvalue(L, -3);
-  lua_setfield(L, -2, "__index");
+  lua_createtable(L, 0, 6);
+  PointAt(L, data + 2, data, holds_tables);
   lua_pushcfunction(L, RoNewIndex);
   lua_setfield(L, -2, "__newindex");
   lua_pushcfunction(L, RoLen);
@@ -66,6 +183,8 @@ void WrapTop(lua_State* L) {
   lua_setfield(L, -2, "__pairs");
   lua_pushliteral(L, "read-only");
   lua_setfield(L, -2, "__metatable");
+  lua_pushboolean(L, 1);
+  lua_rawsetp(L, -2, &kSealedKey);
   lua_setmetatable(L, -2);
   lua_remove(L, -2);
 }
@@ -122,7 +241,7 @@ void Push(lua_State* L, const nlohmann::json& v, int depth) {
       lua_rawset(L, -3);
     }
   }
-  if constexpr (kReadOnly) WrapTop(L);
+  if constexpr (kReadOnly) WrapTop(L, false);  // its tables are proxies already
 }
 
 bool ValidUtf8(const char* s, size_t n) {
@@ -173,6 +292,22 @@ void WrapReadOnly(lua_State* L, int idx) {
   WrapTop(L);
   lua_replace(L, idx);
 }
+
+void RepointReadOnly(lua_State* L, int proxy, int data) {
+  proxy = lua_absindex(L, proxy);
+  data = lua_absindex(L, data);
+  lua_getmetatable(L, proxy);
+  PointAt(L, lua_gettop(L), data);
+  lua_pop(L, 1);
+}
+
+void MarkSealed(lua_State* L, int meta) {
+  meta = lua_absindex(L, meta);
+  lua_pushboolean(L, 1);
+  lua_rawsetp(L, meta, &kSealedKey);
+}
+
+bool IsWritableTable(lua_State* L, int idx) { return Writable(L, lua_absindex(L, idx)); }
 
 bool IsReadOnlyProxy(lua_State* L, int idx) {
   // lua_getmetatable ignores __metatable, and RoNewIndex is unreachable from

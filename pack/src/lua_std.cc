@@ -74,6 +74,7 @@ local function add(x, y)
   return x + y
 end
 Money.__metatable = "money"
+hooks.seal(Money)  -- money values refuse writes: read-only proxies pass them as they are
 Money.__index = function(m, k)
   if k == "number" then return D(m).units / 10 ^ D(m).scale end
   error("money has no field '" .. tostring(k) .. "' (only .number)", 2)
@@ -368,6 +369,12 @@ int Key(lua_State* L) {
   return 1;
 }
 
+int Seal(lua_State* L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  MarkSealed(L, 1);
+  return 0;
+}
+
 int NoClock(lua_State* L) {
   RaiseError(L, "std.now(): the decision's clock is only known while a rule checks a call");
 }
@@ -384,6 +391,8 @@ void InstallStd(Sandbox& box, lua_State* L) {
   lua_setfield(L, -2, "now");
   lua_pushcfunction(L, Key);
   lua_setfield(L, -2, "key");
+  lua_pushcfunction(L, Seal);
+  lua_setfield(L, -2, "seal");
   AddStdTextHooks(L);
   lua_pushvalue(L, -1);
   lua_setfield(L, LUA_REGISTRYINDEX, kStdHooks);

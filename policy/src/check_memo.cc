@@ -5,7 +5,9 @@
 
 namespace taskledger::policy_internal {
 
+using ::taskledger::lua::IsWritableTable;
 using ::taskledger::lua::RaiseError;
+using ::taskledger::lua::RepointReadOnly;
 using ::taskledger::lua::WrapReadOnly;
 
 namespace {
@@ -14,15 +16,6 @@ namespace {
 // running" (a memo that asks for itself would recurse until the budget ends).
 const char kNil = 1;
 const char kRunning = 2;
-
-// A table without a metatable: one a rule could change. Tables with one
-// (read-only proxies, records, std.money values) already refuse writes.
-bool IsPlainTable(lua_State* L, int idx) {
-  if (lua_type(L, idx) != LUA_TTABLE) return false;
-  if (!lua_getmetatable(L, idx)) return true;
-  lua_pop(L, 1);
-  return false;
-}
 
 // True if the function at `idx` is running: it has a frame on the Lua stack.
 // Only asked when its running mark is found, so the walk is rare.
@@ -62,11 +55,7 @@ void CheckMemo::Wrap(lua_State* L, int fn, int value) {
   lua_pushvalue(L, fn);
   if (lua_rawget(L, proxies) == LUA_TTABLE) {
     // The proxy of fn's value in an earlier check: point it at this value.
-    lua_getmetatable(L, -1);
-    lua_pushliteral(L, "__index");
-    lua_pushvalue(L, value);
-    lua_rawset(L, -3);
-    lua_pop(L, 1);
+    RepointReadOnly(L, -1, value);
   } else {
     lua_pop(L, 1);
     WrapReadOnly(L, value);
@@ -135,21 +124,12 @@ int CheckMemo::Memo(lua_State* L) {
   // of memory) must reach the sandbox as it was raised. The running mark it
   // leaves is told from recursion by Running() (see the lookup above).
   lua_call(L, 2, 1);
-  if (IsPlainTable(L, 3)) {
-    lua_pushnil(L);
-    while (lua_next(L, 3)) {
-      if (IsPlainTable(L, -1)) {
-        RaiseError(L,
-                   "ledger.memo: the function returned a table holding a table; return a "
-                   "flat table (or a scalar)");
-      }
-      lua_pop(L, 1);
-    }
-    self->Wrap(L, 1, 3);
+  if (IsWritableTable(L, 3)) {
+    self->Wrap(L, 1, 3);  // read-only at every level (lazily, see lua_json.h)
   } else if (!lua_isnil(L, 3) && lua_type(L, 3) != LUA_TSTRING && lua_type(L, 3) != LUA_TNUMBER &&
              lua_type(L, 3) != LUA_TBOOLEAN && lua_type(L, 3) != LUA_TTABLE) {
     RaiseError(L, std::string("ledger.memo: the function returned a ") + luaL_typename(L, 3) +
-                      "; return a scalar, nil or a flat table");
+                      "; return a scalar, nil or a table");
   }
   if (keep) {
     lua_pushvalue(L, 1);

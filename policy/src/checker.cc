@@ -6,10 +6,12 @@
 #include "taskledger/policy/checker.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <exception>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "internal/checker_impl.h"
@@ -38,6 +40,58 @@ std::optional<Outcome> TokenOutcome(const void* token) {
   if (token == &lua::kApprovalToken) return Outcome::kRequireApproval;
   if (token == &lua::kConfirmToken) return Outcome::kConfirm;
   return std::nullopt;
+}
+
+using FactsSlots = std::array<std::pair<int, int>, 8>;  // (registry ref, stack index)
+
+// The stack index of the value facts() `ref` returned earlier in this check, or 0.
+int FactsFor(const FactsSlots& slots, size_t count, int ref) {
+  for (size_t i = 0; i < count; ++i) {
+    if (slots[i].first == ref) return slots[i].second;
+  }
+  return 0;
+}
+
+// The registry key of the table of facts proxies: facts() ref -> the
+// read-only proxy its table values are handed out through.
+const char kFactsProxiesKey = 0;
+
+// Replaces the table at the top, a facts value rules could change, with a
+// read-only proxy (every level, lazily: lua::WrapReadOnly). Each facts
+// function has one proxy, re-pointed at its value in every check, so a check
+// allocates no proxy for a value whose tables are read through it.
+void GuardFacts(lua_State* L, int ref) {
+  const int value = lua_gettop(L);
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &kFactsProxiesKey) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_createtable(L, 4, 0);
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &kFactsProxiesKey);
+  }
+  if (lua_rawgeti(L, -1, ref) == LUA_TTABLE) {
+    lua::RepointReadOnly(L, -1, value);
+  } else {
+    lua_pop(L, 1);
+    lua_pushvalue(L, value);
+    lua::WrapReadOnly(L, -1);
+    lua_pushvalue(L, -1);
+    lua_rawseti(L, -3, ref);
+  }
+  lua_replace(L, value);
+  lua_pop(L, 1);
+}
+
+// Calls facts() `ref` with the call and the ledger and leaves its one value on
+// the stack; returns the value's index. Rules share the value, so a table is
+// handed out read-only: one rule cannot change what a later rule sees.
+int ComputeFacts(lua_State* L, int ref, int call_idx, int ledger_idx) {
+  luaL_checkstack(L, 4, "too many facts values");
+  lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
+  lua_pushvalue(L, call_idx);
+  lua_pushvalue(L, ledger_idx);
+  lua_call(L, 2, 1);
+  if (lua::IsWritableTable(L, -1)) GuardFacts(L, ref);
+  return lua_gettop(L);
 }
 
 }  // namespace
@@ -100,14 +154,26 @@ void PolicyChecker::Impl::Decide(PolicyDecision& d, const ProposedCall& call,
     int call_idx = lua_gettop(L);
     runtime->view.Push(L);
     int ledger_idx = lua_gettop(L);
+    // Each facts() function the rules declare runs once per check, on first
+    // use; its value stays on the stack below the rules' frames.
+    FactsSlots facts{};
+    size_t facts_count = 0;
     for (size_t k = 0; k < applicable.size(); ++k) {
       const lua::CompiledRule& rule = runtime->compiled->rules[applicable[k]];
       current = k;
+      int facts_idx = 0;
+      if (rule.facts_ref != LUA_NOREF) facts_idx = FactsFor(facts, facts_count, rule.facts_ref);
+      if (facts_idx == 0 && rule.facts_ref != LUA_NOREF) {
+        facts_idx = ComputeFacts(L, rule.facts_ref, call_idx, ledger_idx);
+        if (sb.budget_tripped()) luaL_error(L, "budget exceeded");
+        if (facts_count < facts.size()) facts[facts_count++] = {rule.facts_ref, facts_idx};
+      }
       const int top = lua_gettop(L);
       lua_rawgeti(L, LUA_REGISTRYINDEX, rule.ref);
       lua_pushvalue(L, call_idx);
       lua_pushvalue(L, ledger_idx);
-      lua_call(L, 2, LUA_MULTRET);
+      if (facts_idx != 0) lua_pushvalue(L, facts_idx);
+      lua_call(L, facts_idx != 0 ? 3 : 2, LUA_MULTRET);
       // The rule caught the budget kill with pcall and still returned.
       if (sb.budget_tripped()) luaL_error(L, "budget exceeded");
       const int returned = lua_gettop(L) - top;

@@ -84,6 +84,9 @@ void LedgerView::Install(lua_State* L) {
   add("condition", Value, static_cast<int>(Category::kCondition));
   add("entry", EntryOf, -1);
   add("verified", Verified, -1);
+  add("known", Known, -1);
+  add("single", Single, -1);
+  add("fields", Fields, -1);
   add("keys", Keys, -1);
   add("observed", Observed, -1);
   add("confirmed", Confirmed, -1);

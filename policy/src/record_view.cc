@@ -93,6 +93,7 @@ void LedgerView::InstallRecordApi(lua_State* L) {
   lua_setfield(L, -2, "__len");
   lua_pushliteral(L, "read-only");
   lua_setfield(L, -2, "__metatable");
+  lua::MarkSealed(L, -1);
   record_meta_ref_ = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_pushlightuserdata(L, this);
   lua_pushcclosure(L, Now, 1);

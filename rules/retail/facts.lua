@@ -46,10 +46,12 @@ rule_of("retail.facts_from_tools", {"*"}, 20,
   "Before a write, look up every fact it is checked on: order, new items, payment methods.",
   function(call, ledger, f)
     local args = call.args
-    for _, name in ipairs(required_arguments[call.tool] or none) do
-      if args[name] == nil then return call.tool .. " needs the argument " .. name end
+    local required = required_arguments[call.tool] or none
+    for i = 1, #required do  -- numeric loops: ipairs is a C call per step
+      if args[required[i]] == nil then return call.tool .. " needs the argument " .. required[i] end
     end
-    for _, name in ipairs(list_arguments) do
+    for i = 1, #list_arguments do
+      local name = list_arguments[i]
       if args[name] ~= nil and #(string_list(args[name]) or none) == 0 then
         return name .. " must be a non-empty list of item ids"
       end

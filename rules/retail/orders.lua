@@ -41,8 +41,10 @@ rule_of("retail.no_change_after_item_modification",
   {"cancel_pending_order", "modify_pending_order_*"}, 80,
   "Items can be modified once; then the order can be neither modified nor cancelled.",
   function(call, ledger, f)
-    local order_id, status = call.args.order_id, tostring(f.status)
-    if order_id ~= nil and (string.find(status, "pending (", 1, true) == 1 or
+    local order_id, status = call.args.order_id, f.status
+    -- "pending" itself (the common case) cannot start with "pending (": no call.
+    if order_id ~= nil and ((status ~= nil and status ~= "pending" and
+        string.find(tostring(status), "pending (", 1, true) == 1) or
         ledger.calls("modify_pending_order_items", "order_id", order_id) > 0) then
       return "the items of order " .. tostring(order_id) .. " were already modified, which can "
         .. "be done only once: the order can no longer be modified or cancelled; tell the user so"

@@ -49,6 +49,11 @@ rule { id = "flawed.cancel", tools = {"cancel_order"},
     if ledger.fact(order .. ".status") == nil or ledger.fact(order .. ".stauts") then
       return deny("a key prefix kept in a variable")
     end
+    if ledger.known("fact", order .. ".paid") or ledger.known("fact", order .. ".status") then
+      return deny("known reads a key")
+    end
+    if ledger.single("identifier", "user.auth.") then return deny("single reads a prefix") end
+    if ledger.fields("fact", order, "status", "paid", "gone") then return deny("fields") end
     return allow()
   end }
 rule { id = "flawed.ghost", tools = {"delete_order"}, check = function() return allow() end }
@@ -157,12 +162,17 @@ TEST_CASE("pack lint reports each gap and exits 1") {
   // misspelt field after it is still found.
   CHECK(found.count("key_never_extracted fact:{?}.status") == 0);
   CHECK(found.count("key_never_extracted fact:{?}.stauts") == 1);
-  CHECK(j["findings"].size() == 7);
+  // ledger.known reads a key and ledger.single a prefix, as verified and keys do.
+  CHECK(found.count("key_never_extracted fact:{?}.paid") == 1);
+  CHECK(found.count("key_never_extracted identifier:user.auth.") == 1);
+  // ledger.fields reads prefix.name for each name: only .gone is new here.
+  CHECK(found.count("key_never_extracted fact:{?}.gone") == 1);
+  CHECK(j["findings"].size() == 10);
 
   CliRun text = RunCli({"pack", "lint", dir});
   CHECK(text.exit_code == 1);
   CHECK_THAT(text.out, Catch::Contains("write tool 'refund_order' (pack.json) has no rule"));
-  CHECK_THAT(text.out, Catch::Contains("flawed: 7 findings"));
+  CHECK_THAT(text.out, Catch::Contains("flawed: 10 findings"));
 }
 
 TEST_CASE("pack lint: the shipped packs are clean, a pack that does not load is exit 2") {

@@ -63,6 +63,89 @@ TEST_CASE("entry and verified expose provenance", "[policy]") {
   CHECK(d.reason.find("policy error in rule probe") == 0);
 }
 
+TEST_CASE("known gives the value and whether a tool output verified it", "[policy]") {
+  LedgerState s = StateOf({{"facts",
+                            {{"tool_said", "pending"},
+                             {"user_said", {{"$entry", {{"value", 2}, {"verified", false}}}}},
+                             {"gone", {{"$entry", {{"value", "x"}, {"expires_in_seconds", -1}}}}},
+                             {"items", nlohmann::json::array({"a", "b"})}}},
+                           {"identifiers", {{"user.authenticated.ann", "ann_1"}}}});
+  auto both = [&](const std::string& category, const std::string& key) {
+    return Eval("select('#', ledger.known('" + category + "', '" + key + "')) .. ' ' .. " +
+                    "tostring(ledger.known('" + category + "', '" + key + "')) .. ' ' .. " +
+                    "tostring(select(2, ledger.known('" + category + "', '" + key + "')))",
+                s);
+  };
+  CHECK(both("fact", "tool_said") == "2 pending true");
+  CHECK(both("fact", "user_said") == "2 2 false");
+  CHECK(both("fact", "gone") == "2 nil false");  // expired: neither value nor verified
+  CHECK(both("fact", "nothing") == "2 nil false");
+  CHECK(both("identifier", "user.authenticated.ann") == "2 ann_1 true");
+  CHECK(both("fact", "user.authenticated.ann") == "2 nil false");  // another category
+  // A structured value is a copy, as from ledger.fact.
+  CHECK(Eval("(function() local v = ledger.known('fact', 'items'); v[3] = 'c'; "
+             "return #v .. #ledger.known('fact', 'items') end)()",
+             s) == "32");
+  for (const char* bad : {"ledger.known('facty', 'x')", "ledger.known('fact', 3)"}) {
+    auto checker = Probe(bad);
+    PolicyDecision d = checker->Check(CallOf("write_probe"), s, {}, kNow);
+    CHECK(d.outcome == Outcome::kDeny);
+    CHECK(d.reason.find("policy error in rule probe") == 0);
+    CHECK(d.reason.find("ledger.known") != std::string::npos);
+  }
+}
+
+TEST_CASE("fields gives value and verified for several fields of one key prefix", "[policy]") {
+  LedgerState s =
+      StateOf({{"facts",
+                {{"order.W1.status", "pending"},
+                 {"order.W1.user_id", {{"$entry", {{"value", "ann_1"}, {"verified", false}}}}},
+                 {"order.W1.total", {{"$entry", {{"value", 9}, {"expires_in_seconds", -1}}}}},
+                 {"order.W1.items", nlohmann::json::array({"a", "b"})}}}});
+  CHECK(Eval("(function() local r = table.pack(ledger.fields('fact', 'order.W1', 'status', "
+             "'user_id', 'total', 'nope', 'items')); local out = {r.n} "
+             "for i = 1, r.n do out[#out + 1] = type(r[i]) == 'table' and #r[i] or tostring(r[i]) "
+             "end return table.concat(out, ' ') end)()",
+             s) == "10 pending true ann_1 false nil false nil false 2 true");
+  CHECK(Eval("select('#', ledger.fields('fact', 'order.W1'))", s) == "0");
+  for (const char* bad : {"ledger.fields('facty', 'x', 'y')", "ledger.fields('fact', 'x', 3)",
+                          "ledger.fields('fact', nil, 'y')"}) {
+    auto checker = Probe(bad);
+    PolicyDecision d = checker->Check(CallOf("write_probe"), s, {}, kNow);
+    CHECK(d.outcome == Outcome::kDeny);
+    CHECK(d.reason.find("ledger.fields") != std::string::npos);
+  }
+}
+
+TEST_CASE("single gives the one verified live entry under a prefix and how many there are",
+          "[policy]") {
+  auto single = [](nlohmann::json identifiers) {
+    return Eval(
+        "(function() local v, n = ledger.single('identifier', 'user.auth.'); "
+        "return tostring(v) .. ' ' .. n .. ' ' .. select('#', ledger.single('identifier', "
+        "'user.auth.')) end)()",
+        StateOf({{"identifiers", std::move(identifiers)}}));
+  };
+  CHECK(single(nlohmann::json::object()) == "nil 0 2");
+  // Claimed (unverified), expired and outside the prefix do not count.
+  nlohmann::json ids = {
+      {"user.auth.ann", "ann_1"},
+      {"user.auth.bob", {{"$entry", {{"value", "bob_2"}, {"verified", false}}}}},
+      {"user.auth.cy", {{"$entry", {{"value", "cy_3"}, {"expires_in_seconds", -1}}}}},
+      {"user.authx", "dee_4"},
+      {"user.other", "eve_5"}};
+  CHECK(single(ids) == "ann_1 1 2");
+  ids["user.auth.zed"] = "zed_9";
+  CHECK(single(ids) == "nil 2 2");  // several: no value, the count says so
+  for (const char* bad : {"ledger.single('facty', 'x')", "ledger.single('identifier')"}) {
+    auto checker = Probe(bad);
+    PolicyDecision d =
+        checker->Check(CallOf("write_probe"), StateOf(nlohmann::json::object()), {}, kNow);
+    CHECK(d.outcome == Outcome::kDeny);
+    CHECK(d.reason.find("ledger.single") != std::string::npos);
+  }
+}
+
 TEST_CASE("observed grounds arguments in tool outputs only", "[policy]") {
   LedgerState s =
       StateOf({{"facts",

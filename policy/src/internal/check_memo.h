@@ -5,10 +5,10 @@
 // ledger state and call it was computed from. Keyed by the function object: define fn
 // once at file level (a closure made inside `check` is a new key each time).
 //
-// A kept table is shared by the rules that read it, so a plain table (one
-// without a metatable) is handed out read-only: a proxy over it, which must
-// be flat (a plain table inside is an error). Tables with a metatable (read-
-// only proxies, records, std.money values) are kept as they are. At most kMaxEntries values are
+// A kept table is shared by the rules that read it, so a table a rule could
+// change is handed out read-only: a proxy over it, read-only at every level
+// (lua::WrapReadOnly). Tables that refuse writes themselves (read-only
+// proxies, records, std.money values) are kept as they are. At most kMaxEntries values are
 // kept per check; beyond that fn runs on every call (the result is still
 // correct). The proxy of a table value is reused for fn's next table value,
 // so a rule that kept one past its check (rules are pure: they should not)

@@ -92,6 +92,9 @@ class LedgerView {
   static int Value(lua_State* L);
   static int EntryOf(lua_State* L);
   static int Verified(lua_State* L);
+  static int Known(lua_State* L);   // known_view.cc
+  static int Single(lua_State* L);  // known_view.cc
+  static int Fields(lua_State* L);  // known_view.cc
   static int Keys(lua_State* L);
   static int Observed(lua_State* L);
   static int Confirmed(lua_State* L);

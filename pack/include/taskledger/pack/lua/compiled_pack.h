@@ -22,6 +22,10 @@ struct CompiledRule {
   RuleInfo info;
   SharedString id;      // info.id, shared by the evaluations naming the rule
   int ref = LUA_NOREF;  // registry reference to check()
+  // Registry reference to the rule's facts() (LUA_NOREF without one). Rules
+  // declared with the same function share one reference, so a check computes
+  // it once for all of them.
+  int facts_ref = LUA_NOREF;
 };
 
 struct CompiledExtractor {

@@ -159,7 +159,8 @@ int main(int argc, char** argv) {
 
   Extraction check = extractor.ExtractToolOutput(call, output);
   if (!check.errors.empty()) {
-    std::fprintf(stderr, "bench_extract: unexpected error %s\n", check.errors[0].dump().c_str());
+    std::fprintf(stderr, "bench_extract: unexpected error %s\n",
+                 EncodeExtractionError(check.errors[0]).dump().c_str());
     return 1;
   }
 

@@ -16,6 +16,7 @@
 #include "fuzz_support.h"
 #include "taskledger/extract/extractor.h"
 #include "taskledger/ledger/codec.h"
+#include "taskledger/ledger/extraction_error.h"
 #include "taskledger/ledger/state.h"
 #include "taskledger/policy/checker.h"
 
@@ -86,10 +87,12 @@ void CheckExtraction(const ProposedCall& call, const Extraction& ex, const Fixtu
     Status s = ApplyUpdate(state, u, 1, f.clock.NowMs());
     TL_FUZZ_CHECK(s.ok(), "extracted update does not apply: " + s.ToString());
   }
-  for (const nlohmann::json& e : ex.errors) {
-    TL_FUZZ_CHECK(e.is_object() && e.contains("code") && e["code"].is_string(),
-                  "extraction error without a code: " +
-                      e.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace));
+  for (const ExtractionError& e : ex.errors) {
+    const nlohmann::json stored = EncodeExtractionError(e);
+    TL_FUZZ_CHECK(e.code.has_value() && e.extra.is_object() && e.extra.empty(),
+                  "extraction error without a code, or with members it does not type: " +
+                      stored.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace));
+    TL_FUZZ_CHECK(DecodeExtractionError(stored) == e, "extraction error does not read back");
   }
   state.version = 1;
   const nlohmann::json encoded = EncodeState(state);

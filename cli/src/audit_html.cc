@@ -14,6 +14,7 @@
 #include "audit_history.h"
 #include "audit_visibility.h"
 #include "taskledger/ledger/codec.h"
+#include "taskledger/ledger/extraction_error.h"
 #include "taskledger/render/state_block.h"
 
 namespace taskledger::cli {
@@ -211,7 +212,9 @@ void WriteTurn(std::ostream& out, const AuditHistory& h, const AuditTurn& t, siz
   }
   if (!r.errors.empty()) {
     out << "<ul class=\"errors\">";
-    for (const auto& e : r.errors) out << "<li>" << HtmlEscape(Json(e)) << "</li>";
+    for (const ExtractionError& e : r.errors) {
+      out << "<li>" << HtmlEscape(Json(EncodeExtractionError(e))) << "</li>";
+    }
     out << "</ul>\n";
   }
   out << "</li>\n";

@@ -28,7 +28,7 @@ struct Extractor::ToolContext {
   bool has_rules;
   bool has_lua;
 
-  json Error(std::string_view rule, std::string_view code, std::string message) const {
+  ExtractionError Error(std::string_view rule, std::string_view code, std::string message) const {
     return extract_internal::ToolError(call, rule, code, std::move(message));
   }
 };

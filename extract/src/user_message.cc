@@ -111,7 +111,7 @@ Extraction Extractor::ExtractUserMessage(std::string_view text, const json& pend
 }
 
 Status StageExtraction(Ledger& ledger, Extraction extraction) {
-  for (json& e : extraction.errors) ledger.StageError(std::move(e));
+  for (ExtractionError& e : extraction.errors) ledger.StageError(std::move(e));
   // A claim that restates live verified evidence adds nothing, and applying
   // it would replace the evidence with a mere claim of the same value.
   const int64_t now = ledger.clock().NowMs();

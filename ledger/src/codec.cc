@@ -7,6 +7,7 @@
 #include <string>
 
 #include "internal/json_field.h"
+#include "taskledger/ledger/extraction_error.h"
 
 namespace taskledger {
 namespace {
@@ -182,7 +183,7 @@ json EncodeTurn(const TurnRecord& t) {
     for (const DecisionRecord& d : t.decisions) decisions.push_back(EncodeDecision(d));
     j["decisions"] = std::move(decisions);
   }
-  if (!t.errors.empty()) j["errors"] = t.errors;
+  if (!t.errors.empty()) j["errors"] = EncodeExtractionErrors(t.errors);
   return j;
 }
 
@@ -193,9 +194,9 @@ Result<TurnRecord> DecodeTurn(const json& j) {
   if (!r.Get("turn", t.turn, true) || !r.Get("at", t.committed_at_ms, false)) return r.status();
   if (Status s = DecodeArray(j, "updates", t.updates, DecodeUpdate); !s.ok()) return s;
   if (Status s = DecodeArray(j, "calls", t.calls, DecodeCall); !s.ok()) return s;
-  auto copy = [](const json& x) -> Result<json> { return x; };
   if (Status s = DecodeArray(j, "decisions", t.decisions, DecodeDecision); !s.ok()) return s;
-  if (Status s = DecodeArray(j, "errors", t.errors, copy); !s.ok()) return s;
+  auto error = [](const json& x) -> Result<ExtractionError> { return DecodeExtractionError(x); };
+  if (Status s = DecodeArray(j, "errors", t.errors, error); !s.ok()) return s;
   return t;
 }
 

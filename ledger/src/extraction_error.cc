@@ -32,6 +32,12 @@ json EncodeExtractionError(const ExtractionError& error) {
   return j;
 }
 
+json EncodeExtractionErrors(const std::vector<ExtractionError>& errors) {
+  json out = json::array();
+  for (const ExtractionError& e : errors) out.push_back(EncodeExtractionError(e));
+  return out;
+}
+
 ExtractionError DecodeExtractionError(const json& j) {
   ExtractionError error;
   if (!j.is_object()) {

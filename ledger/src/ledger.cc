@@ -68,7 +68,11 @@ void Ledger::StageDecision(DecisionRecord decision) {
   pending_.decisions.push_back(std::move(decision));
 }
 
-void Ledger::StageError(nlohmann::json error) { pending_.errors.push_back(std::move(error)); }
+void Ledger::StageError(ExtractionError error) { pending_.errors.push_back(std::move(error)); }
+
+void Ledger::StageError(const nlohmann::json& error) {
+  pending_.errors.push_back(DecodeExtractionError(error));
+}
 
 Result<LedgerState> Ledger::Seal() {
   pending_.turn = turn();

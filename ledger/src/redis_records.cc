@@ -10,6 +10,7 @@
 #include "internal/cbor_writer.h"
 
 #include "taskledger/ledger/codec.h"
+#include "taskledger/ledger/extraction_error.h"
 
 #include <string_view>
 
@@ -118,9 +119,11 @@ void WriteCalls(CborWriter& w, const Calls& calls) {
   for (const CallRecord& c : calls) WriteCall(w, c);
 }
 
-void WriteJsonArray(CborWriter& w, const std::vector<json>& items) {
-  w.Array(items.size());
-  for (const json& item : items) w.Json(item);
+// Through the one encoder, so the bytes are to_cbor(EncodeTurn)'s; errors are
+// rare enough that building the JSON object costs nothing that matters.
+void WriteErrors(CborWriter& w, const std::vector<ExtractionError>& errors) {
+  w.Array(errors.size());
+  for (const ExtractionError& e : errors) w.Json(EncodeExtractionError(e));
 }
 
 // category, digest, key, present, rule, source, source_id, turn, verified
@@ -254,7 +257,7 @@ void AppendTurnRecordBytes(const TurnRecord& t, std::string& out) {
   }
   if (!t.errors.empty()) {
     w.Key<"errors">();
-    WriteJsonArray(w, t.errors);
+    WriteErrors(w, t.errors);
   }
   w.Key<"turn">();
   w.Unsigned(t.turn);

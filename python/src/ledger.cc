@@ -12,6 +12,7 @@
 #include "objects.h"
 #include "taskledger/base/clock.h"
 #include "taskledger/ledger/codec.h"
+#include "taskledger/ledger/extraction_error.h"
 #include "taskledger/ledger/memory_store.h"
 #include "taskledger/ledger/redis_store.h"
 #include "taskledger/render/state_block.h"
@@ -58,9 +59,10 @@ py::list Entries(const LedgerState& s, std::optional<std::string> category) {
   return out;
 }
 
-py::list Jsons(const std::vector<nlohmann::json>& items) {
+// A turn's extraction errors as the dicts they are stored as.
+py::list Errors(const std::vector<ExtractionError>& errors) {
   py::list out;
-  for (const auto& j : items) out.append(FromJson(j));
+  for (const ExtractionError& e : errors) out.append(FromJson(EncodeExtractionError(e)));
   return out;
 }
 
@@ -294,7 +296,7 @@ void RegisterLedger(py::module_& m) {
             return out;
           },
           "The decision-log records (dicts) of every check in the turn.")
-      .def_property_readonly("errors", [](const PyTurn& t) { return Jsons(t.turn.errors); })
+      .def_property_readonly("errors", [](const PyTurn& t) { return Errors(t.turn.errors); })
       .def("to_dict", [](const PyTurn& t) { return FromJson(EncodeTurn(t.turn)); })
       .def_static(
           "from_dict",

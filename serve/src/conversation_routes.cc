@@ -91,7 +91,7 @@ Result<nlohmann::json> RecordMessage(const RouteContext& ctx) {
     if (action) s.ProposeAction(*action);
     if (Status st = s.RecordUserMessage(text->get_ref<const std::string&>()); !st.ok()) return st;
     return nlohmann::json{{"staged_updates", s.ledger().staged_updates()},
-                          {"extraction_errors", s.pending().errors}};
+                          {"extraction_errors", EncodeExtractionErrors(s.pending().errors)}};
   });
 }
 

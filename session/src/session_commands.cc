@@ -275,12 +275,14 @@ void Session::Commands::RunLeased(Session& s, const ProposedCall& call, const Co
   if (!settled) {
     // The lease stays; the startup guard of the next session finds it.
     result.command = leased;
-    s.ledger_->StageError({{"source", "commands"},
-                           {"tool", call.tool},
-                           {"call_id", call.id},
-                           {"code", "command_unsettled"},
-                           {"command_key", leased.command_key},
-                           {"message", settled.error().ToString()}});
+    ExtractionError unsettled{.source = "commands",
+                              .tool = call.tool,
+                              .call_id = call.id,
+                              .rule = std::nullopt,
+                              .code = "command_unsettled",
+                              .message = settled.error().ToString(),
+                              .extra = {{"command_key", leased.command_key}}};
+    s.ledger_->StageError(std::move(unsettled));
     return;
   }
   result.command = *settled;

@@ -49,10 +49,10 @@ struct Fixture {
   void ExpectRejected(const Extraction& e, const std::string& code) {
     CHECK(e.updates.empty());
     REQUIRE(e.errors.size() == 1);
-    CHECK(e.errors[0]["code"] == code);
-    CHECK(e.errors[0]["tool"] == "get_order_details");
-    CHECK(e.errors[0]["call_id"] == "c1");
-    CHECK_FALSE(e.errors[0].contains("rule"));
+    CHECK(e.errors[0].code == code);
+    CHECK(e.errors[0].tool == "get_order_details");
+    CHECK(e.errors[0].call_id == "c1");
+    CHECK_FALSE(e.errors[0].rule.has_value());
     LedgerState before = ledger->head();
     REQUIRE(StageExtraction(*ledger, e).ok());
     auto v = ledger->Commit();
@@ -102,7 +102,7 @@ TEST_CASE("the size limit is configurable", "[extract][bad]") {
                                       R"({"order_id": "#W1", "status": "cancelled", "x": 1})");
   CHECK(e.updates.empty());
   REQUIRE(e.errors.size() == 1);
-  CHECK(e.errors[0]["code"] == "too_large");
+  CHECK(e.errors[0].code == "too_large");
 }
 
 TEST_CASE("100,000 nested brackets are refused without overflowing the stack", "[extract][bad]") {
@@ -129,7 +129,7 @@ TEST_CASE("nesting up to the limit is fine; brackets inside strings do not count
   REQUIRE(e.updates.size() == 1);
   CHECK(e.updates[0].value == "cancelled");
   std::string too_deep = R"({"x": )" + std::string(64, '[') + std::string(64, ']') + "}";
-  CHECK(f.extractor.ExtractToolOutput(Call("get_order_details"), too_deep).errors[0]["code"] ==
+  CHECK(f.extractor.ExtractToolOutput(Call("get_order_details"), too_deep).errors[0].code ==
         "too_deep");
 }
 
@@ -177,7 +177,7 @@ TEST_CASE("a text output over the text limit is refused", "[extract][bad]") {
   Extraction e = ex.ExtractToolOutput(Call("t"), std::string((8u << 10) + 1, 'x'));
   CHECK(e.updates.empty());
   REQUIRE(e.errors.size() == 1);
-  CHECK(e.errors[0]["code"] == "too_large");
+  CHECK(e.errors[0].code == "too_large");
 }
 
 }  // namespace

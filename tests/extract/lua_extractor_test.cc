@@ -115,7 +115,7 @@ TEST_CASE("Lua extractor updates follow the mappings' with their own provenance"
   Extraction e = f.extractor->ExtractToolOutput(
       Call("get_user_details", "c5", kUserArgs),
       R"({"name": "Yusuf", "payment_methods": {"paypal_1": {"source": "paypal"}}})");
-  INFO(json(e.errors).dump());
+  INFO(EncodeExtractionErrors(e.errors).dump());
   REQUIRE(e.errors.empty());
   REQUIRE(e.updates.size() == 5);
   CHECK(e.updates[0].key == "user.yusuf_rossi_9620.name");  // mappings first
@@ -137,10 +137,9 @@ TEST_CASE("an extractor that errors loses only its own updates", "[extract][lua]
   Extraction e = f.extractor->ExtractToolOutput(Call("get_user_details", "c5", kUserArgs),
                                                 R"({"name": "Yusuf", "fail": true})");
   REQUIRE(e.errors.size() == 1);
-  CHECK(e.errors[0]["rule"] == "b.fails");
-  CHECK(e.errors[0]["code"] == "extractor_failed");
-  CHECK(e.errors[0]["message"].get<std::string>().find("cannot read this output") !=
-        std::string::npos);
+  CHECK(e.errors[0].rule == "b.fails");
+  CHECK(e.errors[0].code == "extractor_failed");
+  CHECK(e.errors[0].message.value_or("").find("cannot read this output") != std::string::npos);
   CHECK(Find(e, Category::kFact, "b.ran") == nullptr);
   CHECK(Find(e, Category::kFact, "user.yusuf_rossi_9620.name") != nullptr);
   CHECK(Find(e, Category::kFact, "c.ran") != nullptr);
@@ -153,11 +152,11 @@ TEST_CASE("an extractor over its budget or returning bad bytes fails alone", "[e
       f.extractor->ExtractToolOutput(Call("get_user_details", "c5", kUserArgs),
                                      R"({"name": "Yusuf", "spin": true, "bad_bytes": true})");
   REQUIRE(e.errors.size() == 2);
-  CHECK(e.errors[0]["rule"] == "c.spins");
-  CHECK(e.errors[0]["code"] == "extractor_failed");
-  CHECK(e.errors[1]["rule"] == "d.bad_bytes");
-  CHECK(e.errors[1]["code"] == "extractor_failed");
-  CHECK(e.errors[1]["message"].get<std::string>().find("UTF-8") != std::string::npos);
+  CHECK(e.errors[0].rule == "c.spins");
+  CHECK(e.errors[0].code == "extractor_failed");
+  CHECK(e.errors[1].rule == "d.bad_bytes");
+  CHECK(e.errors[1].code == "extractor_failed");
+  CHECK(e.errors[1].message.value_or("").find("UTF-8") != std::string::npos);
   CHECK(Find(e, Category::kFact, "c.ran") == nullptr);
   CHECK(Find(e, Category::kFact, "d.ran") == nullptr);
   CHECK(Find(e, Category::kFact, "b.ran") != nullptr);
@@ -165,8 +164,8 @@ TEST_CASE("an extractor over its budget or returning bad bytes fails alone", "[e
   Extraction deep = f.extractor->ExtractToolOutput(Call("get_user_details", "c5", kUserArgs),
                                                    R"({"name": "Yusuf", "deep": true})");
   REQUIRE(deep.errors.size() == 1);
-  CHECK(deep.errors[0]["rule"] == "d.bad_bytes");
-  CHECK(deep.errors[0]["code"] == "invalid_update");
+  CHECK(deep.errors[0].rule == "d.bad_bytes");
+  CHECK(deep.errors[0].code == "invalid_update");
   CHECK(Find(deep, Category::kFact, "d.ran") == nullptr);
   CHECK(Find(deep, Category::kFact, "c.ran") != nullptr);
 
@@ -193,14 +192,14 @@ TEST_CASE("a failing extractor leaves the ledger with the rest and the error", "
   auto turns = store->ReadTurns(l.id(), 1, 1);
   REQUIRE(turns.has_value());
   REQUIRE(turns.value()[0].errors.size() == 1);
-  CHECK(turns.value()[0].errors[0]["rule"] == "b.fails");
+  CHECK(turns.value()[0].errors[0].rule == "b.fails");
 }
 
 TEST_CASE("Lua extractors see all of the output the mappings took values from", "[extract][lua]") {
   LuaFixture f;
   Extraction e = f.extractor->ExtractToolOutput(
       Call("get_order_status"), R"({"status": "open", "address": {"city": "Philadelphia"}})");
-  INFO(json(e.errors).dump());
+  INFO(EncodeExtractionErrors(e.errors).dump());
   REQUIRE(e.errors.empty());
   REQUIRE(e.updates.size() == 4);
   CHECK(e.updates[0].value == "open");
@@ -222,7 +221,7 @@ TEST_CASE("a text output reaches Lua extractors as a string; bad input reaches n
                                                   std::string(100'000, '['));
   CHECK(bad.updates.empty());
   REQUIRE(bad.errors.size() == 1);
-  CHECK(bad.errors[0]["code"] == "too_deep");
+  CHECK(bad.errors[0].code == "too_deep");
 }
 
 // The pack's limits.max_depth is the one depth limit: an output the pack
@@ -259,7 +258,7 @@ extractor {
   };
 
   Extraction e = extractor.ExtractToolOutput(Call("get_deep"), nested(100));
-  INFO(json(e.errors).dump());
+  INFO(EncodeExtractionErrors(e.errors).dump());
   REQUIRE(e.errors.empty());
   REQUIRE(e.updates.size() == 1);
   CHECK(e.updates[0].value == "bottom@100");
@@ -267,7 +266,7 @@ extractor {
   Extraction too_deep = extractor.ExtractToolOutput(Call("get_deep"), nested(101));
   CHECK(too_deep.updates.empty());
   REQUIRE(too_deep.errors.size() == 1);
-  CHECK(too_deep.errors[0]["code"] == "too_deep");
+  CHECK(too_deep.errors[0].code == "too_deep");
 }
 
 TEST_CASE("a pack's max_depth out of range is refused when the pack loads", "[extract][lua]") {

@@ -136,18 +136,18 @@ TEST_CASE("a required mapping that cannot resolve is an error and keeps nothing"
   Extraction e = ex.ExtractToolOutput(
       Call("t"), R"({"items": [{"item_id": "1", "note": "a"}, {"item_id": "2"}]})");
   REQUIRE(e.errors.size() == 1);
-  CHECK(e.errors[0]["rule"] == "note");
-  CHECK(e.errors[0]["code"] == "unresolved");
-  CHECK(e.errors[0]["tool"] == "t");
-  CHECK(e.errors[0]["call_id"] == "c1");
-  CHECK(e.errors[0]["message"].get<std::string>().find("/items/1/item_id") != std::string::npos);
+  CHECK(e.errors[0].rule == "note");
+  CHECK(e.errors[0].code == "unresolved");
+  CHECK(e.errors[0].tool == "t");
+  CHECK(e.errors[0].call_id == "c1");
+  CHECK(e.errors[0].message.value_or("").find("/items/1/item_id") != std::string::npos);
   // The failing mapping lost even its good first match; the other mapping applies.
   REQUIRE(e.updates.size() == 1);
   CHECK(e.updates[0].key == "first_item");
 
   Extraction none = ex.ExtractToolOutput(Call("t"), R"({"other": 1})");
   REQUIRE(none.errors.size() == 1);
-  CHECK(none.errors[0]["code"] == "missing");
+  CHECK(none.errors[0].code == "missing");
 }
 
 TEST_CASE("value specs: literal, template, relative and absolute pointers", "[extract][mapping]") {
@@ -216,9 +216,9 @@ TEST_CASE("coercion converts or fails the mapping", "[extract][mapping]") {
   CHECK(Find(e, Category::kFact, "bad_int") == nullptr);
   CHECK(Find(e, Category::kFact, "bad_bool") == nullptr);
   REQUIRE(e.errors.size() == 2);
-  CHECK(e.errors[0]["rule"] == "bad_int");
-  CHECK(e.errors[0]["code"] == "coercion_failed");
-  CHECK(e.errors[1]["rule"] == "bad_bool");
+  CHECK(e.errors[0].rule == "bad_int");
+  CHECK(e.errors[0].code == "coercion_failed");
+  CHECK(e.errors[1].rule == "bad_bool");
 }
 
 TEST_CASE("expiry in turns, seconds and seconds read from a field", "[extract][mapping]") {
@@ -260,8 +260,8 @@ TEST_CASE("expiry in turns, seconds and seconds read from a field", "[extract][m
 
   Extraction bad = ex.ExtractToolOutput(Call("t"), R"({"days_remaining": -1})");
   REQUIRE(bad.errors.size() == 1);
-  CHECK(bad.errors[0]["rule"] == "days");
-  CHECK(bad.errors[0]["code"] == "invalid_expiry");
+  CHECK(bad.errors[0].rule == "days");
+  CHECK(bad.errors[0].code == "invalid_expiry");
   CHECK(bad.updates.empty());
 }
 

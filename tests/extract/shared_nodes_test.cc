@@ -28,7 +28,7 @@ json ToolRules(const char* tool, json mappings) {
 
 const Update& Get(const Extraction& e, const std::string& key) {
   const Update* u = Find(e, Category::kFact, key);
-  INFO("key " << key << " in " << json(e.errors).dump());
+  INFO("key " << key << " in " << EncodeExtractionErrors(e.errors).dump());
   REQUIRE(u != nullptr);
   return *u;
 }
@@ -81,9 +81,9 @@ TEST_CASE("a required placeholder that leads nowhere names itself", "[extract][s
                                     }))));
   Extraction e = ex.ExtractToolOutput(Call("t"), R"({"a": "x", "b": {"d": 1}})");
   REQUIRE(e.errors.size() == 1);
-  CHECK(e.errors[0]["rule"] == "needs");
-  CHECK(e.errors[0]["code"] == "unresolved");
-  CHECK(e.errors[0]["message"].get<std::string>().find("{/b/c}") != std::string::npos);
+  CHECK(e.errors[0].rule == "needs");
+  CHECK(e.errors[0].code == "unresolved");
+  CHECK(e.errors[0].message.value_or("").find("{/b/c}") != std::string::npos);
   REQUIRE(e.updates.size() == 1);
   CHECK(e.updates[0].key == "a.x");
 }
@@ -170,7 +170,7 @@ TEST_CASE("a failing mapping does not take values from the mappings after it",
   const char* text = R"({"label": "L", "items": [{"name": "a", "code": "x"}, {"name": "b"}]})";
   Extraction e = ex.ExtractToolOutput(Call("t"), text);
   REQUIRE(e.errors.size() == 1);
-  CHECK(e.errors[0]["rule"] == "coded");
+  CHECK(e.errors[0].rule == "coded");
   CHECK(Find(e, Category::kFact, "coded.x") == nullptr);
   CHECK(Get(e, "first").value == "a");
   CHECK(Get(e, "name.0").value == "a");

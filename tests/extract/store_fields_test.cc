@@ -96,8 +96,8 @@ TEST_CASE("a value with too many fields fails its mapping and writes none of the
   Extractor ex(Rules(spec));
   Extraction e = ex.ExtractToolOutput(Call("get_order_details"), big.dump());
   REQUIRE(e.errors.size() == 1);
-  CHECK(e.errors[0]["code"] == "too_many_fields");
-  CHECK(e.errors[0]["rule"] == "order");
+  CHECK(e.errors[0].code == "too_many_fields");
+  CHECK(e.errors[0].rule == "order");
   // The other mapping of the same output is unaffected.
   REQUIRE(e.updates.size() == 1);
   CHECK(e.updates[0].key == "one");

@@ -156,9 +156,9 @@ TEST_CASE("a pending action that cannot be stored drops the confirmation", "[ext
   Extraction e = ex.ExtractUserMessage("yes", bad);
   CHECK(Find(e, Category::kCondition, "confirmation") == nullptr);
   REQUIRE(e.errors.size() == 1);
-  CHECK(e.errors[0]["code"] == "invalid_action");
-  CHECK(e.errors[0]["source"] == "user");
-  CHECK(e.errors[0]["rule"] == "user.confirm");
+  CHECK(e.errors[0].code == "invalid_action");
+  CHECK(e.errors[0].source == "user");
+  CHECK(e.errors[0].rule == "user.confirm");
 }
 
 TEST_CASE("a bad user message yields an error and no updates", "[extract][user]") {
@@ -168,11 +168,11 @@ TEST_CASE("a bad user message yields an error and no updates", "[extract][user]"
   Extraction big = ex.ExtractUserMessage(std::string(65, 'y'));
   CHECK(big.updates.empty());
   REQUIRE(big.errors.size() == 1);
-  CHECK(big.errors[0]["code"] == "too_large");
+  CHECK(big.errors[0].code == "too_large");
   Extraction utf = ex.ExtractUserMessage("yes \xc3\x28");
   CHECK(utf.updates.empty());
   REQUIRE(utf.errors.size() == 1);
-  CHECK(utf.errors[0]["code"] == "invalid_utf8");
+  CHECK(utf.errors[0].code == "invalid_utf8");
 }
 
 TEST_CASE("a message with NUL bytes is matched whole; long messages are refused",
@@ -193,7 +193,7 @@ TEST_CASE("a message with NUL bytes is matched whole; long messages are refused"
   Extraction refused = ex.ExtractUserMessage(worst + "@b.io");
   CHECK(refused.updates.empty());
   REQUIRE(refused.errors.size() == 1);
-  CHECK(refused.errors[0]["code"] == "too_large");
+  CHECK(refused.errors[0].code == "too_large");
 }
 
 }  // namespace

@@ -92,7 +92,7 @@ TEST_CASE("user-message extractors yield claims after the user patterns", "[extr
   CHECK(f.checker->HasUserExtractors());
   Extraction e = f.extractor->ExtractUserMessage(
       "Pay order #W42 to DE89 3704 0044 0532 0130 00 please, and also GB82WEST12345698765432");
-  INFO(json(e.errors).dump());
+  INFO(EncodeExtractionErrors(e.errors).dump());
   REQUIRE(e.errors.empty());
   REQUIRE(e.updates.size() == 4);
   CHECK(e.updates[0].key == "order.id");  // the extract.json pattern first
@@ -130,14 +130,13 @@ TEST_CASE("a failing user-message extractor loses only its own updates", "[extra
   UserLuaFixture f;
   Extraction e = f.extractor->ExtractUserMessage("boom: order #W7, badkey, NL91ABNA0417164300");
   REQUIRE(e.errors.size() == 2);
-  CHECK(e.errors[0]["source"] == "user");
-  CHECK(e.errors[0]["rule"] == "b.fails");
-  CHECK(e.errors[0]["code"] == "extractor_failed");
-  CHECK_THAT(e.errors[0]["message"].get<std::string>(),
-             Catch::Contains("cannot read this message"));
-  CHECK(e.errors[1]["rule"] == "d.bad_key");
-  CHECK(e.errors[1]["code"] == "extractor_failed");
-  CHECK_THAT(e.errors[1]["message"].get<std::string>(), Catch::Contains("non-empty string"));
+  CHECK(e.errors[0].source == "user");
+  CHECK(e.errors[0].rule == "b.fails");
+  CHECK(e.errors[0].code == "extractor_failed");
+  CHECK_THAT(e.errors[0].message.value_or(""), Catch::Contains("cannot read this message"));
+  CHECK(e.errors[1].rule == "d.bad_key");
+  CHECK(e.errors[1].code == "extractor_failed");
+  CHECK_THAT(e.errors[1].message.value_or(""), Catch::Contains("non-empty string"));
   CHECK(Find(e, Category::kFact, "b.ran") == nullptr);
   CHECK(Find(e, Category::kFact, "order.id")->value == "#W7");
   CHECK(Find(e, Category::kFact, "user.account.1")->value == "NL91ABNA0417164300");
@@ -145,7 +144,7 @@ TEST_CASE("a failing user-message extractor loses only its own updates", "[extra
   // Bad input reaches no extractor and is one clear error.
   Extraction bad = f.extractor->ExtractUserMessage("\xff\xfe NL91ABNA0417164300");
   REQUIRE(bad.errors.size() == 1);
-  CHECK(bad.errors[0]["code"] == "invalid_utf8");
+  CHECK(bad.errors[0].code == "invalid_utf8");
   CHECK(bad.updates.empty());
 }
 

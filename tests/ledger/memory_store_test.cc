@@ -25,7 +25,10 @@ TurnRecord MakeTurn(uint64_t version) {
   t.updates.push_back(u);
   t.calls.push_back(
       CallRecord{version, "c1", "get_order_details", {{"order_id", "#W123"}}, false, "ok"});
-  t.errors.push_back({{"source", "tool"}, {"code", "execution_failed"}});
+  ExtractionError failed;
+  failed.source = "tool";
+  failed.code = "execution_failed";
+  t.errors.push_back(failed);
   return t;
 }
 

@@ -125,7 +125,7 @@ TEST_CASE("redis records: turns are byte-identical to the codec's CBOR", "[redis
     DecisionRecord newer = d;
     newer.extra = {{"aa", 1}, {"zz", "x"}};
     t.decisions = {d, DecisionRecord{}, newer};
-    t.errors = {json{{"error", "bad"}, {"at", -1}}};
+    t.errors = {DecodeExtractionError(json{{"error", "bad"}, {"at", -1}})};
     CHECK(internal::TurnRecordBytes(t) == ViaDom(EncodeTurn(t)));
   }
   SECTION("optional arrays absent, and an empty turn") {
@@ -139,7 +139,7 @@ TEST_CASE("redis records: turns are byte-identical to the codec's CBOR", "[redis
   SECTION("decodes back to the same record") {
     t.updates.resize(20);  // without the NaN value, which never compares equal
     t.calls = {call};
-    t.errors = {json{{"e", 1}}};
+    t.errors = {DecodeExtractionError(json{{"e", 1}})};
     std::string bytes = internal::TurnRecordBytes(t);
     auto j = json::from_cbor(bytes, true, false);
     REQUIRE_FALSE(j.is_discarded());
@@ -170,20 +170,25 @@ TEST_CASE("redis records: 0.1-shaped extraction errors keep their bytes and read
   };
   TurnRecord t;
   t.turn = 2;
-  t.errors = stored;
+  for (const json& e : stored) t.errors.push_back(DecodeExtractionError(e));
   const std::string bytes = internal::TurnRecordBytes(t);
   CHECK(bytes == ViaDom(EncodeTurn(t)));
+  // The bytes 0.1 wrote for this turn: its JSON, members sorted, as CBOR.
+  CHECK(bytes ==
+        ViaDom(json{{"at", 0}, {"errors", stored}, {"turn", 2}, {"updates", json::array()}}));
   auto j = json::from_cbor(bytes, true, false);
   REQUIRE_FALSE(j.is_discarded());
   auto decoded = DecodeTurn(j);
   REQUIRE(decoded.has_value());
   REQUIRE(decoded->errors.size() == stored.size());
   // Each reads into the typed record and writes back to the same bytes.
-  TurnRecord rewritten = *decoded;
-  for (json& e : rewritten.errors) e = EncodeExtractionError(DecodeExtractionError(e));
-  CHECK(internal::TurnRecordBytes(rewritten) == bytes);
-  CHECK(DecodeExtractionError(decoded->errors[0]).call_id == "");
-  CHECK(DecodeExtractionError(decoded->errors[2]).extra == json{{"command_key", "k-17"}});
+  CHECK(decoded->errors == t.errors);
+  CHECK(internal::TurnRecordBytes(*decoded) == bytes);
+  CHECK(decoded->errors[0].call_id == "");
+  CHECK(decoded->errors[2].code == "command_unsettled");
+  CHECK(decoded->errors[2].extra == json{{"command_key", "k-17"}});
+  CHECK(decoded->errors[3].extra == json{{"code", 7}});
+  CHECK(decoded->errors[4].extra == "free text");
 }
 
 TEST_CASE("redis records: states are byte-identical to the codec's CBOR", "[redis]") {

@@ -304,18 +304,21 @@ TEMPLATE_TEST_CASE("store: 0.1-shaped extraction errors read back and into typed
   TurnRecord turn;
   turn.turn = 1;
   turn.committed_at_ms = kT0;
-  turn.errors = stored;
+  for (const nlohmann::json& e : stored) turn.errors.push_back(DecodeExtractionError(e));
   LedgerState after;
   after.version = 1;
   REQUIRE(store->CommitTurn(id, turn, after).ok());
   auto read = store->ReadTurns(id, 1, 1);
   REQUIRE(read.has_value());
   REQUIRE(read->size() == 1);
-  REQUIRE(read->front().errors == stored);
-  for (const nlohmann::json& e : read->front().errors) {
-    CHECK(EncodeExtractionError(DecodeExtractionError(e)) == e);
+  REQUIRE(read->front().errors == turn.errors);
+  // Each reads back as the record 0.1 stored.
+  REQUIRE(read->front().errors.size() == stored.size());
+  for (size_t i = 0; i < stored.size(); ++i) {
+    CHECK(EncodeExtractionError(read->front().errors[i]) == stored[i]);
   }
-  CHECK(DecodeExtractionError(read->front().errors[0]).call_id == "c1");
-  CHECK(DecodeExtractionError(read->front().errors[2]).extra ==
-        nlohmann::json{{"command_key", "k-9"}});
+  CHECK(read->front().errors[0].call_id == "c1");
+  CHECK(read->front().errors[2].code == "command_unsettled");
+  CHECK(read->front().errors[2].extra == nlohmann::json{{"command_key", "k-9"}});
+  CHECK(read->front().errors[3].extra == "free text");
 }

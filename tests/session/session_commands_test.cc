@@ -81,7 +81,7 @@ TEST_CASE("session commands: a throwing tool is uncertain, reconciled, and retri
   CHECK(r.message_is_error);
   CHECK_THAT(r.message, Catch::Contains("unknown") && Catch::Contains("connection reset"));
   CHECK(Calls(*session).back().outcome == "uncertain");
-  CHECK(session->pending().errors.back()["code"] == "outcome_uncertain");
+  CHECK(session->pending().errors.back().code == "outcome_uncertain");
   // Settled uncertain, then reconciled at once: not found, so released.
   CHECK(lookups == 1);
   CHECK(f.Only().state == CommandState::kPending);

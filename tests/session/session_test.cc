@@ -210,7 +210,7 @@ TEST_CASE("a malformed tool output is staged as an extraction error and changes 
   auto turns = store->ReadTurns({"t", "malformed"}, 1, 1);
   REQUIRE(turns.has_value());
   REQUIRE_FALSE((*turns)[0].errors.empty());
-  CHECK((*turns)[0].errors[0]["code"] == "malformed_json");
+  CHECK((*turns)[0].errors[0].code == "malformed_json");
 }
 
 TEST_CASE("an unknown tool is denied by the pack's unknown_tools setting") {

@@ -9,9 +9,9 @@
 // source "user"); the ledger's ApplyUpdate keeps a claim from overwriting
 // evidence and records the conflict.
 //
-// Bad input never reaches the ledger. Failures are structured extraction
-// errors, JSON objects {source, tool, call_id, rule (if any), code, message}
-// meant for Ledger::StageError (StageExtraction does both):
+// Bad input never reaches the ledger. Failures are typed extraction errors
+// (ExtractionError: source, tool, call_id, rule if any, code, message) meant
+// for Ledger::StageError (StageExtraction does both):
 // - an output that fails validation (larger than max_output_bytes, invalid
 //   UTF-8, nested deeper than max_depth, malformed JSON) yields no updates at
 //   all and one error;
@@ -35,6 +35,7 @@
 #include "taskledger/base/tool_call.h"
 #include "taskledger/extract/extraction_rules.h"
 #include "taskledger/ledger/entry.h"
+#include "taskledger/ledger/extraction_error.h"
 
 namespace taskledger {
 
@@ -62,7 +63,7 @@ inline constexpr std::string_view kInternal = "internal";
 // text rules in file order, then Lua extractors in the checker's order.
 struct Extraction {
   std::vector<Update> updates;
-  std::vector<nlohmann::json> errors;
+  std::vector<ExtractionError> errors;
 };
 
 struct ExtractorOptions {

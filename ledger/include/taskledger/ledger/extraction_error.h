@@ -14,6 +14,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -37,6 +38,8 @@ struct ExtractionError {
 // The stored JSON object: the present members and the members of `extra`
 // (or `extra` itself when it is not an object).
 nlohmann::json EncodeExtractionError(const ExtractionError& error);
+// A list of them (a turn's "errors"), as a JSON array of the records above.
+nlohmann::json EncodeExtractionErrors(const std::vector<ExtractionError>& errors);
 // Reads any JSON value; never fails, since every stored value has a typed form.
 ExtractionError DecodeExtractionError(const nlohmann::json& j);
 

@@ -52,7 +52,10 @@ class Ledger {
   Status StageAll(std::vector<Update> updates);
   void StageCall(CallRecord call);
   void StageDecision(DecisionRecord decision);
-  void StageError(nlohmann::json error);
+  void StageError(ExtractionError error);
+  // 0.1's form, kept for one release: any JSON value, read as
+  // DecodeExtractionError reads a stored record (so it is stored unchanged).
+  void StageError(const nlohmann::json& error);
   const TurnRecord& pending() const { return pending_; }
   bool has_pending() const;
 

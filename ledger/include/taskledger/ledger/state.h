@@ -21,6 +21,7 @@
 #include "taskledger/ledger/decision_record.h"
 #include "taskledger/ledger/entry.h"
 #include "taskledger/ledger/entry_map.h"
+#include "taskledger/ledger/extraction_error.h"
 
 namespace taskledger {
 
@@ -30,7 +31,7 @@ struct TurnRecord {
   std::vector<Update> updates;
   std::vector<CallRecord> calls;
   std::vector<DecisionRecord> decisions;  // one per policy check, in order
-  std::vector<nlohmann::json> errors;     // structured extraction errors
+  std::vector<ExtractionError> errors;    // extraction errors, in the order staged
   bool operator==(const TurnRecord&) const = default;
 };
 

@@ -137,12 +137,12 @@ nlohmann::json Source::ToJson() const {
 ProvenanceIndex::ProvenanceIndex(TrustPolicy trust, IndexLimits limits)
     : trust_(std::move(trust)), limits_(limits), generation_(NextGeneration()) {}
 
-Status ProvenanceIndex::Fail(Status error) {
+Status ProvenanceIndex::Fail(Status error) const {
   if (health_.ok()) health_ = error;
   return error;
 }
 
-Status ProvenanceIndex::Add(std::string_view value, Source source) {
+Status ProvenanceIndex::Add(std::string_view value, Source source) const {
   std::string key = NormalizeValue(value);
   if (key.empty()) return Status::Ok();
   if (sources_.size() >= limits_.max_sources || key_bytes_ + key.size() > limits_.max_key_bytes) {
@@ -160,7 +160,7 @@ Status ProvenanceIndex::Add(std::string_view value, Source source) {
 
 // One output's walk: leaves, their tokens, and the records around them.
 struct ProvenanceIndex::Walk {
-  ProvenanceIndex& index;
+  const ProvenanceIndex& index;
   std::int64_t turn;
   std::string_view tool;
   std::string_view call_id;
@@ -247,7 +247,27 @@ struct ProvenanceIndex::Walk {
 Status ProvenanceIndex::AddToolOutput(std::int64_t turn, std::string_view tool,
                                       std::string_view call_id, const nlohmann::json& output) {
   if (!health_.ok()) return health_;
+  return AddToolOutput(turn, tool, call_id, std::make_shared<const nlohmann::json>(output));
+}
+
+Status ProvenanceIndex::AddToolOutput(std::int64_t turn, std::string_view tool,
+                                      std::string_view call_id,
+                                      std::shared_ptr<const nlohmann::json> output) {
+  if (!health_.ok()) return health_;
   generation_ = NextGeneration();
+  if (const Bound b = Measure(*output); Fits(b)) {
+    Queue(Pending{turn, std::string(tool), std::string(call_id), {}, std::move(output)}, b);
+    return Status::Ok();
+  }
+  // It could reach a limit: walk now, after what came before it, so the
+  // error is the one an eager walk gives and reaches this caller.
+  Flush();
+  if (!health_.ok()) return health_;
+  return IndexOutput(turn, tool, call_id, *output);
+}
+
+Status ProvenanceIndex::IndexOutput(std::int64_t turn, std::string_view tool,
+                                    std::string_view call_id, const nlohmann::json& output) const {
   Walk walk{*this, turn, tool, call_id};
   return walk.Node(output, "", nullptr, 0);
 }
@@ -260,6 +280,17 @@ Status ProvenanceIndex::AddUserMessage(std::int64_t turn, std::string_view text)
         Status::LimitExceeded("user message over " + std::to_string(limits_.max_output_bytes) +
                               " bytes, not indexed; calls that need provenance are denied"));
   }
+  // The message, its tokens (at most one per byte) and the message's own source.
+  if (const Bound b{text.size() + 2, 4 * text.size(), true}; Fits(b)) {
+    Queue(Pending{turn, {}, {}, std::string(text), nullptr}, b);
+    return Status::Ok();
+  }
+  Flush();
+  if (!health_.ok()) return health_;
+  return IndexUserMessage(turn, text);
+}
+
+Status ProvenanceIndex::IndexUserMessage(std::int64_t turn, std::string_view text) const {
   Source s;
   s.kind = SourceKind::kUser;
   s.turn = turn;
@@ -283,6 +314,8 @@ Status ProvenanceIndex::AddUserMessage(std::int64_t turn, std::string_view text)
 Status ProvenanceIndex::AddConstant(std::string_view name, std::string_view value) {
   if (!health_.ok()) return health_;
   generation_ = NextGeneration();
+  Flush();  // constants come first in practice; the order stays arrival order
+  if (!health_.ok()) return health_;
   Source s;
   s.kind = SourceKind::kConstant;
   s.tool = std::string(name);
@@ -291,6 +324,7 @@ Status ProvenanceIndex::AddConstant(std::string_view name, std::string_view valu
 }
 
 Result<std::vector<const Source*>> ProvenanceIndex::SourcesOf(std::string_view value) const {
+  Flush();
   if (!health_.ok()) return health_;
   std::vector<const Source*> out;
   const std::string key = NormalizeValue(value);

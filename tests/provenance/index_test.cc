@@ -178,5 +178,63 @@ TEST_CASE("index: many small outputs hit the source limit and then fail closed",
   CHECK_FALSE(index.SourcesOf("a1@x.com").has_value());
 }
 
+TEST_CASE("index: outputs queued before a question answer in arrival order", "[provenance]") {
+  // Messages, outputs and a constant interleaved: the walk the first question
+  // runs keeps arrival order, and outputs added after it are walked by the
+  // next question.
+  ProvenanceIndex index(Slack());
+  REQUIRE(index.AddConstant("home", "www.home.example.com").ok());
+  REQUIRE(index.AddUserMessage(1, "Pay 1234567890 as agreed").ok());
+  const auto out =
+      nlohmann::json::parse(R"({"text": "account 1234567890, see www.home.example.com"})");
+  auto shared = std::make_shared<const nlohmann::json>(out);
+  REQUIRE(index.AddToolOutput(1, "get_webpage", "c1", shared).ok());
+  REQUIRE(index.AddUserMessage(2, "Use 1234567890 again").ok());
+  REQUIRE(index.AddToolOutput(2, "get_webpage", "c2", out).ok());
+  auto account = Sources(index, "1234567890");
+  REQUIRE(account.size() == 4);
+  CHECK(account[0]->kind == SourceKind::kUser);
+  CHECK(account[0]->turn == 1);
+  CHECK(account[1]->call_id == "c1");
+  CHECK(account[2]->kind == SourceKind::kUser);
+  CHECK(account[2]->turn == 2);
+  CHECK(account[3]->call_id == "c2");
+  auto home = Sources(index, "https://home.example.com/");
+  REQUIRE(home.size() == 3);
+  CHECK(home[0]->kind == SourceKind::kConstant);
+  CHECK(home[1]->call_id == "c1");
+  const std::size_t before = index.source_count();
+  const std::uint64_t generation = index.generation();
+  REQUIRE(index.AddToolOutput(3, "get_webpage", "c3", shared).ok());
+  CHECK(index.generation() != generation);
+  CHECK(Sources(index, "1234567890").size() == 5);
+  CHECK(index.source_count() > before);
+}
+
+TEST_CASE("index: a queued index still refuses the output that passes a limit", "[provenance]") {
+  IndexLimits limits;
+  limits.max_output_bytes = 64;
+  limits.max_depth = 3;
+  ProvenanceIndex index(Slack(), limits);
+  REQUIRE(index.AddToolOutput(1, "get_webpage", "c1", "www.small.example.com").ok());
+  REQUIRE(index.AddToolOutput(1, "get_webpage", "c2", nlohmann::json::parse("[[[1]]]")).ok());
+  Status deep = index.AddToolOutput(1, "get_webpage", "c3", nlohmann::json::parse("[[[[1]]]]"));
+  CHECK(deep.code() == StatusCode::kLimitExceeded);
+  CHECK_THAT(deep.message(), Catch::Contains("get_webpage(c3)"));
+  CHECK(index.health().code() == StatusCode::kLimitExceeded);
+  CHECK_FALSE(index.SourcesOf("www.small.example.com").has_value());
+
+  ProvenanceIndex wide(Slack(), limits);
+  REQUIRE(wide.AddUserMessage(1, "hello").ok());
+  Status big = wide.AddToolOutput(1, "get_webpage", "c1", std::string(65, 'a'));
+  CHECK(big.code() == StatusCode::kLimitExceeded);
+  CHECK_THAT(big.message(), Catch::Contains("output over 64 bytes"));
+  CHECK(wide.user_messages().size() == 1);  // what came before was walked first
+  // 64 bytes of numbers sized by their text, not the bound: still indexed.
+  ProvenanceIndex numbers(Slack(), limits);
+  REQUIRE(numbers.AddToolOutput(1, "t", "c1", nlohmann::json::parse("[1,2,3,4,5,6]")).ok());
+  CHECK(Sources(numbers, "6").size() == 1);
+}
+
 }  // namespace
 }  // namespace taskledger::provenance

@@ -2,19 +2,29 @@
 // places it was seen — a user message (turn), a tool output (tool, call id,
 // JSON pointer of the field, the record around it with its scalar sibling
 // fields, whether the pack trusts that field), or a pack constant. Kept
-// incrementally: each output is walked once when it arrives and a lookup is
-// one hash probe plus a word-boundary search of the user's messages, never a
-// scan of outputs. Whole field values are indexed, and so are the tokens
-// inside them (URLs, e-mail addresses, account numbers, numbers, money; see
-// tokens.h) with `token = true`.
+// incrementally and lazily: an output or message is queued when it arrives
+// (the output shared, not walked) and the queue is walked, in arrival order,
+// by the first question asked after it (SourcesOf, user_messages, health,
+// source_count), so a conversation whose rules never ask provenance never
+// pays for the walk. Each output is walked once; a lookup is one hash probe
+// plus a word-boundary search of the user's messages, never a scan of
+// outputs. Whole field values are indexed, and so are the tokens inside them
+// (URLs, e-mail addresses, account numbers, numbers, money; see tokens.h)
+// with `token = true`. Answers and their order are the same as if every
+// output had been walked when it arrived.
 //
 // Bounded: an output larger than `IndexLimits::max_output_bytes`, or one that
 // would take the index past `max_sources` or `max_key_bytes`, is refused with
 // LimitExceeded, and from then on the index is incomplete: every lookup
 // returns that error (a rule asking for provenance fails, so the call is
-// denied), never a partial answer that could read as "not seen".
-// Not thread-safe: one index per conversation, used by the thread that owns
-// the session.
+// denied), never a partial answer that could read as "not seen". The refusal
+// is still returned by the Add* that caused it: each Add* measures what it
+// queues (text bytes, depth, an upper bound of the sources and key bytes it
+// can add), and one that could reach a limit walks the queue and itself at
+// once, so the error it returns is exactly the one an eager walk would give.
+// Not thread-safe, not even for concurrent const calls (a question walks the
+// queue): one index per conversation, used by the thread that owns the
+// session.
 #pragma once
 
 #include <cstddef>
@@ -87,9 +97,12 @@ class ProvenanceIndex {
   };
 
   Status AddUserMessage(std::int64_t turn, std::string_view text);
-  // `output` is the parsed output (a JSON string for text output).
+  // `output` is the parsed output (a JSON string for text output). The first
+  // form keeps a copy; the second shares `output`, which must not change.
   Status AddToolOutput(std::int64_t turn, std::string_view tool, std::string_view call_id,
                        const nlohmann::json& output);
+  Status AddToolOutput(std::int64_t turn, std::string_view tool, std::string_view call_id,
+                       std::shared_ptr<const nlohmann::json> output);
   // A value the pack itself names (`name` says which constant).
   Status AddConstant(std::string_view name, std::string_view value);
 
@@ -102,11 +115,11 @@ class ProvenanceIndex {
   // as their JSON text; null, arrays and objects are InvalidArgument.
   Result<std::vector<const Source*>> SourcesOfJson(const nlohmann::json& value) const;
 
-  const std::vector<UserMessage>& user_messages() const { return user_messages_; }
+  const std::vector<UserMessage>& user_messages() const;
   const TrustPolicy& trust() const { return trust_; }
   // Ok, or the LimitExceeded that made the index incomplete.
-  const Status& health() const { return health_; }
-  std::size_t source_count() const { return sources_.size(); }
+  const Status& health() const;
+  std::size_t source_count() const;
   // Changes whenever the index does (each Add*), and is unique across every
   // index of the process: derived answers cached under one stay right while
   // it holds.
@@ -114,17 +127,44 @@ class ProvenanceIndex {
 
  private:
   struct Walk;
-  Status Add(std::string_view value, Source source);
-  Status Fail(Status error);
+  // A message or output queued for the walk.
+  struct Pending {
+    std::int64_t turn = 0;
+    std::string tool;  // empty: a user message in `text`
+    std::string call_id;
+    std::string text;
+    std::shared_ptr<const nlohmann::json> output;
+  };
+  // What an Add* may add at most; `fits` false when it could hit a limit of
+  // its own (too many bytes, too deep, a value of unknown size).
+  struct Bound {
+    std::size_t sources = 0;
+    std::size_t key_bytes = 0;
+    bool fits = true;
+  };
+  Bound Measure(const nlohmann::json& output) const;
+  // True when `b` together with the queue stays inside the limits.
+  bool Fits(const Bound& b) const;
+  void Queue(Pending p, const Bound& b);
+  // Walks the queue (the state below is mutable for this: a question on a
+  // const index walks what was added before it).
+  void Flush() const;
+  Status IndexOutput(std::int64_t turn, std::string_view tool, std::string_view call_id,
+                     const nlohmann::json& output) const;
+  Status IndexUserMessage(std::int64_t turn, std::string_view text) const;
+  Status Add(std::string_view value, Source source) const;
+  Status Fail(Status error) const;
 
   TrustPolicy trust_;
   IndexLimits limits_;
-  Status health_;
-  std::vector<Source> sources_;
-  std::unordered_map<std::string, std::vector<std::uint32_t>> by_value_;
-  std::size_t key_bytes_ = 0;
   std::uint64_t generation_ = 0;
-  std::vector<UserMessage> user_messages_;
+  mutable Status health_;
+  mutable std::vector<Source> sources_;
+  mutable std::unordered_map<std::string, std::vector<std::uint32_t>> by_value_;
+  mutable std::size_t key_bytes_ = 0;
+  mutable std::vector<UserMessage> user_messages_;
+  mutable std::vector<Pending> pending_;
+  mutable Bound pending_bound_;
 };
 
 }  // namespace taskledger::provenance

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <utility>
 
+#include "internal/flat_json.h"
 #include "internal/utf8.h"
 #include "taskledger/provenance/normalize.h"
 
@@ -13,6 +14,9 @@ namespace taskledger::provenance {
 namespace {
 
 constexpr std::size_t kRecordFieldBytes = 256;
+// Room reserved for a queued output, so a typical one is copied in one or two
+// allocations.
+constexpr std::size_t kFlatReserve = 512;
 
 // Generations are unique across every index of the process, so a cache keyed
 // by one never mistakes another index (even at the same address) for its own.
@@ -247,23 +251,25 @@ struct ProvenanceIndex::Walk {
 Status ProvenanceIndex::AddToolOutput(std::int64_t turn, std::string_view tool,
                                       std::string_view call_id, const nlohmann::json& output) {
   if (!health_.ok()) return health_;
-  return AddToolOutput(turn, tool, call_id, std::make_shared<const nlohmann::json>(output));
-}
-
-Status ProvenanceIndex::AddToolOutput(std::int64_t turn, std::string_view tool,
-                                      std::string_view call_id,
-                                      std::shared_ptr<const nlohmann::json> output) {
-  if (!health_.ok()) return health_;
   generation_ = NextGeneration();
-  if (const Bound b = Measure(*output); Fits(b)) {
-    Queue(Pending{turn, std::string(tool), std::string(call_id), {}, std::move(output)}, b);
+  Pending p{turn, tool.size() + 1, call_id.size(), {}};  // +1: a tool may be named ""
+  p.text.reserve(tool.size() + 1 + call_id.size() + kFlatReserve);
+  p.text.append(tool).push_back('\0');
+  p.text.append(call_id);
+  const detail::FlatMeasure m =
+      detail::Flatten(output, limits_.max_output_bytes, limits_.max_depth, p.text);
+  // A leaf's own source plus at most one token per byte of its text; a key
+  // byte per text byte for the field and one for its tokens (normalisation
+  // never lengthens a value), with a margin.
+  if (const Bound b{m.leaves + m.bytes, 4 * m.bytes, m.fits}; Fits(b)) {
+    Queue(std::move(p), b);
     return Status::Ok();
   }
   // It could reach a limit: walk now, after what came before it, so the
   // error is the one an eager walk gives and reaches this caller.
   Flush();
   if (!health_.ok()) return health_;
-  return IndexOutput(turn, tool, call_id, *output);
+  return IndexOutput(turn, tool, call_id, output);
 }
 
 Status ProvenanceIndex::IndexOutput(std::int64_t turn, std::string_view tool,
@@ -282,7 +288,7 @@ Status ProvenanceIndex::AddUserMessage(std::int64_t turn, std::string_view text)
   }
   // The message, its tokens (at most one per byte) and the message's own source.
   if (const Bound b{text.size() + 2, 4 * text.size(), true}; Fits(b)) {
-    Queue(Pending{turn, {}, {}, std::string(text), nullptr}, b);
+    Queue(Pending{turn, 0, 0, std::string(text)}, b);
     return Status::Ok();
   }
   Flush();

@@ -187,8 +187,7 @@ TEST_CASE("index: outputs queued before a question answer in arrival order", "[p
   REQUIRE(index.AddUserMessage(1, "Pay 1234567890 as agreed").ok());
   const auto out =
       nlohmann::json::parse(R"({"text": "account 1234567890, see www.home.example.com"})");
-  auto shared = std::make_shared<const nlohmann::json>(out);
-  REQUIRE(index.AddToolOutput(1, "get_webpage", "c1", shared).ok());
+  REQUIRE(index.AddToolOutput(1, "get_webpage", "c1", out).ok());
   REQUIRE(index.AddUserMessage(2, "Use 1234567890 again").ok());
   REQUIRE(index.AddToolOutput(2, "get_webpage", "c2", out).ok());
   auto account = Sources(index, "1234567890");
@@ -205,10 +204,40 @@ TEST_CASE("index: outputs queued before a question answer in arrival order", "[p
   CHECK(home[1]->call_id == "c1");
   const std::size_t before = index.source_count();
   const std::uint64_t generation = index.generation();
-  REQUIRE(index.AddToolOutput(3, "get_webpage", "c3", shared).ok());
+  REQUIRE(index.AddToolOutput(3, "get_webpage", "c3", out).ok());
   CHECK(index.generation() != generation);
   CHECK(Sources(index, "1234567890").size() == 5);
   CHECK(index.source_count() > before);
+}
+
+TEST_CASE("index: a queued output answers as one walked when it arrived", "[provenance]") {
+  // Every kind of JSON value, unicode and escaped keys, big and negative
+  // numbers. `eager` is sized so the numbers' upper bound does not fit, so it
+  // walks at once; `lazy` queues the output and walks it on the question.
+  const auto out = nlohmann::json::parse(R"({
+    "messages": [{"sender": "Zoë", "n": -42, "big": 18446744073709551615, "pi": 3.25,
+                  "ok": true, "no": false, "none": null, "a/b~c": "x.example.org/p",
+                  "body": "pay DE89 3704 0044 0532 0130 00 or 1e5 EUR, see https://x.io/"}],
+    "empty": {}, "list": [], "ünï": {"deep": [[["1234567890"]]]}})");
+  IndexLimits tight;
+  tight.max_output_bytes = 140;
+  ProvenanceIndex eager(Slack(), tight);
+  ProvenanceIndex lazy(Slack());
+  REQUIRE(eager.AddToolOutput(1, "read_channel_messages", "c.1", out).ok());
+  REQUIRE(lazy.AddToolOutput(1, "read_channel_messages", "c.1", out).ok());
+  REQUIRE(eager.source_count() == lazy.source_count());
+  for (const char* v :
+       {"zoë", "-42", "18446744073709551615", "3.25", "true", "false", "x.example.org/p",
+        "DE89370400440532013000", "1e5 EUR", "x.io", "1234567890", "null"}) {
+    auto a = Sources(eager, v);
+    auto b = Sources(lazy, v);
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) CHECK(a[i]->ToJson() == b[i]->ToJson());
+  }
+  CHECK(Sources(lazy, "18446744073709551615").size() == 1);
+  CHECK(Sources(lazy, "-42").size() == 1);
+  CHECK(Sources(lazy, "x.example.org/p")[0]->pointer == "/messages/0/a~1b~0c");
+  CHECK(Sources(lazy, "1234567890")[0]->pointer == "/ünï/deep/0/0/0");
 }
 
 TEST_CASE("index: a queued index still refuses the output that passes a limit", "[provenance]") {

@@ -3,7 +3,7 @@
 // JSON pointer of the field, the record around it with its scalar sibling
 // fields, whether the pack trusts that field), or a pack constant. Kept
 // incrementally and lazily: an output or message is queued when it arrives
-// (the output shared, not walked) and the queue is walked, in arrival order,
+// (the output copied into one flat buffer, not walked) and the queue is walked, in arrival order,
 // by the first question asked after it (SourcesOf, user_messages, health,
 // source_count), so a conversation whose rules never ask provenance never
 // pays for the walk. Each output is walked once; a lookup is one hash probe
@@ -97,12 +97,9 @@ class ProvenanceIndex {
   };
 
   Status AddUserMessage(std::int64_t turn, std::string_view text);
-  // `output` is the parsed output (a JSON string for text output). The first
-  // form keeps a copy; the second shares `output`, which must not change.
+  // `output` is the parsed output (a JSON string for text output).
   Status AddToolOutput(std::int64_t turn, std::string_view tool, std::string_view call_id,
                        const nlohmann::json& output);
-  Status AddToolOutput(std::int64_t turn, std::string_view tool, std::string_view call_id,
-                       std::shared_ptr<const nlohmann::json> output);
   // A value the pack itself names (`name` says which constant).
   Status AddConstant(std::string_view name, std::string_view value);
 
@@ -130,10 +127,12 @@ class ProvenanceIndex {
   // A message or output queued for the walk.
   struct Pending {
     std::int64_t turn = 0;
-    std::string tool;  // empty: a user message in `text`
-    std::string call_id;
+    // 0: `text` is a user message; else `text` is the tool's name (this many
+    // bytes), the call id (call_id_bytes) and the output, flattened
+    // (internal/flat_json.h): one buffer per output.
+    std::size_t tool_bytes = 0;
+    std::size_t call_id_bytes = 0;
     std::string text;
-    std::shared_ptr<const nlohmann::json> output;
   };
   // What an Add* may add at most; `fits` false when it could hit a limit of
   // its own (too many bytes, too deep, a value of unknown size).
@@ -142,7 +141,6 @@ class ProvenanceIndex {
     std::size_t key_bytes = 0;
     bool fits = true;
   };
-  Bound Measure(const nlohmann::json& output) const;
   // True when `b` together with the queue stays inside the limits.
   bool Fits(const Bound& b) const;
   void Queue(Pending p, const Bound& b);

@@ -21,8 +21,8 @@ void ProvenanceIndex::Queue(Pending p, const Bound& b) {
 
 void ProvenanceIndex::Flush() const {
   if (pending_.empty()) return;
-  std::vector<Pending> queue = std::move(pending_);
-  pending_.clear();
+  std::vector<Pending> queue;
+  queue.swap(pending_);
   pending_bound_ = Bound{};
   for (const Pending& p : queue) {
     // Within the bounds measured when they were queued, so no limit is hit;
@@ -38,6 +38,8 @@ void ProvenanceIndex::Flush() const {
     const Status s = IndexOutput(p.turn, tool, call_id, output);
     if (!s.ok()) break;
   }
+  queue.clear();
+  pending_.swap(queue);  // keeps the queue's capacity for the next outputs
 }
 
 const std::vector<ProvenanceIndex::UserMessage>& ProvenanceIndex::user_messages() const {

@@ -195,7 +195,13 @@ Result<std::shared_ptr<const RulePack>> RulePack::Build(std::vector<PackFile> fi
   }
   if (m.contains("constants")) {
     auto constants = provenance::ParseConstants(m["constants"]);
-    if (!constants) return Status::InvalidArgument("pack.json: " + constants.error().message());
+    if (!constants) {
+      // 0.1 packs could carry a "constants" key of their own; say what to change.
+      return Status::InvalidArgument(
+          "pack.json: " + constants.error().message() +
+          " (since 0.2 \"constants\" declares values the pack trusts, docs/rule-api.md; a "
+          "pack that used this key for something else must rename it)");
+    }
   }
   if (m.contains("unknown_tools")) {
     const nlohmann::json& u = m["unknown_tools"];

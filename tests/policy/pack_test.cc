@@ -80,6 +80,15 @@ TEST_CASE("broken packs fail to load with the file and reason", "[policy]") {
       RulePack::FromFiles({{"pack.json", R"({"name": "t", "unknown_tools": "maybe"})"}});
   REQUIRE_FALSE(bad_manifest);
 
+  // A 0.1 pack that used "constants" for its own settings is told what to change.
+  auto own_constants =
+      RulePack::FromFiles({{"pack.json", R"({"name": "t", "constants": {"max_retries": 3}})"}});
+  REQUIRE_FALSE(own_constants);
+  CHECK(own_constants.error().code() == StatusCode::kInvalidArgument);
+  CHECK(own_constants.error().message().find("'max_retries' must be a non-empty string") !=
+        std::string::npos);
+  CHECK(own_constants.error().message().find("must rename it") != std::string::npos);
+
   auto loop = Pack("while true do end");
   REQUIRE_FALSE(loop);
   CHECK(loop.error().code() == StatusCode::kLimitExceeded);

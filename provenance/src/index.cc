@@ -133,9 +133,25 @@ nlohmann::json Source::ToJson() const {
   if (token) j["token"] = true;
   if (record) {
     j["record"] = {{"path", CleanUtf8Prefix(PointerToPath(record->pointer), 1000)},
-                   {"fields", record->fields}};
+                   {"fields", record->fields()}};
   }
   return j;
+}
+
+const nlohmann::json& Record::fields() const {
+  if (fields_) return *fields_;
+  nlohmann::json out = nlohmann::json::object();
+  if (object != nullptr && object->is_object()) {
+    for (const auto& [k, child] : object->items()) {
+      if (child.is_string()) {
+        out[CleanUtf8Prefix(k, kRecordFieldBytes)] =
+            CleanUtf8Prefix(child.get_ref<const std::string&>(), kRecordFieldBytes);
+      } else if (child.is_primitive() && !child.is_null()) {
+        out[CleanUtf8Prefix(k, kRecordFieldBytes)] = child;
+      }
+    }
+  }
+  return fields_.emplace(std::move(out));
 }
 
 ProvenanceIndex::ProvenanceIndex(TrustPolicy trust, IndexLimits limits)
@@ -168,6 +184,7 @@ struct ProvenanceIndex::Walk {
   std::int64_t turn;
   std::string_view tool;
   std::string_view call_id;
+  std::shared_ptr<const nlohmann::json> output;  // what the records point into
   std::size_t bytes = 0;
 
   Source Make(const std::string& pointer, bool token, const std::shared_ptr<const Record>& rec) {
@@ -218,14 +235,8 @@ struct ProvenanceIndex::Walk {
     if (v.is_object()) {
       auto own = std::make_shared<Record>();
       own->pointer = pointer;
-      for (const auto& [k, child] : v.items()) {
-        if (child.is_string()) {
-          own->fields[CleanUtf8Prefix(k, kRecordFieldBytes)] =
-              CleanUtf8Prefix(child.get_ref<const std::string&>(), kRecordFieldBytes);
-        } else if (child.is_primitive() && !child.is_null()) {
-          own->fields[CleanUtf8Prefix(k, kRecordFieldBytes)] = child;
-        }
-      }
+      own->output = output;
+      own->object = &v;
       std::shared_ptr<const Record> shared = std::move(own);
       for (const auto& [k, child] : v.items()) {
         if (Status s = Node(child, pointer + "/" + EscapeSegment(k), shared, depth + 1); !s.ok()) {
@@ -269,13 +280,16 @@ Status ProvenanceIndex::AddToolOutput(std::int64_t turn, std::string_view tool,
   // error is the one an eager walk gives and reaches this caller.
   Flush();
   if (!health_.ok()) return health_;
-  return IndexOutput(turn, tool, call_id, output);
+  // The records of its objects keep their own copy.
+  return IndexOutput(turn, tool, call_id, std::make_shared<const nlohmann::json>(output));
 }
 
 Status ProvenanceIndex::IndexOutput(std::int64_t turn, std::string_view tool,
-                                    std::string_view call_id, const nlohmann::json& output) const {
-  Walk walk{*this, turn, tool, call_id};
-  return walk.Node(output, "", nullptr, 0);
+                                    std::string_view call_id,
+                                    std::shared_ptr<const nlohmann::json> output) const {
+  const nlohmann::json& root = *output;
+  Walk walk{*this, turn, tool, call_id, std::move(output)};
+  return walk.Node(root, "", nullptr, 0);
 }
 
 Status ProvenanceIndex::AddUserMessage(std::int64_t turn, std::string_view text) {

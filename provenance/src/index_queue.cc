@@ -1,6 +1,7 @@
 // ProvenanceIndex's lazy side: the queue of outputs and messages not walked
 // yet, the bound of what it can add, and the questions that walk it first.
 // The walk itself is in index.cc.
+#include <memory>
 #include <utility>
 
 #include "internal/flat_json.h"
@@ -34,8 +35,9 @@ void ProvenanceIndex::Flush() const {
     const std::string_view text = p.text;
     const std::string_view tool = text.substr(0, p.tool_bytes - 1);
     const std::string_view call_id = text.substr(p.tool_bytes, p.call_id_bytes);
-    const nlohmann::json output = detail::Unflatten(text.substr(p.tool_bytes + p.call_id_bytes));
-    const Status s = IndexOutput(p.turn, tool, call_id, output);
+    auto output = std::make_shared<const nlohmann::json>(
+        detail::Unflatten(text.substr(p.tool_bytes + p.call_id_bytes)));
+    const Status s = IndexOutput(p.turn, tool, call_id, std::move(output));
     if (!s.ok()) break;
   }
   queue.clear();

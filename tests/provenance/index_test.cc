@@ -72,14 +72,14 @@ TEST_CASE("index: tool output fields with path, record, siblings and trust", "[p
   CHECK_FALSE(evil[0]->trusted);
   REQUIRE(evil[0]->record != nullptr);
   CHECK(evil[0]->record->pointer == "/1");
-  CHECK(evil[0]->record->fields["sender"] == "Eve");  // who wrote it travels with it
+  CHECK(evil[0]->record->fields()["sender"] == "Eve");  // who wrote it travels with it
   CHECK(evil[0]->Describe() ==
         "read_channel_messages(call.7) at $[1].body (inside the text), untrusted");
   CHECK(evil[0]->ToJson()["record"]["fields"]["sender"] == "Eve");
 
   auto good = Sources(index, "informations.com");
   REQUIRE(good.size() == 1);
-  CHECK(good[0]->record->fields["sender"] == "Bob");
+  CHECK(good[0]->record->fields()["sender"] == "Bob");
   CHECK(Sources(index, "EVE@EVIL.COM").size() == 1);
   CHECK(Sources(index, "made-up.com").empty());
 }
@@ -142,7 +142,7 @@ TEST_CASE("index: ids with dots, slashes and unicode in keys and values", "[prov
   CHECK(owner[0]->pointer == "/files/budget.v2~12024.xlsx/owner");
   CHECK(owner[0]->Describe() ==
         "list_files(c.1) at $.files[\"budget.v2/2024.xlsx\"].owner, untrusted");
-  CHECK(owner[0]->record->fields["id"] == "#W.1");
+  CHECK(owner[0]->record->fields()["id"] == "#W.1");
   CHECK(Sources(index, "#w.1").size() == 1);
 }
 

@@ -30,6 +30,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -50,9 +51,18 @@ std::string_view SourceKindName(SourceKind kind);
 
 // The object a value sits in (a message, a file, an event): its pointer and
 // its scalar fields (strings cut at 256 bytes), shared by every value in it.
+// The fields are built from the object on first use (most records are never
+// asked for); the record keeps the output it points into alive. Not
+// thread-safe, like the index.
 struct Record {
   std::string pointer;
-  nlohmann::json fields = nlohmann::json::object();
+  std::shared_ptr<const nlohmann::json> output;  // owns `object`
+  const nlohmann::json* object = nullptr;        // the object in `output` at `pointer`
+
+  const nlohmann::json& fields() const;
+
+ private:
+  mutable std::optional<nlohmann::json> fields_;
 };
 
 struct Source {
@@ -148,7 +158,7 @@ class ProvenanceIndex {
   // const index walks what was added before it).
   void Flush() const;
   Status IndexOutput(std::int64_t turn, std::string_view tool, std::string_view call_id,
-                     const nlohmann::json& output) const;
+                     std::shared_ptr<const nlohmann::json> output) const;
   Status IndexUserMessage(std::int64_t turn, std::string_view text) const;
   Status Add(std::string_view value, Source source) const;
   Status Fail(Status error) const;

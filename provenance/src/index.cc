@@ -14,9 +14,11 @@ namespace taskledger::provenance {
 namespace {
 
 constexpr std::size_t kRecordFieldBytes = 256;
-// Room reserved for a queued output, so a typical one is copied in one or two
-// allocations.
-constexpr std::size_t kFlatReserve = 512;
+// Room reserved for a queued output, so a typical one is copied in one
+// allocation; a small one then gives back what it did not use (sizing the
+// output first costs more than this).
+constexpr std::size_t kFlatReserve = 2048;
+constexpr std::size_t kFlatSlack = 1024;
 
 // Generations are unique across every index of the process, so a cache keyed
 // by one never mistakes another index (even at the same address) for its own.
@@ -273,6 +275,7 @@ Status ProvenanceIndex::AddToolOutput(std::int64_t turn, std::string_view tool,
   // byte per text byte for the field and one for its tokens (normalisation
   // never lengthens a value), with a margin.
   if (const Bound b{m.leaves + m.bytes, 4 * m.bytes, m.fits}; Fits(b)) {
+    if (p.text.capacity() - p.text.size() > kFlatSlack) p.text.shrink_to_fit();
     Queue(std::move(p), b);
     return Status::Ok();
   }

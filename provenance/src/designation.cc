@@ -135,7 +135,8 @@ bool Candidate(const Source& s, const DesignationSpec& spec) {
 }
 
 std::string Where(const Source& s) {
-  return s.tool + "(" + s.call_id + ") at " + PointerToPath(s.record->pointer);
+  return std::string(s.tool) + "(" + std::string(s.call_id) + ") at " +
+         PointerToPath(s.record->pointer);
 }
 
 // Rule 1's records: those whose author field equals a word the request names

@@ -114,11 +114,12 @@ std::string Source::Describe() const {
     case SourceKind::kUser:
       return "the user's message (turn " + std::to_string(turn) + "), " + trust;
     case SourceKind::kConstant:
-      return "the pack's constant " + tool + ", " + trust;
+      return "the pack's constant " + std::string(tool) + ", " + trust;
     case SourceKind::kTool:
       break;
   }
-  std::string out = tool + "(" + call_id + ") at " + PointerToPath(pointer);
+  std::string out =
+      std::string(tool) + "(" + std::string(call_id) + ") at " + PointerToPath(pointer);
   if (token) out += " (inside the text)";
   return out + ", " + trust;
 }
@@ -187,14 +188,16 @@ struct ProvenanceIndex::Walk {
   std::string_view tool;
   std::string_view call_id;
   std::shared_ptr<const nlohmann::json> output;  // what the records point into
+  std::shared_ptr<const std::string> names;      // what `tool` and `call_id` view
   std::size_t bytes = 0;
 
   Source Make(const std::string& pointer, bool token, const std::shared_ptr<const Record>& rec) {
     Source s;
     s.kind = SourceKind::kTool;
     s.turn = turn;
-    s.tool = std::string(tool);
-    s.call_id = std::string(call_id);
+    s.tool = tool;
+    s.call_id = call_id;
+    s.names = names;
     s.pointer = pointer;
     s.token = token;
     s.trusted = index.trust_.Trusted(tool, pointer);
@@ -291,7 +294,11 @@ Status ProvenanceIndex::IndexOutput(std::int64_t turn, std::string_view tool,
                                     std::string_view call_id,
                                     std::shared_ptr<const nlohmann::json> output) const {
   const nlohmann::json& root = *output;
-  Walk walk{*this, turn, tool, call_id, std::move(output)};
+  auto names = std::make_shared<const std::string>(std::string(tool) + std::string(call_id));
+  const std::string_view all = *names;
+  Walk walk{
+      *this,           turn, all.substr(0, tool.size()), all.substr(tool.size()), std::move(output),
+      std::move(names)};
   return walk.Node(root, "", nullptr, 0);
 }
 
@@ -341,7 +348,8 @@ Status ProvenanceIndex::AddConstant(std::string_view name, std::string_view valu
   if (!health_.ok()) return health_;
   Source s;
   s.kind = SourceKind::kConstant;
-  s.tool = std::string(name);
+  s.names = std::make_shared<const std::string>(name);
+  s.tool = *s.names;
   s.trusted = true;
   return Add(value, std::move(s));
 }

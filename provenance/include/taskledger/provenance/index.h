@@ -68,12 +68,15 @@ struct Record {
 struct Source {
   SourceKind kind = SourceKind::kTool;
   std::int64_t turn = 0;                 // the turn the message or output arrived in
-  std::string tool;                      // kTool: the tool; kConstant: the constant's name
-  std::string call_id;                   // kTool
+  std::string_view tool;                 // kTool: the tool; kConstant: the constant's name
+  std::string_view call_id;              // kTool
   std::string pointer;                   // kTool: JSON pointer of the field ("" = whole output)
   bool token = false;                    // found inside a longer text, not as the whole field
   bool trusted = false;                  // per the pack's TrustPolicy
   std::shared_ptr<const Record> record;  // kTool with an enclosing object, else null
+  // The text `tool` and `call_id` view: one per output or constant, shared by
+  // all its sources (and kept alive by every copy of one).
+  std::shared_ptr<const std::string> names;
 
   // `get_webpage(c1) at $.text, untrusted`, `user message (turn 2), trusted`.
   std::string Describe() const;

@@ -15,15 +15,18 @@
 // "extract_indexed" is ExtractParsedToolOutput plus AddToolOutput into an
 // index already holding a user message and 50 outputs, against
 // ExtractParsedToolOutput alone; "index_cost" is their ratio minus 1 (goal
-// <= 0.15). The added outputs are then dropped (a fresh index per batch,
-// copied from the prepared one outside the timed span).
+// <= 0.15). The index is lazy (it queues the output; the first provenance
+// question walks it), so "index_walk_p50_us" is that deferred walk of the
+// one output, paid only by a conversation whose rules ask provenance. The
+// added outputs are then dropped (a fresh index per batch, copied from the
+// prepared, already walked one outside the timed span).
 //
 // Usage: bench_extract [--samples N] [--batch N]
 // The last line of output is one JSON object:
 // {"extract_p50_us":..,"parse_p50_us":..,"ratio":..,"extract_p99_us":..,
 //  "parse_p99_us":..,"output_bytes":..,"mappings":..,"updates":..,
 //  "parsed_extract_p50_us":..,"indexed_extract_p50_us":..,"index_cost":..,
-//  "indexed_extract_p99_us":..}
+//  "indexed_extract_p99_us":..,"index_walk_p50_us":..}
 // Single-threaded.
 #include <algorithm>
 #include <chrono>
@@ -164,10 +167,11 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  std::vector<double> parse_us, extract_us, parsed_us, indexed_us;
+  std::vector<double> parse_us, extract_us, parsed_us, indexed_us, walk_us;
   size_t sink = 0;
   const json parsed = json::parse(output);
   const provenance::ProvenanceIndex prepared = PreparedIndex(parsed);
+  sink += prepared.source_count();  // walks the prepared outputs: only the measured one is queued
   std::vector<provenance::ProvenanceIndex> indexes(static_cast<size_t>(batch), prepared);
   for (int s = 0; s < samples; ++s) {
     auto t0 = SteadyClock::now();
@@ -184,10 +188,13 @@ int main(int argc, char** argv) {
       sink += indexes[static_cast<size_t>(b)].AddToolOutput(1, call.tool, call.id, parsed).ok();
     }
     auto t4 = SteadyClock::now();
+    for (int b = 0; b < batch; ++b) sink += indexes[static_cast<size_t>(b)].source_count();
+    auto t5 = SteadyClock::now();
     parse_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / batch);
     extract_us.push_back(std::chrono::duration<double, std::micro>(t2 - t1).count() / batch);
     parsed_us.push_back(std::chrono::duration<double, std::micro>(t3 - t2).count() / batch);
     indexed_us.push_back(std::chrono::duration<double, std::micro>(t4 - t3).count() / batch);
+    walk_us.push_back(std::chrono::duration<double, std::micro>(t5 - t4).count() / batch);
     for (auto& index : indexes) index = prepared;  // untimed: drop the added output
   }
   double parse50 = Percentile(parse_us, 0.5), extract50 = Percentile(extract_us, 0.5);
@@ -211,6 +218,8 @@ int main(int argc, char** argv) {
                  {"indexed_extract_p50_us", std::round(indexed50 * 100) / 100},
                  {"index_cost", std::round((indexed50 / parsed50 - 1) * 1000) / 1000},
                  {"indexed_extract_p99_us", std::round(Percentile(indexed_us, 0.99) * 100) / 100}};
+  std::printf("first question's walk of the output p50 %.2f us\n", Percentile(walk_us, 0.5));
+  result["index_walk_p50_us"] = std::round(Percentile(walk_us, 0.5) * 100) / 100;
   std::printf("%s\n", result.dump().c_str());
   return 0;
 }

@@ -89,7 +89,7 @@ void PushSource(lua_State* L, const Source& s) {
   if (s.record) {
     lua_createtable(L, 0, 2);
     SetString(L, "path", provenance::PointerToPath(s.record->pointer));
-    lua::PushReadOnly(L, s.record->fields);
+    lua::PushReadOnly(L, s.record->fields());
     lua_setfield(L, -2, "fields");
     lua_setfield(L, -2, "record");
   }

@@ -70,8 +70,9 @@ class Request {
 // A string field of a record, or nullptr.
 const std::string* StringField(const Record& r, const std::string& field) {
   if (field.empty()) return nullptr;
-  auto it = r.fields.find(field);
-  if (it == r.fields.end() || !it->is_string()) return nullptr;
+  const nlohmann::json& fields = r.fields();
+  auto it = fields.find(field);
+  if (it == fields.end() || !it->is_string()) return nullptr;
   return &it->get_ref<const std::string&>();
 }
 
@@ -134,7 +135,8 @@ bool Candidate(const Source& s, const DesignationSpec& spec) {
 }
 
 std::string Where(const Source& s) {
-  return s.tool + "(" + s.call_id + ") at " + PointerToPath(s.record->pointer);
+  return std::string(s.tool) + "(" + std::string(s.call_id) + ") at " +
+         PointerToPath(s.record->pointer);
 }
 
 // Rule 1's records: those whose author field equals a word the request names
@@ -156,8 +158,9 @@ Status AuthoredRecords(const ProvenanceIndex& index, const DesignationSpec& spec
       const std::string want = NormalizeValue(word);
       for (const Source* s : sources.value()) {
         if (!Candidate(*s, spec) || s->token) continue;
-        auto it = s->record->fields.find(spec.author_field);
-        if (it == s->record->fields.end() || it->is_null()) continue;
+        const nlohmann::json& fields = s->record->fields();
+        auto it = fields.find(spec.author_field);
+        if (it == fields.end() || it->is_null()) continue;
         if (NormalizeValue(ScalarText(*it)) != want) continue;
         if (seen.insert(s->record.get()).second) out.push_back(s);
       }

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <utility>
 
+#include "internal/flat_json.h"
 #include "internal/utf8.h"
 #include "taskledger/provenance/normalize.h"
 
@@ -13,6 +14,11 @@ namespace taskledger::provenance {
 namespace {
 
 constexpr std::size_t kRecordFieldBytes = 256;
+// Room reserved for a queued output, so a typical one is copied in one
+// allocation; a small one then gives back what it did not use (sizing the
+// output first costs more than this).
+constexpr std::size_t kFlatReserve = 2048;
+constexpr std::size_t kFlatSlack = 1024;
 
 // Generations are unique across every index of the process, so a cache keyed
 // by one never mistakes another index (even at the same address) for its own.
@@ -108,11 +114,12 @@ std::string Source::Describe() const {
     case SourceKind::kUser:
       return "the user's message (turn " + std::to_string(turn) + "), " + trust;
     case SourceKind::kConstant:
-      return "the pack's constant " + tool + ", " + trust;
+      return "the pack's constant " + std::string(tool) + ", " + trust;
     case SourceKind::kTool:
       break;
   }
-  std::string out = tool + "(" + call_id + ") at " + PointerToPath(pointer);
+  std::string out =
+      std::string(tool) + "(" + std::string(call_id) + ") at " + PointerToPath(pointer);
   if (token) out += " (inside the text)";
   return out + ", " + trust;
 }
@@ -129,20 +136,36 @@ nlohmann::json Source::ToJson() const {
   if (token) j["token"] = true;
   if (record) {
     j["record"] = {{"path", CleanUtf8Prefix(PointerToPath(record->pointer), 1000)},
-                   {"fields", record->fields}};
+                   {"fields", record->fields()}};
   }
   return j;
+}
+
+const nlohmann::json& Record::fields() const {
+  if (fields_) return *fields_;
+  nlohmann::json out = nlohmann::json::object();
+  if (object != nullptr && object->is_object()) {
+    for (const auto& [k, child] : object->items()) {
+      if (child.is_string()) {
+        out[CleanUtf8Prefix(k, kRecordFieldBytes)] =
+            CleanUtf8Prefix(child.get_ref<const std::string&>(), kRecordFieldBytes);
+      } else if (child.is_primitive() && !child.is_null()) {
+        out[CleanUtf8Prefix(k, kRecordFieldBytes)] = child;
+      }
+    }
+  }
+  return fields_.emplace(std::move(out));
 }
 
 ProvenanceIndex::ProvenanceIndex(TrustPolicy trust, IndexLimits limits)
     : trust_(std::move(trust)), limits_(limits), generation_(NextGeneration()) {}
 
-Status ProvenanceIndex::Fail(Status error) {
+Status ProvenanceIndex::Fail(Status error) const {
   if (health_.ok()) health_ = error;
   return error;
 }
 
-Status ProvenanceIndex::Add(std::string_view value, Source source) {
+Status ProvenanceIndex::Add(std::string_view value, Source source) const {
   std::string key = NormalizeValue(value);
   if (key.empty()) return Status::Ok();
   if (sources_.size() >= limits_.max_sources || key_bytes_ + key.size() > limits_.max_key_bytes) {
@@ -160,18 +183,21 @@ Status ProvenanceIndex::Add(std::string_view value, Source source) {
 
 // One output's walk: leaves, their tokens, and the records around them.
 struct ProvenanceIndex::Walk {
-  ProvenanceIndex& index;
+  const ProvenanceIndex& index;
   std::int64_t turn;
   std::string_view tool;
   std::string_view call_id;
+  std::shared_ptr<const nlohmann::json> output;  // what the records point into
+  std::shared_ptr<const std::string> names;      // what `tool` and `call_id` view
   std::size_t bytes = 0;
 
   Source Make(const std::string& pointer, bool token, const std::shared_ptr<const Record>& rec) {
     Source s;
     s.kind = SourceKind::kTool;
     s.turn = turn;
-    s.tool = std::string(tool);
-    s.call_id = std::string(call_id);
+    s.tool = tool;
+    s.call_id = call_id;
+    s.names = names;
     s.pointer = pointer;
     s.token = token;
     s.trusted = index.trust_.Trusted(tool, pointer);
@@ -214,14 +240,8 @@ struct ProvenanceIndex::Walk {
     if (v.is_object()) {
       auto own = std::make_shared<Record>();
       own->pointer = pointer;
-      for (const auto& [k, child] : v.items()) {
-        if (child.is_string()) {
-          own->fields[CleanUtf8Prefix(k, kRecordFieldBytes)] =
-              CleanUtf8Prefix(child.get_ref<const std::string&>(), kRecordFieldBytes);
-        } else if (child.is_primitive() && !child.is_null()) {
-          own->fields[CleanUtf8Prefix(k, kRecordFieldBytes)] = child;
-        }
-      }
+      own->output = output;
+      own->object = &v;
       std::shared_ptr<const Record> shared = std::move(own);
       for (const auto& [k, child] : v.items()) {
         if (Status s = Node(child, pointer + "/" + EscapeSegment(k), shared, depth + 1); !s.ok()) {
@@ -248,8 +268,38 @@ Status ProvenanceIndex::AddToolOutput(std::int64_t turn, std::string_view tool,
                                       std::string_view call_id, const nlohmann::json& output) {
   if (!health_.ok()) return health_;
   generation_ = NextGeneration();
-  Walk walk{*this, turn, tool, call_id};
-  return walk.Node(output, "", nullptr, 0);
+  Pending p{turn, tool.size() + 1, call_id.size(), {}};  // +1: a tool may be named ""
+  p.text.reserve(tool.size() + 1 + call_id.size() + kFlatReserve);
+  p.text.append(tool).push_back('\0');
+  p.text.append(call_id);
+  const detail::FlatMeasure m =
+      detail::Flatten(output, limits_.max_output_bytes, limits_.max_depth, p.text);
+  // A leaf's own source plus at most one token per byte of its text; a key
+  // byte per text byte for the field and one for its tokens (normalisation
+  // never lengthens a value), with a margin.
+  if (const Bound b{m.leaves + m.bytes, 4 * m.bytes, m.fits}; Fits(b)) {
+    if (p.text.capacity() - p.text.size() > kFlatSlack) p.text.shrink_to_fit();
+    Queue(std::move(p), b);
+    return Status::Ok();
+  }
+  // It could reach a limit: walk now, after what came before it, so the
+  // error is the one an eager walk gives and reaches this caller.
+  Flush();
+  if (!health_.ok()) return health_;
+  // The records of its objects keep their own copy.
+  return IndexOutput(turn, tool, call_id, std::make_shared<const nlohmann::json>(output));
+}
+
+Status ProvenanceIndex::IndexOutput(std::int64_t turn, std::string_view tool,
+                                    std::string_view call_id,
+                                    std::shared_ptr<const nlohmann::json> output) const {
+  const nlohmann::json& root = *output;
+  auto names = std::make_shared<const std::string>(std::string(tool) + std::string(call_id));
+  const std::string_view all = *names;
+  Walk walk{
+      *this,           turn, all.substr(0, tool.size()), all.substr(tool.size()), std::move(output),
+      std::move(names)};
+  return walk.Node(root, "", nullptr, 0);
 }
 
 Status ProvenanceIndex::AddUserMessage(std::int64_t turn, std::string_view text) {
@@ -260,6 +310,17 @@ Status ProvenanceIndex::AddUserMessage(std::int64_t turn, std::string_view text)
         Status::LimitExceeded("user message over " + std::to_string(limits_.max_output_bytes) +
                               " bytes, not indexed; calls that need provenance are denied"));
   }
+  // The message, its tokens (at most one per byte) and the message's own source.
+  if (const Bound b{text.size() + 2, 4 * text.size(), true}; Fits(b)) {
+    Queue(Pending{turn, 0, 0, std::string(text)}, b);
+    return Status::Ok();
+  }
+  Flush();
+  if (!health_.ok()) return health_;
+  return IndexUserMessage(turn, text);
+}
+
+Status ProvenanceIndex::IndexUserMessage(std::int64_t turn, std::string_view text) const {
   Source s;
   s.kind = SourceKind::kUser;
   s.turn = turn;
@@ -283,14 +344,18 @@ Status ProvenanceIndex::AddUserMessage(std::int64_t turn, std::string_view text)
 Status ProvenanceIndex::AddConstant(std::string_view name, std::string_view value) {
   if (!health_.ok()) return health_;
   generation_ = NextGeneration();
+  Flush();  // constants come first in practice; the order stays arrival order
+  if (!health_.ok()) return health_;
   Source s;
   s.kind = SourceKind::kConstant;
-  s.tool = std::string(name);
+  s.names = std::make_shared<const std::string>(name);
+  s.tool = *s.names;
   s.trusted = true;
   return Add(value, std::move(s));
 }
 
 Result<std::vector<const Source*>> ProvenanceIndex::SourcesOf(std::string_view value) const {
+  Flush();
   if (!health_.ok()) return health_;
   std::vector<const Source*> out;
   const std::string key = NormalizeValue(value);

@@ -72,14 +72,14 @@ TEST_CASE("index: tool output fields with path, record, siblings and trust", "[p
   CHECK_FALSE(evil[0]->trusted);
   REQUIRE(evil[0]->record != nullptr);
   CHECK(evil[0]->record->pointer == "/1");
-  CHECK(evil[0]->record->fields["sender"] == "Eve");  // who wrote it travels with it
+  CHECK(evil[0]->record->fields()["sender"] == "Eve");  // who wrote it travels with it
   CHECK(evil[0]->Describe() ==
         "read_channel_messages(call.7) at $[1].body (inside the text), untrusted");
   CHECK(evil[0]->ToJson()["record"]["fields"]["sender"] == "Eve");
 
   auto good = Sources(index, "informations.com");
   REQUIRE(good.size() == 1);
-  CHECK(good[0]->record->fields["sender"] == "Bob");
+  CHECK(good[0]->record->fields()["sender"] == "Bob");
   CHECK(Sources(index, "EVE@EVIL.COM").size() == 1);
   CHECK(Sources(index, "made-up.com").empty());
 }
@@ -142,7 +142,7 @@ TEST_CASE("index: ids with dots, slashes and unicode in keys and values", "[prov
   CHECK(owner[0]->pointer == "/files/budget.v2~12024.xlsx/owner");
   CHECK(owner[0]->Describe() ==
         "list_files(c.1) at $.files[\"budget.v2/2024.xlsx\"].owner, untrusted");
-  CHECK(owner[0]->record->fields["id"] == "#W.1");
+  CHECK(owner[0]->record->fields()["id"] == "#W.1");
   CHECK(Sources(index, "#w.1").size() == 1);
 }
 
@@ -176,6 +176,93 @@ TEST_CASE("index: many small outputs hit the source limit and then fail closed",
   CHECK(last.code() == StatusCode::kLimitExceeded);
   CHECK(index.source_count() <= 1000);
   CHECK_FALSE(index.SourcesOf("a1@x.com").has_value());
+}
+
+TEST_CASE("index: outputs queued before a question answer in arrival order", "[provenance]") {
+  // Messages, outputs and a constant interleaved: the walk the first question
+  // runs keeps arrival order, and outputs added after it are walked by the
+  // next question.
+  ProvenanceIndex index(Slack());
+  REQUIRE(index.AddConstant("home", "www.home.example.com").ok());
+  REQUIRE(index.AddUserMessage(1, "Pay 1234567890 as agreed").ok());
+  const auto out =
+      nlohmann::json::parse(R"({"text": "account 1234567890, see www.home.example.com"})");
+  REQUIRE(index.AddToolOutput(1, "get_webpage", "c1", out).ok());
+  REQUIRE(index.AddUserMessage(2, "Use 1234567890 again").ok());
+  REQUIRE(index.AddToolOutput(2, "get_webpage", "c2", out).ok());
+  auto account = Sources(index, "1234567890");
+  REQUIRE(account.size() == 4);
+  CHECK(account[0]->kind == SourceKind::kUser);
+  CHECK(account[0]->turn == 1);
+  CHECK(account[1]->call_id == "c1");
+  CHECK(account[2]->kind == SourceKind::kUser);
+  CHECK(account[2]->turn == 2);
+  CHECK(account[3]->call_id == "c2");
+  auto home = Sources(index, "https://home.example.com/");
+  REQUIRE(home.size() == 3);
+  CHECK(home[0]->kind == SourceKind::kConstant);
+  CHECK(home[1]->call_id == "c1");
+  const std::size_t before = index.source_count();
+  const std::uint64_t generation = index.generation();
+  REQUIRE(index.AddToolOutput(3, "get_webpage", "c3", out).ok());
+  CHECK(index.generation() != generation);
+  CHECK(Sources(index, "1234567890").size() == 5);
+  CHECK(index.source_count() > before);
+}
+
+TEST_CASE("index: a queued output answers as one walked when it arrived", "[provenance]") {
+  // Every kind of JSON value, unicode and escaped keys, big and negative
+  // numbers. `eager` is sized so the numbers' upper bound does not fit, so it
+  // walks at once; `lazy` queues the output and walks it on the question.
+  const auto out = nlohmann::json::parse(R"({
+    "messages": [{"sender": "Zoë", "n": -42, "big": 18446744073709551615, "pi": 3.25,
+                  "ok": true, "no": false, "none": null, "a/b~c": "x.example.org/p",
+                  "body": "pay DE89 3704 0044 0532 0130 00 or 1e5 EUR, see https://x.io/"}],
+    "empty": {}, "list": [], "ünï": {"deep": [[["1234567890"]]]}})");
+  IndexLimits tight;
+  tight.max_output_bytes = 140;
+  ProvenanceIndex eager(Slack(), tight);
+  ProvenanceIndex lazy(Slack());
+  REQUIRE(eager.AddToolOutput(1, "read_channel_messages", "c.1", out).ok());
+  REQUIRE(lazy.AddToolOutput(1, "read_channel_messages", "c.1", out).ok());
+  REQUIRE(eager.source_count() == lazy.source_count());
+  for (const char* v :
+       {"zoë", "-42", "18446744073709551615", "3.25", "true", "false", "x.example.org/p",
+        "DE89370400440532013000", "1e5 EUR", "x.io", "1234567890", "null"}) {
+    auto a = Sources(eager, v);
+    auto b = Sources(lazy, v);
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) CHECK(a[i]->ToJson() == b[i]->ToJson());
+  }
+  CHECK(Sources(lazy, "18446744073709551615").size() == 1);
+  CHECK(Sources(lazy, "-42").size() == 1);
+  CHECK(Sources(lazy, "x.example.org/p")[0]->pointer == "/messages/0/a~1b~0c");
+  CHECK(Sources(lazy, "1234567890")[0]->pointer == "/ünï/deep/0/0/0");
+}
+
+TEST_CASE("index: a queued index still refuses the output that passes a limit", "[provenance]") {
+  IndexLimits limits;
+  limits.max_output_bytes = 64;
+  limits.max_depth = 3;
+  ProvenanceIndex index(Slack(), limits);
+  REQUIRE(index.AddToolOutput(1, "get_webpage", "c1", "www.small.example.com").ok());
+  REQUIRE(index.AddToolOutput(1, "get_webpage", "c2", nlohmann::json::parse("[[[1]]]")).ok());
+  Status deep = index.AddToolOutput(1, "get_webpage", "c3", nlohmann::json::parse("[[[[1]]]]"));
+  CHECK(deep.code() == StatusCode::kLimitExceeded);
+  CHECK_THAT(deep.message(), Catch::Contains("get_webpage(c3)"));
+  CHECK(index.health().code() == StatusCode::kLimitExceeded);
+  CHECK_FALSE(index.SourcesOf("www.small.example.com").has_value());
+
+  ProvenanceIndex wide(Slack(), limits);
+  REQUIRE(wide.AddUserMessage(1, "hello").ok());
+  Status big = wide.AddToolOutput(1, "get_webpage", "c1", std::string(65, 'a'));
+  CHECK(big.code() == StatusCode::kLimitExceeded);
+  CHECK_THAT(big.message(), Catch::Contains("output over 64 bytes"));
+  CHECK(wide.user_messages().size() == 1);  // what came before was walked first
+  // 64 bytes of numbers sized by their text, not the bound: still indexed.
+  ProvenanceIndex numbers(Slack(), limits);
+  REQUIRE(numbers.AddToolOutput(1, "t", "c1", nlohmann::json::parse("[1,2,3,4,5,6]")).ok());
+  CHECK(Sources(numbers, "6").size() == 1);
 }
 
 }  // namespace

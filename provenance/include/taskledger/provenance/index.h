@@ -2,24 +2,35 @@
 // places it was seen — a user message (turn), a tool output (tool, call id,
 // JSON pointer of the field, the record around it with its scalar sibling
 // fields, whether the pack trusts that field), or a pack constant. Kept
-// incrementally: each output is walked once when it arrives and a lookup is
-// one hash probe plus a word-boundary search of the user's messages, never a
-// scan of outputs. Whole field values are indexed, and so are the tokens
-// inside them (URLs, e-mail addresses, account numbers, numbers, money; see
-// tokens.h) with `token = true`.
+// incrementally and lazily: an output or message is queued when it arrives
+// (the output copied into one flat buffer, not walked) and the queue is walked, in arrival order,
+// by the first question asked after it (SourcesOf, user_messages, health,
+// source_count), so a conversation whose rules never ask provenance never
+// pays for the walk. Each output is walked once; a lookup is one hash probe
+// plus a word-boundary search of the user's messages, never a scan of
+// outputs. Whole field values are indexed, and so are the tokens inside them
+// (URLs, e-mail addresses, account numbers, numbers, money; see tokens.h)
+// with `token = true`. Answers and their order are the same as if every
+// output had been walked when it arrived.
 //
 // Bounded: an output larger than `IndexLimits::max_output_bytes`, or one that
 // would take the index past `max_sources` or `max_key_bytes`, is refused with
 // LimitExceeded, and from then on the index is incomplete: every lookup
 // returns that error (a rule asking for provenance fails, so the call is
-// denied), never a partial answer that could read as "not seen".
-// Not thread-safe: one index per conversation, used by the thread that owns
-// the session.
+// denied), never a partial answer that could read as "not seen". The refusal
+// is still returned by the Add* that caused it: each Add* measures what it
+// queues (text bytes, depth, an upper bound of the sources and key bytes it
+// can add), and one that could reach a limit walks the queue and itself at
+// once, so the error it returns is exactly the one an eager walk would give.
+// Not thread-safe, not even for concurrent const calls (a question walks the
+// queue): one index per conversation, used by the thread that owns the
+// session.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -40,20 +51,32 @@ std::string_view SourceKindName(SourceKind kind);
 
 // The object a value sits in (a message, a file, an event): its pointer and
 // its scalar fields (strings cut at 256 bytes), shared by every value in it.
+// The fields are built from the object on first use (most records are never
+// asked for); the record keeps the output it points into alive. Not
+// thread-safe, like the index.
 struct Record {
   std::string pointer;
-  nlohmann::json fields = nlohmann::json::object();
+  std::shared_ptr<const nlohmann::json> output;  // owns `object`
+  const nlohmann::json* object = nullptr;        // the object in `output` at `pointer`
+
+  const nlohmann::json& fields() const;
+
+ private:
+  mutable std::optional<nlohmann::json> fields_;
 };
 
 struct Source {
   SourceKind kind = SourceKind::kTool;
   std::int64_t turn = 0;                 // the turn the message or output arrived in
-  std::string tool;                      // kTool: the tool; kConstant: the constant's name
-  std::string call_id;                   // kTool
+  std::string_view tool;                 // kTool: the tool; kConstant: the constant's name
+  std::string_view call_id;              // kTool
   std::string pointer;                   // kTool: JSON pointer of the field ("" = whole output)
   bool token = false;                    // found inside a longer text, not as the whole field
   bool trusted = false;                  // per the pack's TrustPolicy
   std::shared_ptr<const Record> record;  // kTool with an enclosing object, else null
+  // The text `tool` and `call_id` view: one per output or constant, shared by
+  // all its sources (and kept alive by every copy of one).
+  std::shared_ptr<const std::string> names;
 
   // `get_webpage(c1) at $.text, untrusted`, `user message (turn 2), trusted`.
   std::string Describe() const;
@@ -102,11 +125,11 @@ class ProvenanceIndex {
   // as their JSON text; null, arrays and objects are InvalidArgument.
   Result<std::vector<const Source*>> SourcesOfJson(const nlohmann::json& value) const;
 
-  const std::vector<UserMessage>& user_messages() const { return user_messages_; }
+  const std::vector<UserMessage>& user_messages() const;
   const TrustPolicy& trust() const { return trust_; }
   // Ok, or the LimitExceeded that made the index incomplete.
-  const Status& health() const { return health_; }
-  std::size_t source_count() const { return sources_.size(); }
+  const Status& health() const;
+  std::size_t source_count() const;
   // Changes whenever the index does (each Add*), and is unique across every
   // index of the process: derived answers cached under one stay right while
   // it holds.
@@ -114,17 +137,45 @@ class ProvenanceIndex {
 
  private:
   struct Walk;
-  Status Add(std::string_view value, Source source);
-  Status Fail(Status error);
+  // A message or output queued for the walk.
+  struct Pending {
+    std::int64_t turn = 0;
+    // 0: `text` is a user message; else `text` is the tool's name (this many
+    // bytes), the call id (call_id_bytes) and the output, flattened
+    // (internal/flat_json.h): one buffer per output.
+    std::size_t tool_bytes = 0;
+    std::size_t call_id_bytes = 0;
+    std::string text;
+  };
+  // What an Add* may add at most; `fits` false when it could hit a limit of
+  // its own (too many bytes, too deep, a value of unknown size).
+  struct Bound {
+    std::size_t sources = 0;
+    std::size_t key_bytes = 0;
+    bool fits = true;
+  };
+  // True when `b` together with the queue stays inside the limits.
+  bool Fits(const Bound& b) const;
+  void Queue(Pending p, const Bound& b);
+  // Walks the queue (the state below is mutable for this: a question on a
+  // const index walks what was added before it).
+  void Flush() const;
+  Status IndexOutput(std::int64_t turn, std::string_view tool, std::string_view call_id,
+                     std::shared_ptr<const nlohmann::json> output) const;
+  Status IndexUserMessage(std::int64_t turn, std::string_view text) const;
+  Status Add(std::string_view value, Source source) const;
+  Status Fail(Status error) const;
 
   TrustPolicy trust_;
   IndexLimits limits_;
-  Status health_;
-  std::vector<Source> sources_;
-  std::unordered_map<std::string, std::vector<std::uint32_t>> by_value_;
-  std::size_t key_bytes_ = 0;
   std::uint64_t generation_ = 0;
-  std::vector<UserMessage> user_messages_;
+  mutable Status health_;
+  mutable std::vector<Source> sources_;
+  mutable std::unordered_map<std::string, std::vector<std::uint32_t>> by_value_;
+  mutable std::size_t key_bytes_ = 0;
+  mutable std::vector<UserMessage> user_messages_;
+  mutable std::vector<Pending> pending_;
+  mutable Bound pending_bound_;
 };
 
 }  // namespace taskledger::provenance

@@ -47,23 +47,21 @@ local function transition(name, keys, args)
   local r_max_cmd, r_max_run = tonumber(args[11]), tonumber(args[12])
   local r_max_win, r_win_ms = tonumber(args[13]), tonumber(args[14])
 
-  -- Every field the checks read, in one call.
-  local f = redis.call('HMGET', cmd, 'state', 'command_key', 'fencing_token', 'attempts',
-                       'lease_owner', 'lease_expires_ms')
-  if not f[1] then return fail('TLNOTFOUND', 'no such command') end
-  local state, ckey = f[1], f[2]
+  if redis.call('EXISTS', cmd) == 0 then return fail('TLNOTFOUND', 'no such command') end
+  local state = redis.call('HGET', cmd, 'state')
+  local ckey = redis.call('HGET', cmd, 'command_key')
   if not SOURCES[name][state] then
     return fail('TLPRE', name .. ' needs state ' .. SOURCE_TEXT[name] .. ', command ' .. ckey ..
                 ' is ' .. state)
   end
-  local cur_token = tonumber(f[3] or '0')
+  local cur_token = num(cmd, 'fencing_token')
   if NEEDS_TOKEN[name] and token ~= cur_token then
     return fail('TLFENCED', 'fenced: token ' .. n2s(token) ..
                 ' is stale, the current lease has token ' .. n2s(cur_token))
   end
-  local attempts = tonumber(f[4] or '0')
-  local lease_owner = f[5] or ''
-  local expires = tonumber(f[6] or '0')
+  local attempts = num(cmd, 'attempts')
+  local lease_owner = redis.call('HGET', cmd, 'lease_owner') or ''
+  local expires = num(cmd, 'lease_expires_ms')
   local run_replays, win_start, win_count = 0, 0, 0
   if name == 'lease' then
     if owner == '' then return fail('TLARG', 'lease needs an owner') end
@@ -221,12 +219,11 @@ redis.register_function('tlc_commit_reserve_lease', function(keys, args)
   local stream, cmd = {keys[1]}, keys[2]
   local landed = commit_check(stream, args)
   if type(landed) == 'table' then return landed end
-  local found = redis.call('HMGET', cmd, 'state', 'approver')
-  local state = found[1]
+  local state = redis.call('HGET', cmd, 'state')
   if not state and not SOURCES['lease'][args[7]] then
     return fail('TLARG', 'a command reserved with its lease must start in a state it leases from')
   end
-  if state and (not SOURCES['lease'][state] or (found[2] or '') ~= '') then
+  if state and (not SOURCES['lease'][state] or (redis.call('HGET', cmd, 'approver') or '') ~= '') then
     return {0, redis.call('HGETALL', cmd), 0, landed or 0}
   end
   local version = landed

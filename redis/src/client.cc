@@ -144,6 +144,16 @@ Status ServerErrorToStatus(const Reply& reply, std::string_view context) {
   return Status::Internal(std::move(message));
 }
 
+Status LibraryLoadRefused(const Reply& reply, const FunctionLibrary& library) {
+  Status st = ServerErrorToStatus(reply, "FUNCTION LOAD " + library.name);
+  if (!StartsWith(reply.str(), "NOPERM")) return st;
+  return Status::FailedPrecondition(
+      st.message() + " (the server does not hold this build's version of the library " +
+      library.name +
+      ", and this user may not load it: after an upgrade, open the store once as a user "
+      "allowed FUNCTION LOAD, see docs/reliability.md)");
+}
+
 bool IsFunctionNotFound(const Reply& reply) {
   return reply.is_error() && StartsWith(reply.str(), "ERR Function not found");
 }
@@ -413,7 +423,7 @@ Result<std::vector<Reply>> RedisClient::FlushReloading(const FunctionLibrary& li
   auto retried = Flush();
   if (!retried) return retried.error();
   if ((*retried)[0].is_error()) {
-    return ServerErrorToStatus((*retried)[0], "FUNCTION LOAD " + library.name);
+    return LibraryLoadRefused((*retried)[0], library);
   }
   for (size_t k = 0; k < missing.size(); ++k) (*replies)[missing[k]] = std::move((*retried)[k + 1]);
   return replies;
@@ -447,7 +457,7 @@ Status RedisClient::EnsureLoaded(const FunctionLibrary& library) {
   }
   auto loaded = Command({"FUNCTION", "LOAD", "REPLACE", library.source});
   if (!loaded) return loaded.error();
-  if (loaded->is_error()) return ServerErrorToStatus(*loaded, "FUNCTION LOAD " + library.name);
+  if (loaded->is_error()) return LibraryLoadRefused(*loaded, library);
   return Status::Ok();
 }
 

@@ -181,7 +181,7 @@ class ClusterBatch {
           router_.PoolOf(node).Take()->Command({"FUNCTION", "LOAD", "REPLACE", library_->source});
       if (!loaded) return loaded.error();
       if (loaded->is_error() && !Starts(*loaded, "MOVED") && !Starts(*loaded, "READONLY")) {
-        return ServerErrorToStatus(*loaded, "FUNCTION LOAD " + library_->name);
+        return LibraryLoadRefused(*loaded, *library_);
       }
     }
     return Status::Ok();

@@ -248,3 +248,31 @@ TEST_CASE("tenant isolation: per-tenant ACL users confine each process to its ow
   CHECK(admin->ReadHead({"victim", "c1"}).value() == victim_state);
   CHECK(admin_commands.value()->ListCommands(RunId{"victim", "r1"}).value().size() == 1);
 }
+
+TEST_CASE(
+    "tenant isolation: a tenant process that meets another library version says who must load it",
+    "[reliability][tenant][acl]") {
+  auto server = RedisServer::Start();
+  REQUIRE(server->Run(TenantAcl("victim", "pw-v")) == "OK");
+  const std::string victim_url = UrlFor(*server, "victim", "pw-v");
+  // The server holds another version of the ledger's library (as after an
+  // upgrade of the application), which the tenant user may not replace.
+  REQUIRE(server->Run({"FUNCTION", "LOAD",
+                       "#!lua name=taskledger_ledger\n"
+                       "redis.register_function('tl_commit', function() return 0 end)"}) ==
+          "taskledger_ledger");
+  auto refused = OpenRedisStore(RedisOpts(victim_url, std::chrono::milliseconds(1000)));
+  REQUIRE_FALSE(refused.has_value());
+  CHECK(refused.error().code() == StatusCode::kFailedPrecondition);
+  const std::string& why = refused.error().message();
+  CHECK(why.find("NOPERM") != std::string::npos);
+  CHECK(why.find("taskledger_ledger") != std::string::npos);
+  CHECK(why.find("as a user allowed FUNCTION LOAD") != std::string::npos);
+  // Once an operator's connection has loaded this build's library, the
+  // tenant's process opens and works.
+  auto admin = MustOpenStore(server->url());
+  auto opened = OpenRedisStore(RedisOpts(victim_url, std::chrono::milliseconds(1000)));
+  REQUIRE(opened.has_value());
+  const LedgerState written = WriteTwoTurns(*opened.value(), {"victim", "c1"});
+  CHECK(admin->ReadHead({"victim", "c1"}).value() == written);
+}

@@ -137,6 +137,13 @@ struct FunctionLibrary {
   std::string source;
 };
 
+// The Status for a FUNCTION LOAD of `library` that the server refused, as
+// ServerErrorToStatus words it. A NOPERM (the usual case after an upgrade
+// changed the library, opened by a tenant user that may not load functions)
+// also says what to do: have a user allowed FUNCTION LOAD open the store once.
+// REQUIRES: reply.is_error().
+Status LibraryLoadRefused(const Reply& reply, const FunctionLibrary& library);
+
 struct RedisClientOptions {
   std::chrono::milliseconds connect_timeout{1000};
   // Bounds each blocking read or write of a command; a command that takes

@@ -116,8 +116,23 @@ int main(int argc, char** argv) {
 
   // Round trips: MONITOR while `counted` writes run, then one EndTurn.
   const std::string log = "/tmp/taskledger-bench-write-" + stamp + ".log";
-  pid_t monitor = ::fork();
-  if (monitor == 0) {
+  // Stopped on every way out: a write that fails must not leave redis-cli
+  // holding the caller's stderr (a `scripts/bench write | tail` would hang).
+  struct MonitorChild {
+    pid_t pid = -1;
+    std::string log;
+    void Stop() {
+      if (pid <= 0) return;
+      ::kill(pid, SIGTERM);
+      ::waitpid(pid, nullptr, 0);
+      pid = -1;
+    }
+    ~MonitorChild() {
+      Stop();
+      std::remove(log.c_str());
+    }
+  } monitor{::fork(), log};
+  if (monitor.pid == 0) {
     if (!std::freopen(log.c_str(), "w", stdout)) ::_exit(127);
     ::execlp("redis-cli", "redis-cli", "-u", url.c_str(), "monitor", static_cast<char*>(nullptr));
     ::_exit(127);
@@ -131,11 +146,9 @@ int main(int argc, char** argv) {
   if (auto v = session.EndTurn(); !v) return Fail("end turn", v.error());
   (void)ping.Command({"ECHO", marker + "-end"});
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  ::kill(monitor, SIGTERM);
-  ::waitpid(monitor, nullptr, 0);
+  monitor.Stop();
   const int write_commands = CountCommands(log, marker + "-writes");
   const int all_commands = CountCommands(log, marker + "-end");
-  std::remove(log.c_str());
   if (write_commands == 0) return Fail("monitor", Status::Unavailable("MONITOR saw nothing"));
 
   // Latency, interleaved with PING.

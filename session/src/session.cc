@@ -113,9 +113,12 @@ void Session::NoteProvenance(const Status& indexed, std::string_view what) {
   if (indexed.ok()) return;
   // The index now refuses every lookup, so rules asking provenance deny:
   // the error says why.
-  ledger_->StageError({{"source", "provenance"},
-                       {"code", "provenance_limit"},
-                       {"message", std::string(what) + ": " + indexed.message()}});
+  ledger_->StageError(ExtractionError{.source = "provenance",
+                                      .tool = std::nullopt,
+                                      .call_id = std::nullopt,
+                                      .rule = std::nullopt,
+                                      .code = "provenance_limit",
+                                      .message = std::string(what) + ": " + indexed.message()});
 }
 
 Session::~Session() = default;
@@ -300,11 +303,13 @@ bool Session::ExecutePlain(const ProposedCall& call, bool writes,
     // A call that may have been made is uncertain; one that could not be made is an error.
     const bool uncertain = writes && (ran.threw || ran.error.code() == StatusCode::kTimeout);
     StageCallRecord(call, writes, uncertain ? "uncertain" : "error");
-    ledger_->StageError({{"source", "tool"},
-                         {"tool", call.tool},
-                         {"call_id", call.id},
-                         {"code", uncertain ? "outcome_uncertain" : "execution_failed"},
-                         {"message", ran.error.ToString()}});
+    ledger_->StageError(
+        ExtractionError{.source = "tool",
+                        .tool = call.tool,
+                        .call_id = call.id,
+                        .rule = std::nullopt,
+                        .code = uncertain ? "outcome_uncertain" : "execution_failed",
+                        .message = ran.error.ToString()});
     result.message = uncertain ? "Error: the outcome of " + call.tool +
                                      " is unknown, it may or may not have taken effect: " +
                                      ran.error.ToString() + ". Check before trying it again."
@@ -320,11 +325,12 @@ bool Session::ExecutePlain(const ProposedCall& call, bool writes,
   if (!recorded.ok()) {
     // The ledger refused an extracted update (it never should for extractor
     // output); the call itself happened, so keep the evidence of that.
-    ledger_->StageError({{"source", "tool"},
-                         {"tool", call.tool},
-                         {"call_id", call.id},
-                         {"code", "stage_failed"},
-                         {"message", recorded.ToString()}});
+    ledger_->StageError(ExtractionError{.source = "tool",
+                                        .tool = call.tool,
+                                        .call_id = call.id,
+                                        .rule = std::nullopt,
+                                        .code = "stage_failed",
+                                        .message = recorded.ToString()});
   }
   return false;
 }

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -195,6 +196,14 @@ TEST_CASE("provenance: a hostile 10 MB output makes provenance rules deny, sayin
   ProposedCall read{"h1", "read_channel_messages", {{"channel", "general"}}};
   (void)s.RecordToolOutput(read, ToolOutput{page, false});
   CHECK(s.provenance().health().code() == StatusCode::kLimitExceeded);
+  // The turn says why, as a typed extraction error.
+  const auto& errors = s.pending().errors;
+  auto limit = std::find_if(errors.begin(), errors.end(),
+                            [](const ExtractionError& e) { return e.code == "provenance_limit"; });
+  REQUIRE(limit != errors.end());
+  CHECK(limit->source == "provenance");
+  CHECK_FALSE(limit->message.value_or("").empty());
+  CHECK(EncodeExtractionError(*limit).size() == 3);  // source, code, message: as 0.1 stored it
   CallResult r = s.HandleToolCall({"h2", "get_webpage", {{"url", "www.informations.com"}}},
                                   [](const ProposedCall&) -> Result<ToolOutput> {
                                     return ToolOutput{"ok", false};

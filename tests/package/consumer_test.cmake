@@ -1,5 +1,6 @@
 # cmake -P script: install BUILD_DIR into WORK_DIR/prefix, then configure,
-# build and run the consumer in SOURCE_DIR against it.
+# build and run the consumer in SOURCE_DIR against it; WORK_DIR is removed
+# when the consumer passed.
 file(REMOVE_RECURSE ${WORK_DIR})
 execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix
                 RESULT_VARIABLE rc OUTPUT_QUIET)
@@ -22,3 +23,6 @@ message("consumer: ${out}")
 if(rc)
   message(FATAL_ERROR "the consumer failed: ${rc}")
 endif()
+# Passed: the installed copy (about half a gigabyte with debug information)
+# is not needed again. A failure above keeps it to look into.
+file(REMOVE_RECURSE ${WORK_DIR})

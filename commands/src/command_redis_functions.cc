@@ -172,6 +172,24 @@ local function reserve(keys, args)
   return 1
 end
 
+-- A new command reserved already leased: what reserve and then the lease
+-- transition would write, as one HSET (same fields, values and order), and
+-- the hash as HGETALL would list it, without reading it (and its spec) back.
+-- REQUIRES: the command does not exist, args[3] (its initial state) is a
+-- lease source, and owner and lease_ms passed the lease's own checks.
+local function reserve_leased(keys, args, lease_now, owner, lease_ms)
+  local cmd, meta, order = keys[1], keys[2], keys[3]
+  local seq = redis.call('HINCRBY', meta, 'next_seq', 1)
+  local now = tonumber(lease_now)
+  local flat = {'command_key', args[1], 'spec', args[2], 'state', TARGET['lease'],
+                'seq', n2s(seq), 'attempts', '1', 'fencing_token', '1', 'lease_owner', owner,
+                'lease_expires_ms', n2s(now + tonumber(lease_ms)), 'created_ms', args[4],
+                'updated_ms', n2s(now)}
+  redis.call('HSET', cmd, unpack(flat))
+  redis.call('ZADD', order, seq, args[1])
+  return flat
+end
+
 -- KEYS = {command hash, run meta, run order}; ARGV = {command_key, spec_json, state, now_ms}
 -- Returns {created (0|1), HGETALL of the command}.
 redis.register_function('tlc_reserve', function(keys, args)
@@ -187,8 +205,11 @@ redis.register_function('tlc_reserve_lease', function(keys, args)
   -- The lease's own guards first: a refused call writes nothing.
   if args[6] == '' then return fail('TLARG', 'lease needs an owner') end
   if tonumber(args[7]) <= 0 then return fail('TLARG', 'lease needs a positive duration') end
-  local created = reserve(keys, args)
   local cmd = keys[1]
+  if SOURCES['lease'][args[3]] and redis.call('EXISTS', cmd) == 0 then
+    return {1, reserve_leased(keys, args, args[5], args[6], args[7]), 1}
+  end
+  local created = reserve(keys, args)
   if not SOURCES['lease'][redis.call('HGET', cmd, 'state')] then
     return {created, redis.call('HGETALL', cmd), 0}
   end
@@ -231,7 +252,12 @@ redis.register_function('tlc_commit_reserve_lease', function(keys, args)
     version = commit_write(stream, args)
     if type(version) == 'table' then return version end
   end
-  local created = reserve({cmd, keys[3], keys[4]}, {args[5], args[6], args[7], args[8]})
+  local reserve_args = {args[5], args[6], args[7], args[8]}
+  if not state and redis.call('EXISTS', cmd) == 0 then
+    return {1, reserve_leased({cmd, keys[3], keys[4]}, reserve_args, args[9], args[10], args[11]),
+            1, version}
+  end
+  local created = reserve({cmd, keys[3], keys[4]}, reserve_args)
   local leased = transition('lease', {cmd, keys[3]},
                             {args[9], '0', args[10], args[11], '', '', '', '', '', '0', '0', '0',
                              '0', '0'})

@@ -65,6 +65,24 @@ Result<Command> SpecCache::Decode(const std::string& spec) {
   return c;
 }
 
+std::optional<Fields> LeasedHashes::Find(const std::string& key, uint64_t token) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = hashes_.find(key);
+  if (it == hashes_.end() || it->second.first != token) return std::nullopt;
+  return it->second.second;
+}
+
+void LeasedHashes::Update(const std::string& key, bool leased, uint64_t token,
+                          const Fields& fields) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!leased) {
+    hashes_.erase(key);
+    return;
+  }
+  if (hashes_.size() >= kMax && hashes_.count(key) == 0) hashes_.clear();
+  hashes_[key] = {token, fields};
+}
+
 Result<Fields> ToFields(const Reply& r, const std::string& what) {
   if (!r.is_array() || r.elements().size() % 2 != 0) {
     return Status::Corruption(what + ": expected a field list, got " + r.Describe());

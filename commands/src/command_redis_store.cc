@@ -96,7 +96,7 @@ class RedisCommandStore final : public CommandStore {
     const std::string key = keys.Command(r.command_key);
     std::string function = "tlc_" + std::string(TransitionName(r.transition));
     std::optional<internal::Fields> base;
-    if (TransitionNeedsFencingToken(r.transition)) base = leased_.Find(key, r.fencing_token);
+    if (TransitionNeedsFencingToken(r.transition)) base = leased_.Take(key, r.fencing_token);
     auto reply =
         FCall(function, {key, keys.meta},
               {std::to_string(r.now_ms), std::to_string(r.fencing_token), r.owner,
@@ -115,7 +115,10 @@ class RedisCommandStore final : public CommandStore {
       *fields = std::move(*base);
     }
     auto c = DecodeFields(*fields, &specs_);
-    if (c) leased_.Update(key, c->state == CommandState::kLeased, c->fencing_token, *fields);
+    if (c) {
+      leased_.Update(key, c->state == CommandState::kLeased, c->fencing_token,
+                     std::move(fields).value());
+    }
     return c;
   }
 
@@ -274,7 +277,8 @@ class RedisCommandStore final : public CommandStore {
     auto c = DecodeFields(*fields, &specs_);
     if (!c) return c.error();
     const bool leased = size >= 3 && e[2].integer() == 1;
-    leased_.Update(keys.Command(initial.command_key), leased, c->fencing_token, *fields);
+    leased_.Update(keys.Command(initial.command_key), leased, c->fencing_token,
+                   std::move(fields).value());
     const bool created = e[0].integer() == 1;
     if (known && c->seq == 1 && created) {
       // The run's first command, yet this process had indexed the run: it was

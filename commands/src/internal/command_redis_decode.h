@@ -54,11 +54,12 @@ class SpecCache {
 class LeasedHashes {
  public:
   static constexpr size_t kMax = 1024;
-  // The hash of `key` when it was remembered with this fencing token.
-  std::optional<Fields> Find(const std::string& key, uint64_t token);
+  // The hash of `key` when it was remembered with this fencing token, taken
+  // out (the transition that uses it puts back what it left, via Update).
+  std::optional<Fields> Take(const std::string& key, uint64_t token);
   // Remembers `fields` as `key`'s hash under `token`; forgets `key` when
   // `leased` is false (the command left its lease).
-  void Update(const std::string& key, bool leased, uint64_t token, const Fields& fields);
+  void Update(const std::string& key, bool leased, uint64_t token, Fields fields);
 
  private:
   std::mutex mu_;

@@ -5,11 +5,14 @@
 // caller gets must be exactly what a reader finds afterwards, whether the
 // lease came from a reserve-and-lease, a lease transition, or another store
 // (no delta then: the whole hash comes back). Each case runs on a private
-// redis-server, whose INFO commandstats shows that no HGETALL ran.
+// redis-server, whose INFO commandstats shows that no HGETALL ran. A library
+// that ignores the request (main's, loaded by an older process after this
+// store opened) answers the whole hash, which applies the same way.
 // Single-threaded.
 #include <catch2/catch.hpp>
 
 #include "command_test_support.h"
+#include "internal/command_redis_functions.h"
 
 namespace taskledger::testing {
 namespace {
@@ -131,6 +134,30 @@ TEST_CASE("redis command store: a settle through a store that did not lease gets
     REQUIRE(read_b.has_value());
     CHECK(*read_b == *leased_b);
   }
+}
+
+TEST_CASE("redis command store: a library that answers the whole hash to a delta request",
+          "[commands][redis]") {
+  auto server = RedisServer::Start();
+  auto store = OpenOn(*server);
+  const RunId run = FreshRun("delta-old");
+  Command c = Leased(*store, run, "s", /*fused=*/true);
+  // The library as a release without short replies behaves: the same text
+  // with the request never recognised, loaded by "another process".
+  std::string old = internal::CommandFunctionLibrary().source;
+  const std::string ask = "args[15] == 'delta'";
+  REQUIRE(old.find(ask) != std::string::npos);
+  old.replace(old.find(ask), ask.size(), "args[15] == 'never'");
+  REQUIRE(server->Run({"FUNCTION", "LOAD", "REPLACE", old}) == "taskledger_commands");
+  const long before = HgetallCalls(*server);
+  auto settled = store->Apply(ValidRequest(c, T::kSucceed));
+  REQUIRE(settled.has_value());
+  CHECK(HgetallCalls(*server) == before + 1);  // the old way: read back in full
+  auto read = store->Get(run, c.command_key);
+  REQUIRE(read.has_value());
+  CHECK(*settled == *read);
+  CHECK(settled->state == S::kSucceeded);
+  CHECK(settled->external_id == "ext-1");
 }
 
 }  // namespace taskledger::testing

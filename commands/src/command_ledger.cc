@@ -33,6 +33,17 @@ Result<Command> CommandLedger::Transit(const Command& c, TransitionRequest r) {
   return store_.Apply(r);
 }
 
+// The lease this worker asks for at `now_ms`; the caller fills in run and key
+// when the command already exists (the store takes them from the new command).
+TransitionRequest CommandLedger::LeaseRequest(int64_t now_ms) const {
+  TransitionRequest r;
+  r.transition = Transition::kLease;
+  r.owner = options_.worker_id;
+  r.lease_ms = options_.lease_ms;
+  r.now_ms = now_ms;
+  return r;
+}
+
 Result<Command> CommandLedger::Reserve(const CommandSpec& spec) {
   auto initial = NewCommand(spec, clock_.NowMs());
   if (!initial) return initial.error();
@@ -43,13 +54,9 @@ Result<Command> CommandLedger::Reserve(const CommandSpec& spec) {
 }
 
 Result<Command> CommandLedger::Lease(const RunId& run, std::string_view command_key) {
-  TransitionRequest r;
+  TransitionRequest r = LeaseRequest(clock_.NowMs());
   r.run = run;
   r.command_key = std::string(command_key);
-  r.transition = Transition::kLease;
-  r.owner = options_.worker_id;
-  r.lease_ms = options_.lease_ms;
-  r.now_ms = clock_.NowMs();
   auto leased = store_.Apply(r);
   if (leased) Observe("leased", *leased);
   return leased;
@@ -59,12 +66,7 @@ Result<ReserveResult> CommandLedger::ReserveAndLease(const CommandSpec& spec) {
   const int64_t now = clock_.NowMs();
   auto initial = NewCommand(spec, now);
   if (!initial) return initial.error();
-  TransitionRequest r;
-  r.transition = Transition::kLease;
-  r.owner = options_.worker_id;
-  r.lease_ms = options_.lease_ms;
-  r.now_ms = now;
-  auto reserved = store_.ReserveAndLease(*initial, r);
+  auto reserved = store_.ReserveAndLease(*initial, LeaseRequest(now));
   if (!reserved) return reserved;
   Observe("reserved", reserved->command);
   if (reserved->leased) Observe("leased", reserved->command);
@@ -76,12 +78,7 @@ Result<CommitReserveResult> CommandLedger::CommitReserveAndLease(const EncodedCo
   const int64_t now = clock_.NowMs();
   auto initial = NewCommand(spec, now);
   if (!initial) return initial.error();
-  TransitionRequest r;
-  r.transition = Transition::kLease;
-  r.owner = options_.worker_id;
-  r.lease_ms = options_.lease_ms;
-  r.now_ms = now;
-  auto done = store_.CommitReserveAndLease(commit, *initial, r);
+  auto done = store_.CommitReserveAndLease(commit, *initial, LeaseRequest(now));
   if (!done || !done->commit.refusal.empty()) return done;
   Observe("reserved", done->reserve.command);
   if (done->reserve.leased) Observe("leased", done->reserve.command);

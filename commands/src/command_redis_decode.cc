@@ -65,6 +65,25 @@ Result<Command> SpecCache::Decode(const std::string& spec) {
   return c;
 }
 
+std::optional<Fields> LeasedHashes::Take(const std::string& key, uint64_t token) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = hashes_.find(key);
+  if (it == hashes_.end() || it->second.first != token) return std::nullopt;
+  std::optional<Fields> out(std::move(it->second.second));
+  hashes_.erase(it);
+  return out;
+}
+
+void LeasedHashes::Update(const std::string& key, bool leased, uint64_t token, Fields fields) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!leased) {
+    hashes_.erase(key);
+    return;
+  }
+  if (hashes_.size() >= kMax && hashes_.count(key) == 0) hashes_.clear();
+  hashes_[key] = {token, std::move(fields)};
+}
+
 Result<Fields> ToFields(const Reply& r, const std::string& what) {
   if (!r.is_array() || r.elements().size() % 2 != 0) {
     return Status::Corruption(what + ": expected a field list, got " + r.Describe());

@@ -25,6 +25,10 @@ local function n2s(x) return string.format('%d', x) end
 
 // After the transition tables (TransitionTables()).
 constexpr const char* kBody = R"LUA(
+-- The transitions that read attempts, lease_owner or lease_expires_ms.
+local READS_LEASE = {lease = true, renew = true, unlease = true, expire_lease = true,
+                     release = true, replay = true}
+
 local function fail(code, msg) return redis.error_reply(code .. ' ' .. msg) end
 
 local function num(h, field)
@@ -35,6 +39,15 @@ end
 
 local function evidence_missing(ext, ev)
   return ext == '' or ev == '' or ev == 'null' or ev == '{}' or ev == '[]' or ev == '""'
+end
+
+-- HSET on the command; the field/value pairs also go to `written` (when not nil).
+local function hset(cmd, written, ...)
+  redis.call('HSET', cmd, ...)
+  if written then
+    local fv = {...}
+    for i = 1, #fv do written[#written + 1] = fv[i] end
+  end
 end
 
 -- One transition: every check first (same order as ApplyTransition), then the writes.
@@ -49,8 +62,8 @@ local function transition(name, keys, args)
 
   if redis.call('EXISTS', cmd) == 0 then return fail('TLNOTFOUND', 'no such command') end
   local state = redis.call('HGET', cmd, 'state')
-  local ckey = redis.call('HGET', cmd, 'command_key')
   if not SOURCES[name][state] then
+    local ckey = redis.call('HGET', cmd, 'command_key')
     return fail('TLPRE', name .. ' needs state ' .. SOURCE_TEXT[name] .. ', command ' .. ckey ..
                 ' is ' .. state)
   end
@@ -59,9 +72,13 @@ local function transition(name, keys, args)
     return fail('TLFENCED', 'fenced: token ' .. n2s(token) ..
                 ' is stale, the current lease has token ' .. n2s(cur_token))
   end
-  local attempts = num(cmd, 'attempts')
-  local lease_owner = redis.call('HGET', cmd, 'lease_owner') or ''
-  local expires = num(cmd, 'lease_expires_ms')
+  -- The lease's fields, read only by the transitions that use them.
+  local attempts, lease_owner, expires = 0, '', 0
+  if READS_LEASE[name] then
+    attempts = num(cmd, 'attempts')
+    lease_owner = redis.call('HGET', cmd, 'lease_owner') or ''
+    expires = num(cmd, 'lease_expires_ms')
+  end
   local run_replays, win_start, win_count = 0, 0, 0
   if name == 'lease' then
     if owner == '' then return fail('TLARG', 'lease needs an owner') end
@@ -112,33 +129,37 @@ local function transition(name, keys, args)
     end
   end
 
-  -- Every check passed: write.
+  -- Every check passed: write. A fenced transition asked for 'delta' answers
+  -- only the fields it wrote: the caller holds the hash as its lease left it
+  -- (nothing else changes a command while its lease token stands).
+  local written = nil
+  if args[15] == 'delta' and NEEDS_TOKEN[name] then written = {} end
   if name == 'lease' then
-    redis.call('HSET', cmd, 'attempts', n2s(attempts + 1), 'fencing_token', n2s(cur_token + 1),
+    hset(cmd, written, 'attempts', n2s(attempts + 1), 'fencing_token', n2s(cur_token + 1),
                'lease_owner', owner, 'lease_expires_ms', n2s(now + lease_ms))
   elseif name == 'renew' then
-    redis.call('HSET', cmd, 'lease_expires_ms', n2s(now + lease_ms))
+    hset(cmd, written, 'lease_expires_ms', n2s(now + lease_ms))
   elseif name == 'unlease' then
-    if attempts > 0 then redis.call('HSET', cmd, 'attempts', n2s(attempts - 1)) end
+    if attempts > 0 then hset(cmd, written, 'attempts', n2s(attempts - 1)) end
   elseif name == 'succeed' or name == 'reconcile_found' then
     local done = redis.call('HINCRBY', meta, 'completed_seq', 1)
-    redis.call('HSET', cmd, 'external_id', ext, 'evidence', ev, 'completed_seq', n2s(done))
+    hset(cmd, written, 'external_id', ext, 'evidence', ev, 'completed_seq', n2s(done))
   elseif name == 'fail' or name == 'mark_uncertain' then
-    redis.call('HSET', cmd, 'last_error', err)
+    hset(cmd, written, 'last_error', err)
   elseif name == 'expire_lease' then
     if err == '' then err = 'lease of ' .. lease_owner .. ' ended without an outcome' end
-    redis.call('HSET', cmd, 'last_error', err)
+    hset(cmd, written, 'last_error', err)
   elseif name == 'escalate' then
-    redis.call('HSET', cmd, 'escalated', '1', 'escalation_reason', reason)
+    hset(cmd, written, 'escalated', '1', 'escalation_reason', reason)
   elseif name == 'approve' or name == 'deny' then
-    redis.call('HSET', cmd, 'approver', actor, 'approval_reason', reason)
+    hset(cmd, written, 'approver', actor, 'approval_reason', reason)
   elseif name == 'cancel' then
     local text = reason
     if actor ~= '' then text = actor .. ': ' .. reason end
-    redis.call('HSET', cmd, 'cancel_reason', text)
+    hset(cmd, written, 'cancel_reason', text)
   elseif name == 'replay' then
     redis.call('HINCRBY', cmd, 'replays', 1)
-    redis.call('HSET', cmd, 'replay_reason', actor .. ': ' .. reason)
+    hset(cmd, written, 'replay_reason', actor .. ': ' .. reason)
     redis.call('HINCRBY', meta, 'replays', 1)
     if now - win_start >= r_win_ms then
       redis.call('HSET', meta, 'replay_window_start_ms', n2s(now), 'replay_window_count', '0')
@@ -146,9 +167,10 @@ local function transition(name, keys, args)
     redis.call('HINCRBY', meta, 'replay_window_count', 1)
   end
   if TARGET[name] ~= 'leased' then
-    redis.call('HSET', cmd, 'lease_owner', '', 'lease_expires_ms', '0')
+    hset(cmd, written, 'lease_owner', '', 'lease_expires_ms', '0')
   end
-  redis.call('HSET', cmd, 'state', TARGET[name], 'updated_ms', n2s(now))
+  hset(cmd, written, 'state', TARGET[name], 'updated_ms', n2s(now))
+  if written then return written end
   return redis.call('HGETALL', cmd)
 end
 
@@ -172,6 +194,24 @@ local function reserve(keys, args)
   return 1
 end
 
+-- A new command reserved already leased: what reserve and then the lease
+-- transition would write, as one HSET (same fields, values and order), and
+-- the hash as HGETALL would list it, without reading it (and its spec) back.
+-- REQUIRES: the command does not exist, args[3] (its initial state) is a
+-- lease source, and owner and lease_ms passed the lease's own checks.
+local function reserve_leased(keys, args, lease_now, owner, lease_ms)
+  local cmd, meta, order = keys[1], keys[2], keys[3]
+  local seq = redis.call('HINCRBY', meta, 'next_seq', 1)
+  local now = tonumber(lease_now)
+  local flat = {'command_key', args[1], 'spec', args[2], 'state', TARGET['lease'],
+                'seq', n2s(seq), 'attempts', '1', 'fencing_token', '1', 'lease_owner', owner,
+                'lease_expires_ms', n2s(now + tonumber(lease_ms)), 'created_ms', args[4],
+                'updated_ms', n2s(now)}
+  redis.call('HSET', cmd, unpack(flat))
+  redis.call('ZADD', order, seq, args[1])
+  return flat
+end
+
 -- KEYS = {command hash, run meta, run order}; ARGV = {command_key, spec_json, state, now_ms}
 -- Returns {created (0|1), HGETALL of the command}.
 redis.register_function('tlc_reserve', function(keys, args)
@@ -187,8 +227,11 @@ redis.register_function('tlc_reserve_lease', function(keys, args)
   -- The lease's own guards first: a refused call writes nothing.
   if args[6] == '' then return fail('TLARG', 'lease needs an owner') end
   if tonumber(args[7]) <= 0 then return fail('TLARG', 'lease needs a positive duration') end
-  local created = reserve(keys, args)
   local cmd = keys[1]
+  if SOURCES['lease'][args[3]] and redis.call('EXISTS', cmd) == 0 then
+    return {1, reserve_leased(keys, args, args[5], args[6], args[7]), 1}
+  end
+  local created = reserve(keys, args)
   if not SOURCES['lease'][redis.call('HGET', cmd, 'state')] then
     return {created, redis.call('HGETALL', cmd), 0}
   end
@@ -231,7 +274,12 @@ redis.register_function('tlc_commit_reserve_lease', function(keys, args)
     version = commit_write(stream, args)
     if type(version) == 'table' then return version end
   end
-  local created = reserve({cmd, keys[3], keys[4]}, {args[5], args[6], args[7], args[8]})
+  local reserve_args = {args[5], args[6], args[7], args[8]}
+  if not state and redis.call('EXISTS', cmd) == 0 then
+    return {1, reserve_leased({cmd, keys[3], keys[4]}, reserve_args, args[9], args[10], args[11]),
+            1, version}
+  end
+  local created = reserve({cmd, keys[3], keys[4]}, reserve_args)
   local leased = transition('lease', {cmd, keys[3]},
                             {args[9], '0', args[10], args[11], '', '', '', '', '', '0', '0', '0',
                              '0', '0'})

@@ -8,7 +8,9 @@
 // tlc_reserve's FCALL). The store remembers the runs it has indexed: a write
 // pays the index's round trip once per run and process, not once per call.
 // A write's transitions reply with the spec its reservation decoded: the
-// store parses it once (internal::SpecCache). Thread-safe: every call takes
+// store parses it once (internal::SpecCache), and a fenced transition of a
+// command it leased gets back only the fields it wrote (internal::LeasedHashes).
+// Thread-safe: every call takes
 // its own connection from the router's pools; the set of indexed runs and the
 // spec cache have their own mutexes.
 #include "taskledger/commands/redis_command_store.h"
@@ -20,6 +22,7 @@
 #include "internal/command_encoding.h"
 #include "internal/command_redis_decode.h"
 #include "internal/command_redis_functions.h"
+#include "taskledger/commands/command_transition.h"
 #include "taskledger/redis/client.h"
 #include "taskledger/redis/router.h"
 
@@ -84,22 +87,39 @@ class RedisCommandStore final : public CommandStore {
                      {std::to_string(lease.now_ms), lease.owner, std::to_string(lease.lease_ms)});
   }
 
+  // A fenced transition of a command this store leased asks for the fields it
+  // writes only and applies them to the hash its lease left (LeasedHashes):
+  // the reply then carries no spec. A full reply (a library that does not
+  // answer deltas) applies the same way.
   Result<Command> Apply(const TransitionRequest& r) override {
     auto keys = internal::KeysOfRun(r.run);
+    const std::string key = keys.Command(r.command_key);
     std::string function = "tlc_" + std::string(TransitionName(r.transition));
+    std::optional<internal::Fields> base;
+    if (TransitionNeedsFencingToken(r.transition)) base = leased_.Take(key, r.fencing_token);
     auto reply =
-        FCall(function, {keys.Command(r.command_key), keys.meta},
+        FCall(function, {key, keys.meta},
               {std::to_string(r.now_ms), std::to_string(r.fencing_token), r.owner,
                std::to_string(r.lease_ms), r.external_id,
                r.evidence.is_null() ? "" : Json(r.evidence), r.error, r.actor, r.reason,
                std::to_string(r.max_attempts), std::to_string(r.replay.max_attempts_per_command),
                std::to_string(r.replay.max_replays_per_run),
-               std::to_string(r.replay.max_replays_per_window), std::to_string(r.replay.window_ms)},
+               std::to_string(r.replay.max_replays_per_window), std::to_string(r.replay.window_ms),
+               base ? "delta" : ""},
               std::string(TransitionName(r.transition)) + " " + r.command_key);
     if (!reply) return reply.error();
     auto fields = ToFields(*reply, function);
     if (!fields) return fields.error();
-    return DecodeFields(*fields, &specs_);
+    if (base) {
+      for (auto& [name, value] : *fields) (*base)[name] = std::move(value);
+      *fields = std::move(*base);
+    }
+    auto c = DecodeFields(*fields, &specs_);
+    if (c) {
+      leased_.Update(key, c->state == CommandState::kLeased, c->fencing_token,
+                     std::move(fields).value());
+    }
+    return c;
   }
 
   Result<Command> Get(const RunId& run, std::string_view command_key) override {
@@ -256,6 +276,9 @@ class RedisCommandStore final : public CommandStore {
     if (!fields) return fields.error();
     auto c = DecodeFields(*fields, &specs_);
     if (!c) return c.error();
+    const bool leased = size >= 3 && e[2].integer() == 1;
+    leased_.Update(keys.Command(initial.command_key), leased, c->fencing_token,
+                   std::move(fields).value());
     const bool created = e[0].integer() == 1;
     if (known && c->seq == 1 && created) {
       // The run's first command, yet this process had indexed the run: it was
@@ -263,7 +286,7 @@ class RedisCommandStore final : public CommandStore {
       // before this line leaves a run DropRun had already taken out of the index.
       if (Status s = Index(initial.run); !s.ok()) return s;
     }
-    return ReserveResult{std::move(c).value(), created, size >= 3 && e[2].integer() == 1};
+    return ReserveResult{std::move(c).value(), created, leased};
   }
 
   // Runs this store has put into their tenant's index. Bounded: past
@@ -360,6 +383,7 @@ class RedisCommandStore final : public CommandStore {
   std::mutex indexed_mu_;
   std::set<std::string> indexed_;  // IndexedName of the runs indexed by this store
   internal::SpecCache specs_;  // the last command spec decoded (a write's reserve, then its settle)
+  internal::LeasedHashes leased_;  // the hashes of the commands this store leased
 };
 
 }  // namespace

@@ -4,8 +4,9 @@
 // for a state of many entries: SnapshotStride), the full state (field `s`). A commit is one call of
 // the Redis Function tl_commit (internal/ledger_redis_function.h), which appends the turn only if
 // the head is the version it was built on: check and write are atomic, in one round trip. A batch
-// is one pipeline of such calls. Reads are XREVRANGE / XRANGE. Records are the codec's JSON
-// documents serialised as CBOR, written directly from the structs (internal/redis_records.h).
+// is one pipeline of such calls. Records are the codec's JSON documents serialised as CBOR,
+// written directly from the structs (internal/redis_records.h). Reads (XREVRANGE / XRANGE /
+// SCAN) are redis_store_read.cc; this file is the commit path and the store's opening.
 //
 // On a Redis Cluster every call goes to the primary of its key's slot through
 // the RedisRouter, which follows redirects; a batch of commits goes out to
@@ -16,13 +17,11 @@
 
 #include <algorithm>
 #include <array>
-#include <deque>
 #include <optional>
-#include <set>
 
 #include "internal/ledger_redis_function.h"
 #include "internal/redis_records.h"
-#include "internal/redis_stream.h"
+#include "internal/redis_store_read.h"
 #include "taskledger/ledger/memory_store.h"
 #include "taskledger/redis/client.h"
 #include "taskledger/redis/keys.h"
@@ -52,18 +51,13 @@ uint64_t SnapshotStride(uint64_t every, const LedgerState& state) {
 }
 
 using internal::Reply;
-using internal::StreamEntry;
 
-std::string Describe(const ConversationId& id) { return id.tenant + "/" + id.conversation; }
-
-Status NotFound(const ConversationId& id, uint64_t version, uint64_t head) {
-  return Status::NotFound("conversation '" + Describe(id) + "' has no version " +
-                          std::to_string(version) + " (head is " + std::to_string(head) + ")");
-}
+using internal::DescribeConversation;
 
 Status Conflict(const CommitRequest& r, const std::string& head) {
-  return Status::Conflict("conversation '" + Describe(r.id) + "' is at version " + head +
-                          "; this turn was built on version " + std::to_string(r.turn->turn - 1));
+  return Status::Conflict("conversation '" + DescribeConversation(r.id) + "' is at version " +
+                          head + "; this turn was built on version " +
+                          std::to_string(r.turn->turn - 1));
 }
 
 class RedisStore final : public Store {
@@ -150,94 +144,33 @@ class RedisStore final : public Store {
   }
 
   Result<uint64_t> Head(const ConversationId& id) override {
-    std::string key = internal::TurnStreamKey(id);
-    auto reply = router_->Command(key, {"XREVRANGE", key, "+", "-", "COUNT", "1"});
-    if (!reply) return reply.error();
-    return HeadOf(*reply, "head of " + Describe(id));
+    return internal::ReadStreamHead(*router_, id);
   }
 
   Result<LedgerState> ReadVersion(const ConversationId& id, uint64_t version) override {
     if (version == 0) return LedgerState{};
-    return Read(id, version);
+    return internal::ReadStreamState(*router_, id, version, options_.snapshot_every);
   }
 
-  Result<LedgerState> ReadHead(const ConversationId& id) override { return Read(id, std::nullopt); }
+  Result<LedgerState> ReadHead(const ConversationId& id) override {
+    return internal::ReadStreamState(*router_, id, std::nullopt, options_.snapshot_every);
+  }
 
   Result<std::vector<TurnRecord>> ReadTurns(const ConversationId& id, uint64_t first,
                                             uint64_t last) override {
-    first = std::max<uint64_t>(first, 1);
-    std::string key = internal::TurnStreamKey(id), what = "turns of " + Describe(id);
-    std::string from = internal::EntryId(first), to = internal::EntryId(last);
-    auto replies = router_->Batch(
-        first <= last ? 2 : 1, nullptr, [&](size_t) { return std::string_view(key); },
-        [&](internal::RedisClient& client, size_t k) {
-          if (k == 0) {
-            client.Queue({"XREVRANGE", key, "+", "-", "COUNT", "1"});
-          } else {
-            client.Queue({"XRANGE", key, from, to});
-          }
-        });
-    if (!replies) return replies.error();
-    auto head = HeadOf((*replies)[0], what);
-    if (!head) return head.error();
-    if (last > *head) return NotFound(id, last, *head);
-    std::vector<TurnRecord> turns;
-    if (first > last) return turns;
-    std::vector<StreamEntry> entries;
-    if (Status s = internal::AppendEntries((*replies)[1], what, entries); !s.ok()) return s;
-    // Bracket the entries with the versions asked for, so that a gap at
-    // either end is named like one in the middle.
-    StreamEntry low{first - 1}, high{last + 1};
-    entries.insert(entries.begin(), low);
-    entries.push_back(high);
-    if (Status s = internal::CheckContiguous(entries, false, what); !s.ok()) return s;
-    for (size_t i = 1; i + 1 < entries.size(); ++i) {
-      auto turn = internal::DecodeTurnEntry(entries[i], what);
-      if (!turn) return turn.error();
-      turns.push_back(std::move(turn.value()));
-    }
-    return turns;
+    return internal::ReadStreamTurns(*router_, id, first, last);
   }
 
   Result<std::vector<std::string>> ListConversations(const std::string& tenant) override {
-    std::set<std::string> found;  // SCAN may return a key more than once
-    std::string what = "list conversations of " + tenant;
-    std::string pattern = internal::TenantStreamPattern(tenant);
-    // ACL key patterns do not filter what SCAN returns, so first touch a key
-    // under the tenant's own prefix: a user whose ACL excludes that tenant
-    // gets NOPERM here and sees no conversation names.
-    std::string prefix = internal::TenantKeyPrefix(tenant);
-    auto allowed = router_->Command(prefix, {"EXISTS", prefix});
-    if (!allowed) return allowed.error();
-    if (allowed->is_error()) return internal::ServerErrorToStatus(*allowed, what);
-    // A cluster primary's SCAN sees only its own keys: scan every one.
-    Status scanned = router_->ForEachPrimary([&](internal::RedisClient& client) {
-      std::string cursor = "0";
-      do {
-        auto reply =
-            client.Command({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000", "TYPE", "stream"});
-        if (!reply) return reply.error();
-        if (reply->is_error()) return internal::ServerErrorToStatus(*reply, what);
-        if (reply->elements().size() != 2)
-          return Status::Internal("SCAN: unexpected " + reply->Describe());
-        cursor = reply->elements()[0].str();
-        for (const Reply& key : reply->elements()[1].elements()) {
-          if (auto conversation = internal::ConversationOfStreamKey(key.str(), tenant)) {
-            found.insert(std::move(*conversation));
-          }
-        }
-      } while (cursor != "0");
-      return Status::Ok();
-    });
-    if (!scanned.ok()) return scanned;
-    return std::vector<std::string>(found.begin(), found.end());
+    return internal::ListStreamConversations(*router_, tenant);
   }
 
   Status DropConversation(const ConversationId& id) override {
     std::string key = internal::TurnStreamKey(id);
     auto reply = router_->Command(key, {"DEL", key});
     if (!reply) return reply.error();
-    if (reply->is_error()) return internal::ServerErrorToStatus(*reply, "drop " + Describe(id));
+    if (reply->is_error())
+      return internal::ServerErrorToStatus(*reply, "drop " + DescribeConversation(id));
     return Status::Ok();
   }
 
@@ -257,7 +190,7 @@ class RedisStore final : public Store {
       return Status::InvalidArgument("commit: missing turn or state");
     const TurnRecord& turn = *r.turn;
     if (turn.turn == 0 || r.after->version != turn.turn) {
-      return Status::InvalidArgument("commit " + Describe(r.id) +
+      return Status::InvalidArgument("commit " + DescribeConversation(r.id) +
                                      ": the state after the turn must carry its version");
     }
     Pending c;
@@ -297,7 +230,7 @@ class RedisStore final : public Store {
   static Status Outcome(const CommitRequest& r, const Pending& c, const Reply& reply) {
     if (reply.is_integer() && reply.integer() == static_cast<int64_t>(r.turn->turn))
       return Status::Ok();
-    std::string what = "commit " + Describe(r.id);
+    std::string what = "commit " + DescribeConversation(r.id);
     if (auto head = internal::ConflictHead(reply)) return Conflict(r, std::to_string(*head));
     if (reply.is_error())
       return internal::CommitErrorToStatus(reply, what + " (built on version " + c.base + ")");
@@ -310,57 +243,10 @@ class RedisStore final : public Store {
       return Status::Ok();
     }
     return Status::Unavailable(
-        "commit " + Describe(r.id) + ": on the primary, but " +
+        "commit " + DescribeConversation(r.id) + ": on the primary, but " +
         (reply.is_integer() ? std::to_string(reply.integer()) : reply.Describe()) + " of " +
         std::to_string(options_replicas_) + " replicas confirmed it within " + wait_[2] +
         " ms (committing the same turn again is safe)");
-  }
-
-  // The head from an XREVRANGE key + - COUNT 1 reply.
-  static Result<uint64_t> HeadOf(const Reply& reply, const std::string& what) {
-    std::vector<StreamEntry> top;
-    if (Status s = internal::AppendEntries(reply, what, top); !s.ok()) return s;
-    return top.empty() ? uint64_t{0} : top[0].version;
-  }
-
-  // The state at `version` (nullopt: the head): the newest snapshot at or
-  // below it and the turns after it, read newest first. The first page,
-  // snapshot_every entries, holds a snapshot when the writers used this
-  // store's snapshot_every; else pages grow until one is reached.
-  Result<LedgerState> Read(const ConversationId& id, std::optional<uint64_t> version) {
-    std::string key = internal::TurnStreamKey(id), what = "read " + Describe(id);
-    std::string end = version ? internal::EntryId(*version) : "+";
-    std::deque<Reply> pages;  // the entries point into these
-    std::vector<StreamEntry> entries;
-    for (size_t count = options_.snapshot_every;; count = std::min<size_t>(count * 2, 1024)) {
-      auto reply =
-          router_->Command(key, {"XREVRANGE", key, end, "-", "COUNT", std::to_string(count)});
-      if (!reply) return reply.error();
-      pages.push_back(std::move(reply.value()));
-      size_t before = entries.size();
-      if (Status s = internal::AppendEntries(pages.back(), what, entries); !s.ok()) return s;
-      if (before == 0 && version && (entries.empty() || entries[0].version != *version)) {
-        auto head = router_->Command(key, {"XREVRANGE", key, "+", "-", "COUNT", "1"});
-        if (!head) return head.error();
-        auto h = HeadOf(*head, what);
-        if (!h) return h.error();
-        if (*h < *version) return NotFound(id, *version, *h);
-        return Status::Corruption(what + ": version " + std::to_string(*version) +
-                                  " is missing (head is " + std::to_string(*h) + ")");
-      }
-      if (entries.empty()) return LedgerState{};  // the head of a conversation never written
-      if (Status s = internal::CheckContiguous(entries, true, what); !s.ok()) return s;
-      for (size_t i = before; i < entries.size(); ++i) {
-        if (entries[i].state != nullptr) {
-          entries.resize(i + 1);
-          return internal::Replay(entries, what);
-        }
-      }
-      // Version 1, or the end of the stream without a snapshot (Corruption).
-      if (entries.back().version == 1 || entries.size() - before < count)
-        return internal::Replay(entries, what);
-      end = "(" + internal::EntryId(entries.back().version);
-    }
   }
 
   StoreOptions options_;

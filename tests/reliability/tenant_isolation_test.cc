@@ -12,6 +12,7 @@
 
 #include "reliability/workload.h"
 #include "support/redis_server.h"
+#include "support/tenant_acl.h"
 #include "taskledger/commands/command_ledger.h"
 #include "taskledger/commands/redis_command_store.h"
 
@@ -117,21 +118,6 @@ TEST_CASE("tenant isolation: a Ledger reading history reads only its own convers
 
 namespace {
 
-// The per-tenant ACL of docs/reliability.md: the tenant's key prefixes only,
-// and only the commands the stores and the command ledger's functions run
-// (no FUNCTION LOAD: the operator loads that library once).
-std::vector<std::string> TenantAcl(const std::string& tenant, const std::string& password) {
-  return {"ACL", "SETUSER", tenant, "on", ">" + password, "resetkeys", "~tl:{" + tenant + ":*",
-          "~tlc:{" + tenant + ":*", "~tlc:runs:{" + tenant + "}", "resetchannels", "-@all",
-          // issued by the ledger's RedisStore, and inside its tl_commit function
-          "+ping", "+xrange", "+xrevrange", "+del", "+scan", "+exists", "+xlen", "+xadd",
-          "+pexpire", "+persist",
-          // issued by both stores, and by the RedisCommandStore
-          "+fcall", "+function|list", "+hget", "+hgetall", "+sadd", "+smembers", "+srem", "+zrange",
-          // issued inside the taskledger_commands functions, under the caller's ACL
-          "+hset", "+hsetnx", "+hincrby", "+zadd"};
-}
-
 std::string UrlFor(const RedisServer& server, const std::string& user,
                    const std::string& password) {
   return "redis://" + user + ":" + password + "@127.0.0.1:" + std::to_string(server.port());
@@ -178,8 +164,8 @@ TEST_CASE("tenant isolation: per-tenant ACL users confine each process to its ow
   auto admin_commands =
       OpenRedisCommandStore(RedisOpts(server->url(), std::chrono::milliseconds(1000)));
   REQUIRE(admin_commands.has_value());
-  REQUIRE(server->Run(TenantAcl("victim", "pw-v")) == "OK");
-  REQUIRE(server->Run(TenantAcl("mallory", "pw-m")) == "OK");
+  REQUIRE(server->Run(TenantAclSetUser("victim", "pw-v")) == "OK");
+  REQUIRE(server->Run(TenantAclSetUser("mallory", "pw-m")) == "OK");
 
   // The victim's process works fully under its ACL: sessions and commands.
   auto victim_store = MustOpenStore(UrlFor(*server, "victim", "pw-v"));
@@ -253,7 +239,7 @@ TEST_CASE(
     "tenant isolation: a tenant process that meets another library version says who must load it",
     "[reliability][tenant][acl]") {
   auto server = RedisServer::Start();
-  REQUIRE(server->Run(TenantAcl("victim", "pw-v")) == "OK");
+  REQUIRE(server->Run(TenantAclSetUser("victim", "pw-v")) == "OK");
   const std::string victim_url = UrlFor(*server, "victim", "pw-v");
   // The server holds another version of the ledger's library (as after an
   // upgrade of the application), which the tenant user may not replace.

@@ -9,7 +9,9 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "taskledger/base/status.h"
 #include "taskledger/commands/command_store.h"
@@ -38,6 +40,30 @@ class SpecCache {
   std::mutex mu_;
   std::string text_;  // empty: nothing remembered
   Command decoded_;
+};
+
+// The hashes of the commands this store holds leases on, as their lease (or
+// a later fenced transition) left them: a fenced transition (succeed, fail,
+// ...) with the same token asks its function for the fields it writes only
+// ("delta") and applies them to this copy, instead of reading back the whole
+// hash with its spec. Sound because nothing but the holder of a lease token
+// changes a command while that token stands (every other transition starts
+// from another state, and a new lease takes a new token). Bounded: past
+// kMax commands it starts again (a forgotten one costs a full reply).
+// Thread-safe (own mutex).
+class LeasedHashes {
+ public:
+  static constexpr size_t kMax = 1024;
+  // The hash of `key` when it was remembered with this fencing token, taken
+  // out (the transition that uses it puts back what it left, via Update).
+  std::optional<Fields> Take(const std::string& key, uint64_t token);
+  // Remembers `fields` as `key`'s hash under `token`; forgets `key` when
+  // `leased` is false (the command left its lease).
+  void Update(const std::string& key, bool leased, uint64_t token, Fields fields);
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::pair<uint64_t, Fields>, std::less<>> hashes_;
 };
 
 // `j` as compact JSON text in `out`; true when parsing that text gives `j`

@@ -7,8 +7,14 @@
 //   KEYS = {command hash, run meta hash}
 //   ARGV = {now_ms, fencing_token, owner, lease_ms, external_id, evidence_json,
 //           error, actor, reason, max_attempts, replay_max_attempts_per_command,
-//           replay_max_per_run, replay_max_per_window, replay_window_ms}
-// and they return the command hash (HGETALL) after the write. Refusals are
+//           replay_max_per_run, replay_max_per_window, replay_window_ms,
+//           ['delta']}
+// and they return the command hash (HGETALL) after the write; a fenced
+// transition (renew, succeed, fail, mark_uncertain, unlease) given 'delta'
+// returns only the field/value pairs it wrote, in write order, for a caller
+// that holds the hash as the lease left it (LeasedHashes). tlc_reserve_lease
+// and tlc_commit_reserve_lease write a new command and its lease as one HSET
+// and answer its hash without reading it back. Refusals are
 // error replies whose first word maps to a StatusCode (CommandErrorToStatus).
 // Thread-safe (constant data).
 #pragma once

@@ -157,6 +157,7 @@ class CommandLedger {
 
  private:
   Result<Command> Transit(const Command& c, TransitionRequest r);
+  TransitionRequest LeaseRequest(int64_t now_ms) const;
   Result<Command> ResolveInFlight(const Command& c, RecoveryReport& report);
   Result<Command> CallTool(const Command& leased, const ToolBinding& binding);
   void Observe(std::string_view point, const Command& c) const;

@@ -127,6 +127,8 @@ void CallView::Push(lua_State* L, const ProposedCall& call) {
   const bool same_args =
       pushed_ && SameArguments(call.arguments, SandboxOf(L).limits().max_json_depth);
   if (!(same_id && same_tool && same_args)) {
+    // flat_ names exactly the fields the args data table holds.
+    const bool known_fields = pushed_ && flat_valid_;
     pushed_ = false;
     lua_rawgeti(L, LUA_REGISTRYINDEX, call_data_ref_);
     if (!same_id) {
@@ -140,7 +142,7 @@ void CallView::Push(lua_State* L, const ProposedCall& call) {
       tool_ = call.tool;
     }
     if (!same_args) {
-      PushArguments(L, call.arguments);
+      PushArguments(L, call.arguments, known_fields);
       lua_setfield(L, -2, "args");
       KeepArguments(call.arguments);
     }
@@ -150,24 +152,34 @@ void CallView::Push(lua_State* L, const ProposedCall& call) {
   lua_rawgeti(L, LUA_REGISTRYINDEX, call_ref_);
 }
 
-void CallView::PushArguments(lua_State* L, const nlohmann::json& arguments) {
+void CallView::PushArguments(lua_State* L, const nlohmann::json& arguments, bool known_fields) {
   if (arguments.is_object()) {
     // Refill the data table behind the persistent args proxy in place: clear
     // the previous call's fields, then set this call's. Calls to one tool
     // share their argument names, so the table keeps its slots and a check
     // allocates nothing here but the argument values. (Setting an existing
     // field to nil during lua_next is allowed; adding one is not, hence two
-    // passes.)
+    // passes.) With `known_fields` (flat_ names the fields the table holds)
+    // only the fields this call lacks are cleared, without walking the table.
     lua_rawgeti(L, LUA_REGISTRYINDEX, args_meta_ref_);
     lua_pushliteral(L, "__index");
     lua_rawget(L, -2);
     int data = lua_gettop(L);
-    lua_pushnil(L);
-    while (lua_next(L, data)) {
-      lua_pop(L, 1);
-      lua_pushvalue(L, -1);
+    if (known_fields) {
+      for (const FlatArgument& old : flat_) {
+        if (arguments.contains(old.key)) continue;
+        lua_pushlstring(L, old.key.data(), old.key.size());
+        lua_pushnil(L);
+        lua_rawset(L, data);
+      }
+    } else {
       lua_pushnil(L);
-      lua_rawset(L, data);
+      while (lua_next(L, data)) {
+        lua_pop(L, 1);
+        lua_pushvalue(L, -1);
+        lua_pushnil(L);
+        lua_rawset(L, data);
+      }
     }
     for (const auto& [k, v] : arguments.items()) {
       lua_pushlstring(L, k.data(), k.size());

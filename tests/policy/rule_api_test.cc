@@ -361,4 +361,10 @@ TEST_CASE("a reused call object shows each call's own id, tool and argument type
   CHECK(reason({"c2", "write_b", {{"m", true}, {"n", 3}}}) == "c2 write_b integer 3 true");
   CHECK(reason({"c2", "write_b", {{"n", 3u}}}) == "c2 write_b integer 3 nil");
   CHECK(reason({"c2", "write_b", {{"n", -3}}}) == "c2 write_b integer -3 nil");
+  // Arguments that are not an object in between leave no field behind.
+  CHECK(reason({"c2", "write_b", {{"m", 1}, {"n", 4}}}) == "c2 write_b integer 4 1");
+  CHECK(reason({"c2", "write_b", nlohmann::json::array({1, 2})}) == "c2 write_b nil nil nil");
+  CHECK(reason({"c2", "write_b", {{"n", 5}}}) == "c2 write_b integer 5 nil");
+  CHECK(reason({"c2", "write_b", {{"m", {1}}}}).starts_with("c2 write_b nil nil table"));
+  CHECK(reason({"c2", "write_b", {{"n", 6}}}) == "c2 write_b integer 6 nil");
 }

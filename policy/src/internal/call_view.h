@@ -30,7 +30,8 @@ class CallView {
   int call_data_ref() const { return call_data_ref_; }
 
  private:
-  void PushArguments(lua_State* L, const nlohmann::json& arguments);
+  // `known_fields`: flat_ names exactly the fields the args data table holds.
+  void PushArguments(lua_State* L, const nlohmann::json& arguments, bool known_fields);
   // Whether `arguments` push as exactly what the data tables hold now.
   bool SameArguments(const nlohmann::json& arguments, int max_depth) const;
   // Remembers `arguments` as what the data tables hold.

@@ -87,7 +87,7 @@ int DeclareRule(lua_State* L) {
   if (!pack.sandbox->declaring()) RaiseError(L, "rule{} may only be called while the pack loads");
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 1);
-  CheckFields(L, "rule", {"id", "tools", "priority", "description", "check", "facts"});
+  CheckFields(L, "rule", {"id", "tools", "priority", "description", "check", "why", "facts"});
   CompiledRule r;
   r.info.id = ReadId(L, "rule");
   for (const CompiledRule& other : pack.rules) {
@@ -108,8 +108,18 @@ int DeclareRule(lua_State* L) {
   lua_pop(L, 1);
   r.info.file = pack.loading_file;
   r.id = r.info.id;
+  // A rule has a check (returns a verdict) or a why (returns a reason or nil).
+  const bool has_check = RawField(L, 1, "check") != LUA_TNIL;
+  const bool has_why = RawField(L, 1, "why") != LUA_TNIL;
+  lua_pop(L, 2);
+  if (has_check && has_why) {
+    RaiseError(L, r.info.id +
+                      ": give either 'check' (returns a verdict) or 'why' (returns the "
+                      "deny reason or nil), not both");
+  }
+  r.why = has_why;
   pack.rules.push_back(r);  // before taking the ref, so a failed push leaks nothing
-  pack.rules.back().ref = ReadFunction(L, r.info.id, "check");
+  pack.rules.back().ref = ReadFunction(L, r.info.id, has_why ? "why" : "check");
   const int facts = RawField(L, 1, "facts");
   if (facts == LUA_TNIL) return 0;
   if (facts != LUA_TFUNCTION) RaiseError(L, r.info.id + ": 'facts' must be a function");

@@ -153,7 +153,8 @@ int SafeXpcall(lua_State* L) {
 }
 
 // string.find/match/gmatch/gsub: length caps and the backtracking bound
-// before handing over to Lua's own implementation (upvalue 1). Upvalue 2 is
+// before handing over to Lua's own implementation (upvalue 1, a C function,
+// called directly on this frame's stack: no second call frame). Upvalue 2 is
 // the function name, upvalue 3 is 1 for find (which has a "plain" flag) and 2
 // for gmatch (which scans every position).
 int GuardedPattern(lua_State* L) {
@@ -185,15 +186,18 @@ int GuardedPattern(lua_State* L) {
       luaL_error(L, "%s", msg);
     }
   }
-  int nargs = lua_gettop(L);
-  lua_pushvalue(L, lua_upvalueindex(1));
-  lua_insert(L, 1);
-  lua_call(L, nargs, LUA_MULTRET);
-  return lua_gettop(L);
+  // The string library's functions read only their arguments (no upvalues),
+  // so they run on this frame as if Lua had called them.
+  return lua_tocfunction(L, lua_upvalueindex(1))(L);
 }
 
 void GuardStringFunction(lua_State* L, int lib, const char* field, int kind) {
   lua_getfield(L, lib, field);
+  // GuardedPattern calls it on its own stack: it must be a C function
+  // without upvalues (as the string library's are).
+  if (lua_tocfunction(L, -1) == nullptr || lua_getupvalue(L, -1, 1) != nullptr) {
+    luaL_error(L, "string.%s is not a C function without upvalues", field);
+  }
   lua_pushfstring(L, "string.%s", field);
   lua_pushinteger(L, kind);
   lua_pushcclosure(L, GuardedPattern, 3);

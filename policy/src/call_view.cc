@@ -1,6 +1,7 @@
 // The `call` object of the rule API (see internal/call_view.h).
 #include "internal/call_view.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 
@@ -44,7 +45,68 @@ bool PushesSame(const nlohmann::json& a, const nlohmann::json& b, int max_depth,
   }
 }
 
+bool IsScalar(const nlohmann::json& v) { return !v.is_object() && !v.is_array(); }
+
+// The bits that tell a scalar from every other scalar of its JSON type
+// (floats bit for bit, as PushesSame compares them); 0 for strings and null.
+uint64_t ScalarBits(const nlohmann::json& v) {
+  switch (v.type()) {
+    case nlohmann::json::value_t::boolean:
+      return v.get<bool>() ? 1 : 0;
+    case nlohmann::json::value_t::number_integer:
+      return static_cast<uint64_t>(v.get<int64_t>());
+    case nlohmann::json::value_t::number_unsigned:
+      return v.get<uint64_t>();
+    case nlohmann::json::value_t::number_float:
+      return std::bit_cast<uint64_t>(v.get<double>());
+    default:
+      return 0;
+  }
+}
+
 }  // namespace
+
+bool CallView::SameArguments(const nlohmann::json& arguments, int max_depth) const {
+  if (!flat_valid_) return PushesSame(arguments, arguments_, max_depth);
+  if (max_depth < 1 || !arguments.is_object() || arguments.size() != flat_.size()) return false;
+  auto kept = flat_.begin();
+  for (const auto& [k, v] : arguments.get_ref<const nlohmann::json::object_t&>()) {
+    const FlatArgument& a = *kept++;
+    if (v.type() != a.type || k != a.key) return false;
+    if (v.is_string()) {
+      if (v.get_ref<const std::string&>() != a.text) return false;
+    } else if (!IsScalar(v) || ScalarBits(v) != a.bits) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void CallView::KeepArguments(const nlohmann::json& arguments) {
+  const bool flat =
+      arguments.is_object() && std::all_of(arguments.begin(), arguments.end(),
+                                           [](const nlohmann::json& v) { return IsScalar(v); });
+  flat_valid_ = false;
+  if (!flat) {
+    arguments_ = arguments;
+    return;
+  }
+  if (!arguments_.is_null()) arguments_ = nullptr;
+  flat_.resize(arguments.size());
+  auto kept = flat_.begin();
+  for (const auto& [k, v] : arguments.get_ref<const nlohmann::json::object_t&>()) {
+    FlatArgument& a = *kept++;
+    a.key.assign(k);
+    a.type = v.type();
+    a.bits = ScalarBits(v);
+    if (v.is_string()) {
+      a.text.assign(v.get_ref<const std::string&>());
+    } else {
+      a.text.clear();
+    }
+  }
+  flat_valid_ = true;
+}
 
 void CallView::Install(lua_State* L) {
   lua_createtable(L, 0, 3);
@@ -63,8 +125,10 @@ void CallView::Push(lua_State* L, const ProposedCall& call) {
   const bool same_id = pushed_ && call.id == id_;
   const bool same_tool = pushed_ && call.tool == tool_;
   const bool same_args =
-      pushed_ && PushesSame(call.arguments, arguments_, SandboxOf(L).limits().max_json_depth);
+      pushed_ && SameArguments(call.arguments, SandboxOf(L).limits().max_json_depth);
   if (!(same_id && same_tool && same_args)) {
+    // flat_ names exactly the fields the args data table holds.
+    const bool known_fields = pushed_ && flat_valid_;
     pushed_ = false;
     lua_rawgeti(L, LUA_REGISTRYINDEX, call_data_ref_);
     if (!same_id) {
@@ -78,9 +142,9 @@ void CallView::Push(lua_State* L, const ProposedCall& call) {
       tool_ = call.tool;
     }
     if (!same_args) {
-      PushArguments(L, call.arguments);
+      PushArguments(L, call.arguments, known_fields);
       lua_setfield(L, -2, "args");
-      arguments_ = call.arguments;
+      KeepArguments(call.arguments);
     }
     lua_pop(L, 1);
     pushed_ = true;
@@ -88,24 +152,34 @@ void CallView::Push(lua_State* L, const ProposedCall& call) {
   lua_rawgeti(L, LUA_REGISTRYINDEX, call_ref_);
 }
 
-void CallView::PushArguments(lua_State* L, const nlohmann::json& arguments) {
+void CallView::PushArguments(lua_State* L, const nlohmann::json& arguments, bool known_fields) {
   if (arguments.is_object()) {
     // Refill the data table behind the persistent args proxy in place: clear
     // the previous call's fields, then set this call's. Calls to one tool
     // share their argument names, so the table keeps its slots and a check
     // allocates nothing here but the argument values. (Setting an existing
     // field to nil during lua_next is allowed; adding one is not, hence two
-    // passes.)
+    // passes.) With `known_fields` (flat_ names the fields the table holds)
+    // only the fields this call lacks are cleared, without walking the table.
     lua_rawgeti(L, LUA_REGISTRYINDEX, args_meta_ref_);
     lua_pushliteral(L, "__index");
     lua_rawget(L, -2);
     int data = lua_gettop(L);
-    lua_pushnil(L);
-    while (lua_next(L, data)) {
-      lua_pop(L, 1);
-      lua_pushvalue(L, -1);
+    if (known_fields) {
+      for (const FlatArgument& old : flat_) {
+        if (arguments.contains(old.key)) continue;
+        lua_pushlstring(L, old.key.data(), old.key.size());
+        lua_pushnil(L);
+        lua_rawset(L, data);
+      }
+    } else {
       lua_pushnil(L);
-      lua_rawset(L, data);
+      while (lua_next(L, data)) {
+        lua_pop(L, 1);
+        lua_pushvalue(L, -1);
+        lua_pushnil(L);
+        lua_rawset(L, data);
+      }
     }
     for (const auto& [k, v] : arguments.items()) {
       lua_pushlstring(L, k.data(), k.size());

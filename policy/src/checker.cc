@@ -11,6 +11,7 @@
 #include <exception>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -40,6 +41,29 @@ std::optional<Outcome> TokenOutcome(const void* token) {
   if (token == &lua::kApprovalToken) return Outcome::kRequireApproval;
   if (token == &lua::kConfirmToken) return Outcome::kConfirm;
   return std::nullopt;
+}
+
+// The outcome of a rule{ why = fn } that returned `returned` values above
+// `top`: nothing, nil or false allows, a non-empty string denies with it as the
+// reason (set in `text`, kept alive by the stack). Anything else is an error
+// in the rule, raised here (so the check fails closed with the rule's name).
+Outcome WhyOutcome(lua_State* L, int top, int returned, std::string_view& text) {
+  if (returned > 1) {
+    luaL_error(L, "why returned %d values; it must return one deny reason (a string) or nil",
+               returned);
+  }
+  if (returned == 0 || !lua_toboolean(L, top + 1)) return Outcome::kAllow;
+  if (lua_type(L, top + 1) != LUA_TSTRING) {
+    luaL_error(L,
+               "why returned %s; it must return the deny reason (a non-empty string), or nil "
+               "or false to allow (a verdict such as deny(...) belongs in check)",
+               luaL_typename(L, top + 1));
+  }
+  size_t n = 0;
+  const char* s = lua_tolstring(L, top + 1, &n);
+  if (n == 0) luaL_error(L, "why returned an empty reason; a deny reason must say what is wrong");
+  text = std::string_view(s, n);
+  return Outcome::kDeny;
 }
 
 using FactsSlots = std::array<std::pair<int, int>, 8>;  // (registry ref, stack index)
@@ -177,26 +201,33 @@ void PolicyChecker::Impl::Decide(PolicyDecision& d, const ProposedCall& call,
       // The rule caught the budget kill with pcall and still returned.
       if (sb.budget_tripped()) luaL_error(L, "budget exceeded");
       const int returned = lua_gettop(L) - top;
-      std::optional<lua::Verdict> verdict;
-      if (returned >= 1) verdict = lua::ReadVerdict(L, top + 1);
-      std::optional<Outcome> o = verdict ? TokenOutcome(verdict->token) : std::nullopt;
-      const Outcome out = o.value_or(Outcome::kDeny);  // luaL_error below does not return
-      if (!o) {
-        luaL_error(L,
-                   "check returned %s; it must return allow(), deny(reason), "
-                   "require_approval(reason) or confirm(question)",
-                   returned >= 1 ? luaL_typename(L, top + 1) : "nothing");
-      }
-      if (returned != 1) {
-        luaL_error(L,
-                   "check returned %d values; it must return exactly one verdict (a second "
-                   "value after allow()/deny(...) is a mistake in the rule)",
-                   returned);
+      Outcome out = Outcome::kAllow;
+      std::string_view text;
+      if (rule.why) {
+        out = WhyOutcome(L, top, returned, text);
+      } else {
+        std::optional<lua::Verdict> verdict;
+        if (returned >= 1) verdict = lua::ReadVerdict(L, top + 1);
+        std::optional<Outcome> o = verdict ? TokenOutcome(verdict->token) : std::nullopt;
+        out = o.value_or(Outcome::kDeny);  // luaL_error below does not return
+        if (!o) {
+          luaL_error(L,
+                     "check returned %s; it must return allow(), deny(reason), "
+                     "require_approval(reason) or confirm(question)",
+                     returned >= 1 ? luaL_typename(L, top + 1) : "nothing");
+        }
+        if (returned != 1) {
+          luaL_error(L,
+                     "check returned %d values; it must return exactly one verdict (a second "
+                     "value after allow()/deny(...) is a mistake in the rule)",
+                     returned);
+        }
+        text = verdict->text;
       }
       RuleEvaluation& ev = d.rules.emplace_back();
       ev.rule_id = rule.id;
       ev.outcome = out;
-      if (out != Outcome::kAllow) ev.reason = Truncate(std::string(verdict->text));
+      if (out != Outcome::kAllow) ev.reason = Truncate(std::string(text));
       ev.log = runtime->log.Take(false);
       runtime->view.EndRule();
       lua_settop(L, top);

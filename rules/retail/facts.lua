@@ -64,5 +64,6 @@ rule_of("retail.facts_from_tools", {"*"}, 20,
       return missing_items(ledger, f.order, args) or "look up the payment methods of " .. f.user
         .. " with get_user_details and use one of them"
     end
-    return missing_items(ledger, f.order, args)
+    -- Without items there is nothing to look up: no call (the common case).
+    if f.order ~= nil and args.item_ids ~= nil then return missing_items(ledger, f.order, args) end
   end)

@@ -336,10 +336,11 @@ TEST_CASE("value lookups are reused per view key, honour expiry and copy tables"
 }
 
 TEST_CASE("a reused call object shows each call's own id, tool and argument types", "[policy]") {
-  auto checker = MakeChecker(MakePack(
-      "rule { id = 'probe', tools = {'write_*'}, check = function(call, ledger)\n"
-      "  return deny(call.id .. ' ' .. call.tool .. ' ' .. math.type(call.args.n) .. ' ' ..\n"
-      "              tostring(call.args.n) .. ' ' .. tostring(call.args.m))\nend }\n"));
+  auto checker = MakeChecker(
+      MakePack("rule { id = 'probe', tools = {'write_*'}, check = function(call, ledger)\n"
+               "  return deny(call.id .. ' ' .. call.tool .. ' ' .. "
+               "tostring(math.type(call.args.n)) .. ' ' ..\n"
+               "              tostring(call.args.n) .. ' ' .. tostring(call.args.m))\nend }\n"));
   auto reason = [&](const ProposedCall& call) {
     return checker->Check(call, LedgerState{}, {}, kNow).reason;
   };
@@ -349,4 +350,21 @@ TEST_CASE("a reused call object shows each call's own id, tool and argument type
   CHECK(reason({"c2", "write_a", {{"n", 1.0}}}) == "c2 write_a float 1.0 nil");
   CHECK(reason({"c2", "write_b", {{"n", -0.0}, {"m", true}}}) == "c2 write_b float -0.0 true");
   CHECK(reason({"c2", "write_b", {{"n", 0.0}}}) == "c2 write_b float 0.0 nil");
+  // Each argument is told from the previous call's by name, type and value,
+  // whether the arguments hold only scalars or nested values too.
+  CHECK(reason({"c2", "write_b", {{"n", "0.0"}}}) == "c2 write_b nil 0.0 nil");
+  CHECK(reason({"c2", "write_b", {{"m", "0.0"}}}) == "c2 write_b nil nil 0.0");
+  CHECK(reason({"c2", "write_b", {{"m", false}, {"n", 2}}}) == "c2 write_b integer 2 false");
+  CHECK(
+      reason({"c2", "write_b", {{"m", {1}}, {"n", 2}}}).starts_with("c2 write_b integer 2 table"));
+  CHECK(reason({"c2", "write_b", {{"m", nullptr}, {"n", 2}}}) == "c2 write_b integer 2 nil");
+  CHECK(reason({"c2", "write_b", {{"m", true}, {"n", 3}}}) == "c2 write_b integer 3 true");
+  CHECK(reason({"c2", "write_b", {{"n", 3u}}}) == "c2 write_b integer 3 nil");
+  CHECK(reason({"c2", "write_b", {{"n", -3}}}) == "c2 write_b integer -3 nil");
+  // Arguments that are not an object in between leave no field behind.
+  CHECK(reason({"c2", "write_b", {{"m", 1}, {"n", 4}}}) == "c2 write_b integer 4 1");
+  CHECK(reason({"c2", "write_b", nlohmann::json::array({1, 2})}) == "c2 write_b nil nil nil");
+  CHECK(reason({"c2", "write_b", {{"n", 5}}}) == "c2 write_b integer 5 nil");
+  CHECK(reason({"c2", "write_b", {{"m", {1}}}}).starts_with("c2 write_b nil nil table"));
+  CHECK(reason({"c2", "write_b", {{"n", 6}}}) == "c2 write_b integer 6 nil");
 }

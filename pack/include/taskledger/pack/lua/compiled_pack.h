@@ -21,7 +21,10 @@ namespace taskledger::lua {
 struct CompiledRule {
   RuleInfo info;
   SharedString id;      // info.id, shared by the evaluations naming the rule
-  int ref = LUA_NOREF;  // registry reference to check()
+  int ref = LUA_NOREF;  // registry reference to check(), or to why() when `why`
+  // Declared with rule{ why = fn }: ref returns the deny reason (a non-empty
+  // string) or nil to allow, instead of a verdict (docs/rule-api.md).
+  bool why = false;
   // Registry reference to the rule's facts() (LUA_NOREF without one). Rules
   // declared with the same function share one reference, so a check computes
   // it once for all of them.

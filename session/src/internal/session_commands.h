@@ -94,5 +94,9 @@ std::string OutputText(const nlohmann::json& output);
 // "approved", but the approval stands).
 bool OperatorApproved(const Command& c);
 
+// The call id a command was reserved for (its decision record names it);
+// empty when the record names none.
+std::string CallIdOf(const Command& c);
+
 }  // namespace session_internal
 }  // namespace taskledger

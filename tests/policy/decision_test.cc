@@ -121,3 +121,31 @@ TEST_CASE("the decision-log record names what was decided and on what", "[policy
   CHECK(rec["args_hash"] == ArgsHash({{"order_id", "#W1"}, {"n", 2}}));
   CHECK(rec["args_hash"] != ArgsHash({{"order_id", "#W2"}, {"n", 2}}));
 }
+
+TEST_CASE("the decision says whether the tool is egress, worked out with its class", "[policy]") {
+  auto pack = RulePack::FromFiles({{"pack.json", R"({"name": "t",
+      "tools": {"read_only": ["get_*"], "writes": ["send_*", "post_*"],
+                "egress": ["get_webpage", "post_*"]}})"}});
+  REQUIRE(pack.has_value());
+  auto checker = MakeChecker(pack.value());
+  struct Expect {
+    const char* tool;
+    ToolClass cls;
+    bool egress;
+  };
+  // An egress tool is gated as a write, even one a read_only glob matches;
+  // a tool both writes and egress lists name stays egress.
+  for (const Expect& e : {Expect{"get_order", ToolClass::kReadOnly, false},
+                          Expect{"get_webpage", ToolClass::kWrites, true},
+                          Expect{"send_email", ToolClass::kWrites, false},
+                          Expect{"post_webhook", ToolClass::kWrites, true}}) {
+    for (int again = 0; again < 2; ++again) {  // the second answer comes from the tool's plan
+      PolicyDecision d = checker->Check(CallOf(e.tool), LedgerState{}, {}, kNow);
+      INFO(e.tool << " check " << again);
+      CHECK(d.tool_class == e.cls);
+      CHECK(d.egress == e.egress);
+      CHECK(d.read_only == (e.cls == ToolClass::kReadOnly));
+      CHECK(d.outcome == Outcome::kAllow);
+    }
+  }
+}

@@ -303,6 +303,11 @@ Status PolicyChecker::SetPack(std::shared_ptr<const RulePack> pack) {
 
 const std::shared_ptr<const RulePack>& PolicyChecker::pack() const { return impl_->pack; }
 
+CallClass PolicyChecker::ClassOf(const std::string& tool) {
+  const Impl::ToolPlan& plan = impl_->PlanFor(tool);
+  return CallClass{plan.tool_class, plan.egress};
+}
+
 Status PolicyChecker::ResolveReads(PolicyDecision& d, const LedgerState& state) {
   if (d.check_seq == 0) return Status::Ok();
   const Impl& impl = *impl_;

@@ -57,7 +57,7 @@ Result<CallResult> Session::ReportOutcome(const ProposedCall& call,
                                           const ExternalOutcome& outcome) {
   CallResult result;
   result.decision_record = last_decision();
-  const bool writes = pack_->Classify(call.tool) != ToolClass::kReadOnly;
+  const bool writes = session_internal::ClassOf(*checker_, *pack_, call.tool).writes();
   if (outcome.command_key.empty()) {
     ExecutePlain(call, writes, Replay(outcome), ToolContext{}, result);
     return result;

@@ -128,6 +128,11 @@ TEST_CASE("the decision says whether the tool is egress, worked out with its cla
                 "egress": ["get_webpage", "post_*"]}})"}});
   REQUIRE(pack.has_value());
   auto checker = MakeChecker(pack.value());
+  // Asked before any check of the tool, ClassOf works the plan out itself.
+  CHECK(checker->ClassOf("post_form") == CallClass{ToolClass::kWrites, true});
+  CHECK_FALSE(checker->ClassOf("post_form").command());
+  CHECK(checker->ClassOf("launch_rocket") == CallClass{ToolClass::kUnknown, false});
+  CHECK(checker->ClassOf("launch_rocket").writes());
   struct Expect {
     const char* tool;
     ToolClass cls;
@@ -146,6 +151,9 @@ TEST_CASE("the decision says whether the tool is egress, worked out with its cla
       CHECK(d.egress == e.egress);
       CHECK(d.read_only == (e.cls == ToolClass::kReadOnly));
       CHECK(d.outcome == Outcome::kAllow);
+      // ClassOf answers what the decision carries.
+      CHECK(checker->ClassOf(e.tool) == CallClass{d.tool_class, d.egress});
+      CHECK(checker->ClassOf(e.tool).writes() == !d.read_only);
     }
   }
 }

@@ -336,8 +336,7 @@ bool Session::ExecutePlain(const ProposedCall& call, bool writes,
 }
 
 Status Session::RecordToolOutput(const ProposedCall& call, const ToolOutput& output) {
-  return RecordOutput(call, output,
-                      session_internal::ClassOf(*checker_, *pack_, call.tool).writes());
+  return RecordOutput(call, output, ClassOf(call.tool).writes());
 }
 
 Status Session::RecordOutput(const ProposedCall& call, const ToolOutput& output, bool writes) {

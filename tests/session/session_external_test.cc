@@ -149,6 +149,9 @@ TEST_CASE("external: an output recorded or reported keeps the class of its tool"
   auto opened = Session::Open(*f.ledger_store, f.conv, RefundPack());
   REQUIRE(opened.has_value());
   Session& s = **opened;
+  CHECK(s.ClassOf("get_order") == CallClass{ToolClass::kReadOnly, false});
+  CHECK(s.ClassOf("ship") == CallClass{ToolClass::kWrites, false});
+  CHECK(s.ClassOf("launch_rocket") == CallClass{ToolClass::kUnknown, false});
   // Recorded by the caller: a read is not environment-changing, a write is.
   REQUIRE(
       s.RecordToolOutput({"r1", "get_order", {}}, ToolOutput{{{"status", "paid"}}, false}).ok());

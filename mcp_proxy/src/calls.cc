@@ -163,7 +163,7 @@ void GatingProxy::Impl::HandleToolsCall(const QueuedCall& queued) {
   // result; denied: the operator's reason; still held: that it waits), in
   // this process or in one started after a restart, and makes no new command.
   ToolCall gated = call;
-  if (session.pack().Classify(call.tool) != ToolClass::kReadOnly) {
+  if (session.ClassOf(call.tool).writes()) {
     auto run_approved = [&](const ProposedCall& c, const ToolContext& ctx) -> Result<ToolOutput> {
       if (server_gone) return Status::Unavailable("the MCP server is not running");
       const nlohmann::json id = "taskledger-approved-" + ctx.command_key;

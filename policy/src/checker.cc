@@ -126,6 +126,7 @@ const PolicyChecker::Impl::ToolPlan& PolicyChecker::Impl::PlanFor(const std::str
   if (plans.size() >= kRuleCacheEntries) plans.clear();
   ToolPlan plan;
   plan.tool_class = pack->Classify(tool);
+  plan.egress = pack->IsEgress(tool);
   for (size_t i = 0; i < runtime->compiled->rules.size(); ++i) {
     for (const std::string& glob : runtime->compiled->rules[i].info.tools) {
       if (GlobMatch(glob, tool)) {
@@ -143,6 +144,7 @@ void PolicyChecker::Impl::Decide(PolicyDecision& d, const ProposedCall& call,
   d.pack_version = pack_version;
   const ToolPlan& plan = PlanFor(call.tool);
   d.tool_class = plan.tool_class;
+  d.egress = plan.egress;
   if (d.tool_class == ToolClass::kReadOnly) {
     d.outcome = Outcome::kAllow;
     d.read_only = true;
@@ -331,6 +333,11 @@ Status PolicyChecker::SetPack(std::shared_ptr<const RulePack> pack) {
 }
 
 const std::shared_ptr<const RulePack>& PolicyChecker::pack() const { return impl_->pack; }
+
+CallClass PolicyChecker::ClassOf(const std::string& tool) {
+  const Impl::ToolPlan& plan = impl_->PlanFor(tool);
+  return CallClass{plan.tool_class, plan.egress};
+}
 
 Status PolicyChecker::ResolveReads(PolicyDecision& d, const LedgerState& state) {
   if (d.check_seq == 0) return Status::Ok();

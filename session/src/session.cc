@@ -284,7 +284,7 @@ CallResult Session::HandleToolCall(const ProposedCall& call, const ContextToolEx
   const bool writes = !result.decision.read_only;
   // An egress tool is gated like a write but is not a command: it changes
   // nothing to reconcile, it only sends data out.
-  if (writes && commands_ && !pack_->IsEgress(call.tool) &&
+  if (writes && commands_ && !result.decision.egress &&
       (result.decision.allowed() || result.decision.outcome == Outcome::kRequireApproval)) {
     HandleCommand(call, execute, result);
     return result;
@@ -336,7 +336,7 @@ bool Session::ExecutePlain(const ProposedCall& call, bool writes,
 }
 
 Status Session::RecordToolOutput(const ProposedCall& call, const ToolOutput& output) {
-  return RecordOutput(call, output, pack_->Classify(call.tool) != ToolClass::kReadOnly);
+  return RecordOutput(call, output, ClassOf(call.tool).writes());
 }
 
 Status Session::RecordOutput(const ProposedCall& call, const ToolOutput& output, bool writes) {

@@ -33,6 +33,10 @@ ContextToolExecutor Replay(const ExternalOutcome& outcome) {
 
 }  // namespace
 
+CallClass Session::ClassOf(const std::string& tool) const {
+  return session_internal::ClassOf(*checker_, *pack_, tool);
+}
+
 CallResult Session::ProposeExternal(const ProposedCall& call) {
   CallResult result = Check(call);
   const bool writes = !result.decision.read_only;
@@ -57,7 +61,7 @@ Result<CallResult> Session::ReportOutcome(const ProposedCall& call,
                                           const ExternalOutcome& outcome) {
   CallResult result;
   result.decision_record = last_decision();
-  const bool writes = pack_->Classify(call.tool) != ToolClass::kReadOnly;
+  const bool writes = ClassOf(call.tool).writes();
   if (outcome.command_key.empty()) {
     ExecutePlain(call, writes, Replay(outcome), ToolContext{}, result);
     return result;

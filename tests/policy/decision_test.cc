@@ -121,3 +121,39 @@ TEST_CASE("the decision-log record names what was decided and on what", "[policy
   CHECK(rec["args_hash"] == ArgsHash({{"order_id", "#W1"}, {"n", 2}}));
   CHECK(rec["args_hash"] != ArgsHash({{"order_id", "#W2"}, {"n", 2}}));
 }
+
+TEST_CASE("the decision says whether the tool is egress, worked out with its class", "[policy]") {
+  auto pack = RulePack::FromFiles({{"pack.json", R"({"name": "t",
+      "tools": {"read_only": ["get_*"], "writes": ["send_*", "post_*"],
+                "egress": ["get_webpage", "post_*"]}})"}});
+  REQUIRE(pack.has_value());
+  auto checker = MakeChecker(pack.value());
+  // Asked before any check of the tool, ClassOf works the plan out itself.
+  CHECK(checker->ClassOf("post_form") == CallClass{ToolClass::kWrites, true});
+  CHECK_FALSE(checker->ClassOf("post_form").command());
+  CHECK(checker->ClassOf("launch_rocket") == CallClass{ToolClass::kUnknown, false});
+  CHECK(checker->ClassOf("launch_rocket").writes());
+  struct Expect {
+    const char* tool;
+    ToolClass cls;
+    bool egress;
+  };
+  // An egress tool is gated as a write, even one a read_only glob matches;
+  // a tool both writes and egress lists name stays egress.
+  for (const Expect& e : {Expect{"get_order", ToolClass::kReadOnly, false},
+                          Expect{"get_webpage", ToolClass::kWrites, true},
+                          Expect{"send_email", ToolClass::kWrites, false},
+                          Expect{"post_webhook", ToolClass::kWrites, true}}) {
+    for (int again = 0; again < 2; ++again) {  // the second answer comes from the tool's plan
+      PolicyDecision d = checker->Check(CallOf(e.tool), LedgerState{}, {}, kNow);
+      INFO(e.tool << " check " << again);
+      CHECK(d.tool_class == e.cls);
+      CHECK(d.egress == e.egress);
+      CHECK(d.read_only == (e.cls == ToolClass::kReadOnly));
+      CHECK(d.outcome == Outcome::kAllow);
+      // ClassOf answers what the decision carries.
+      CHECK(checker->ClassOf(e.tool) == CallClass{d.tool_class, d.egress});
+      CHECK(checker->ClassOf(e.tool).writes() == !d.read_only);
+    }
+  }
+}

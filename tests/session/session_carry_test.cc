@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "session/command_session_support.h"
+#include "session/confirmed_write_support.h"
 #include "session/session_support.h"
 #include "support/redis_server.h"
 #include "taskledger/ledger/redis_store.h"
@@ -94,28 +95,17 @@ TEST_CASE("session on one Redis: a write-ahead conflict reserves nothing and kee
   OneRedis r;
   auto session = r.Open(ShopPack());
   auto other = r.Open(ShopPack());
-  int cancels = 0;
-  auto tools = [&](const ProposedCall& call) -> Result<ToolOutput> {
-    if (call.tool == "get_order") {
-      return ToolOutput{{{"order_id", call.arguments["order_id"]}, {"status", "pending"}}, false};
-    }
-    ++cancels;
-    return ToolOutput{{{"status", "cancelled"}}, false};
-  };
-  REQUIRE(session->HandleToolCall({"c0", "get_order", {{"order_id", "#W1"}}}, tools).executed);
-  REQUIRE(session->EndTurn().has_value());
-  ProposedCall cancel{"c1", "cancel_order", {{"order_id", "#W1"}}};
-  session->ProposeAction(cancel);
-  REQUIRE(session->RecordUserMessage("yes").ok());
+  ConfirmedCancel w;
+  w.Prepare(*session);
   // Another writer commits first.
   REQUIRE(other->Rebase().ok());
   REQUIRE(other->RecordUserMessage("hello").ok());
   REQUIRE(other->EndTurn().has_value());
   const uint64_t head = *r.turns->Head(r.conv);
 
-  CallResult denied = session->HandleToolCall(cancel, tools);
+  CallResult denied = session->HandleToolCall(w.cancel, w.tools);
   CHECK_FALSE(denied.executed);
-  CHECK(cancels == 0);
+  CHECK(w.cancels == 0);
   CHECK(denied.decision.rule_id == kStateConflictRule);
   CHECK(*r.turns->Head(r.conv) == head);
   auto listed = r.commands->ListCommands(r.run());
@@ -126,9 +116,9 @@ TEST_CASE("session on one Redis: a write-ahead conflict reserves nothing and kee
   // After a rebase the same command runs once, on the same yes.
   REQUIRE(session->Rebase().ok());
   CallResult retried =
-      session->HandleToolCall({"c2", "cancel_order", {{"order_id", "#W1"}}}, tools);
+      session->HandleToolCall({"c2", "cancel_order", {{"order_id", "#W1"}}}, w.tools);
   CHECK(retried.executed);
-  CHECK(cancels == 1);
+  CHECK(w.cancels == 1);
   REQUIRE(retried.command.has_value());
   CHECK(retried.command->state == CommandState::kSucceeded);
   CHECK(retried.command->attempts == 1);
@@ -174,24 +164,13 @@ TEST_CASE("session on one Redis: a write while Redis is down runs nothing and ke
           "[session][redis]") {
   OneRedis r;
   auto session = r.Open(ShopPack());
-  int cancels = 0;
-  auto tools = [&](const ProposedCall& call) -> Result<ToolOutput> {
-    if (call.tool == "get_order") {
-      return ToolOutput{{{"order_id", call.arguments["order_id"]}, {"status", "pending"}}, false};
-    }
-    ++cancels;
-    return ToolOutput{{{"status", "cancelled"}}, false};
-  };
-  REQUIRE(session->HandleToolCall({"c0", "get_order", {{"order_id", "#W1"}}}, tools).executed);
-  REQUIRE(session->EndTurn().has_value());
-  ProposedCall cancel{"c1", "cancel_order", {{"order_id", "#W1"}}};
-  session->ProposeAction(cancel);
-  REQUIRE(session->RecordUserMessage("yes").ok());
+  ConfirmedCancel w;
+  w.Prepare(*session);
 
   r.server->Stop();
-  CallResult denied = session->HandleToolCall(cancel, tools);
+  CallResult denied = session->HandleToolCall(w.cancel, w.tools);
   CHECK_FALSE(denied.executed);
-  CHECK(cancels == 0);
+  CHECK(w.cancels == 0);
   CHECK(denied.decision.rule_id == kStoreUnavailableRule);
   CHECK(session->ledger().working().FindLive(Category::kCondition, "confirmation", 0) != nullptr);
 
@@ -199,9 +178,9 @@ TEST_CASE("session on one Redis: a write while Redis is down runs nothing and ke
   r.server->Restart();
   REQUIRE(r.commands->ListCommands(r.run())->empty());
   CallResult retried =
-      session->HandleToolCall({"c2", "cancel_order", {{"order_id", "#W1"}}}, tools);
+      session->HandleToolCall({"c2", "cancel_order", {{"order_id", "#W1"}}}, w.tools);
   CHECK(retried.executed);
-  CHECK(cancels == 1);
+  CHECK(w.cancels == 1);
   REQUIRE(retried.command.has_value());
   CHECK(retried.command->state == CommandState::kSucceeded);
   CHECK(retried.command->attempts == 1);

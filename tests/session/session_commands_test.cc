@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "session/command_session_support.h"
+#include "session/confirmed_write_support.h"
 #include "session/session_support.h"
 #include "taskledger/commands/command_ledger.h"
 #include "taskledger/ledger/memory_store.h"
@@ -188,84 +189,29 @@ TEST_CASE("session commands: a restart reconciles what the last process left in 
   CHECK_THAT(again.message, Catch::Contains("Already done"));
 }
 
-namespace {
-
-// A memory command store whose leases fail with Unavailable while `down`.
-class LeaseDownStore final : public CommandStore {
- public:
-  bool down = false;
-  Result<ReserveResult> Reserve(const Command& initial) override {
-    return inner_->Reserve(initial);
-  }
-  Result<Command> Apply(const TransitionRequest& r) override {
-    if (down && r.transition == Transition::kLease) {
-      return Status::Unavailable("command store at test:0 refused the connection");
-    }
-    return inner_->Apply(r);
-  }
-  Result<Command> Get(const RunId& run, std::string_view key) override {
-    return inner_->Get(run, key);
-  }
-  Result<std::vector<Command>> ListCommands(const RunId& run) override {
-    return inner_->ListCommands(run);
-  }
-  Result<std::vector<std::string>> ListRuns(const std::string& tenant) override {
-    return inner_->ListRuns(tenant);
-  }
-  Result<RunRecord> GetRun(const RunId& run) override { return inner_->GetRun(run); }
-  Result<RunRecord> SetRunStatus(const RunId& run, std::vector<RunStatus> from, RunStatus to,
-                                 const std::string& reason, int64_t now_ms) override {
-    return inner_->SetRunStatus(run, std::move(from), to, reason, now_ms);
-  }
-  Result<JournalEntry> PutJournalEntry(const RunId& run, const JournalEntry& entry) override {
-    return inner_->PutJournalEntry(run, entry);
-  }
-  Result<std::optional<JournalEntry>> GetJournalEntry(const RunId& run,
-                                                      uint64_t position) override {
-    return inner_->GetJournalEntry(run, position);
-  }
-  Status DropRun(const RunId& run) override { return inner_->DropRun(run); }
-
- private:
-  std::unique_ptr<CommandStore> inner_ = NewMemoryCommandStore();
-};
-
-}  // namespace
-
 TEST_CASE("session commands: a write whose lease fails does not run and keeps the user's yes") {
   auto store = NewMemoryStore();
-  LeaseDownStore commands;
+  TransitionDownStore commands(Transition::kLease);
   SessionOptions options;
   options.commands.store = &commands;
   auto opened = Session::Open(*store, {"t", "lease-down"}, ShopPack(), options);
   REQUIRE(opened.has_value());
   Session& s = **opened;
-  int cancels = 0;
-  auto tools = [&](const ProposedCall& call) -> Result<ToolOutput> {
-    if (call.tool == "get_order") {
-      return ToolOutput{{{"order_id", call.arguments["order_id"]}, {"status", "pending"}}, false};
-    }
-    ++cancels;
-    return ToolOutput{{{"status", "cancelled"}}, false};
-  };
-  REQUIRE(s.HandleToolCall({"c0", "get_order", {{"order_id", "#W1"}}}, tools).executed);
-  REQUIRE(s.EndTurn().has_value());
-  ProposedCall cancel{"c1", "cancel_order", {{"order_id", "#W1"}}};
-  s.ProposeAction(cancel);
-  REQUIRE(s.RecordUserMessage("yes").ok());
+  ConfirmedCancel w;
+  w.Prepare(s);
 
   commands.down = true;
-  CallResult denied = s.HandleToolCall(cancel, tools);
+  CallResult denied = s.HandleToolCall(w.cancel, w.tools);
   CHECK_FALSE(denied.executed);
-  CHECK(cancels == 0);
+  CHECK(w.cancels == 0);
   CHECK(denied.decision.rule_id == kStoreUnavailableRule);
   CHECK(s.ledger().working().FindLive(Category::kCondition, "confirmation", 0) != nullptr);
 
   // The store is back: the same command runs once, on the same yes.
   commands.down = false;
-  CallResult retried = s.HandleToolCall({"c2", "cancel_order", {{"order_id", "#W1"}}}, tools);
+  CallResult retried = s.HandleToolCall({"c2", "cancel_order", {{"order_id", "#W1"}}}, w.tools);
   CHECK(retried.executed);
-  CHECK(cancels == 1);
+  CHECK(w.cancels == 1);
   REQUIRE(retried.command.has_value());
   CHECK(retried.command->state == CommandState::kSucceeded);
 }

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <vector>
 
 #include "session/command_session_support.h"
 
@@ -141,4 +142,32 @@ rule {
   auto second = Session::Open(*store, conv, *pack, options);
   REQUIRE(second.has_value());
   CHECK((*second)->Check(Ship("c2")).decision.allowed());
+}
+
+TEST_CASE("external: an output recorded or reported keeps the class of its tool") {
+  Fixture f("memory");
+  auto opened = Session::Open(*f.ledger_store, f.conv, RefundPack());
+  REQUIRE(opened.has_value());
+  Session& s = **opened;
+  CHECK(s.ClassOf("get_order") == CallClass{ToolClass::kReadOnly, false});
+  CHECK(s.ClassOf("ship") == CallClass{ToolClass::kWrites, false});
+  CHECK(s.ClassOf("launch_rocket") == CallClass{ToolClass::kUnknown, false});
+  // Recorded by the caller: a read is not environment-changing, a write is.
+  REQUIRE(
+      s.RecordToolOutput({"r1", "get_order", {}}, ToolOutput{{{"status", "paid"}}, false}).ok());
+  REQUIRE(s.RecordToolOutput(Ship("w1"), ToolOutput{{{"ok", true}}, false}).ok());
+  // Reported without a command: an unknown outcome of a read is an error (it
+  // changed nothing), of a write or an undeclared tool it is uncertain.
+  ExternalOutcome lost;
+  lost.kind = ExternalOutcome::Kind::kUncertain;
+  lost.detail = "connection reset";
+  REQUIRE(s.ReportOutcome({"r2", "get_order", {}}, lost).has_value());
+  REQUIRE(s.ReportOutcome(Ship("w2"), lost).has_value());
+  REQUIRE(s.ReportOutcome({"u1", "launch_rocket", {}}, lost).has_value());
+  std::vector<std::string> recorded;
+  for (const CallRecord& c : Calls(s)) {
+    recorded.push_back(c.call_id + ":" + c.outcome + (c.writes ? ":writes" : ":reads"));
+  }
+  CHECK(recorded == std::vector<std::string>{"r1:ok:reads", "w1:ok:writes", "r2:error:reads",
+                                             "w2:uncertain:writes", "u1:uncertain:writes"});
 }

@@ -22,11 +22,12 @@ struct PolicyChecker::Impl {
   SharedString pack_version;  // pack->version(), shared by every decision
   CheckerLimits limits;
   std::unique_ptr<policy_internal::RuleRuntime> runtime;
-  // What the pack says about one tool: its class and the rules applying to
-  // it, in evaluation order. Both depend only on the (immutable) pack, so
-  // they are worked out (glob matching) once per tool name.
+  // What the pack says about one tool: its class, whether it is egress, and
+  // the rules applying to it, in evaluation order. All depend only on the
+  // (immutable) pack, so they are worked out (glob matching) once per tool name.
   struct ToolPlan {
     ToolClass tool_class = ToolClass::kUnknown;
+    bool egress = false;
     std::vector<size_t> rules;
   };
   std::unordered_map<std::string, ToolPlan> plans;

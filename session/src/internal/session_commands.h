@@ -9,6 +9,7 @@
 #include <string>
 
 #include "taskledger/commands/command_ledger.h"
+#include "taskledger/policy/checker.h"
 #include "taskledger/session/session.h"
 
 namespace taskledger {
@@ -93,6 +94,18 @@ std::string OutputText(const nlohmann::json& output);
 // for another attempt after an uncertain outcome (a release keeps no state
 // "approved", but the approval stands).
 bool OperatorApproved(const Command& c);
+
+// How the session's pack classes `tool`: through `checker`'s per-tool plan
+// (the class its decisions carry) when it holds the same pack version, else
+// from `pack` itself (a shared checker switched to another version).
+inline CallClass ClassOf(PolicyChecker& checker, const RulePack& pack, const std::string& tool) {
+  if (checker.pack()->version() == pack.version()) return checker.ClassOf(tool);
+  return CallClass{pack.Classify(tool), pack.IsEgress(tool)};
+}
+
+// The call id a command was reserved for (its decision record names it);
+// empty when the record names none.
+std::string CallIdOf(const Command& c);
 
 }  // namespace session_internal
 }  // namespace taskledger

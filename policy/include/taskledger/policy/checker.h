@@ -27,6 +27,7 @@
 #include "taskledger/pack/limits.h"
 #include "taskledger/pack/lua_extractors.h"
 #include "taskledger/pack/rule_pack.h"
+#include "taskledger/policy/call_class.h"
 #include "taskledger/policy/decision.h"
 #include "taskledger/provenance/index.h"
 
@@ -73,6 +74,11 @@ class PolicyChecker : public LuaExtractors {
   // Check (else FailedPrecondition and `d` is unchanged). A decision no rule
   // ran for has nothing to resolve (Ok).
   Status ResolveReads(PolicyDecision& d, const LedgerState& state);
+
+  // How the loaded pack classes `tool`: the class and egress a Check of a
+  // call of `tool` puts in its decision, from the same per-tool plan (glob
+  // matching once per tool name; later answers are a lookup).
+  CallClass ClassOf(const std::string& tool);
 
   // The provenance index rules ask through call.sources & co. (owned by the
   // caller, who keeps it alive while checks run; null: those functions raise).

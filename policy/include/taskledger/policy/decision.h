@@ -65,6 +65,11 @@ struct PolicyDecision {
   SharedString pack_version;
   ToolClass tool_class = ToolClass::kUnknown;
   bool read_only = false;  // tool_class == kReadOnly: no rule ran
+  // The tool matches the pack's "egress" list (RulePack::IsEgress): gated
+  // like a write (tool_class kWrites) but it changes nothing to reconcile, so
+  // the session never makes it a command. Worked out with tool_class, once
+  // per tool name and checker; not part of the decision-log record.
+  bool egress = false;
   int64_t latency_us = 0;  // wall time of the check
   // Which check of its PolicyChecker made it (PolicyChecker::ResolveReads); 0: none.
   uint64_t check_seq = 0;

@@ -113,6 +113,7 @@
 #include "taskledger/ledger/ledger.h"
 #include "taskledger/ledger/store.h"
 #include "taskledger/pack/rule_pack.h"
+#include "taskledger/policy/call_class.h"
 #include "taskledger/policy/checker.h"
 #include "taskledger/policy/decision.h"
 #include "taskledger/provenance/index.h"
@@ -416,6 +417,11 @@ class Session {
   const ConversationId& id() const;
   const Ledger& ledger() const { return *ledger_; }
   const RulePack& pack() const { return *pack_; }
+  // How the pack classes `tool` (CallClass): the class and egress a decision
+  // on a call of it carries, from the checker's per-tool plan (worked out
+  // once per tool name), so a caller deciding what to do before or after a
+  // call does not scan the pack's globs again.
+  CallClass ClassOf(const std::string& tool) const;
   const Clock& clock() const { return *clock_; }
   // Decision-log records and extraction errors staged in the current turn.
   const TurnRecord& pending() const { return ledger_->pending(); }

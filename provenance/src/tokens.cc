@@ -7,6 +7,7 @@
 #include <array>
 #include <cctype>
 
+#include "internal/leaf_text.h"
 #include "taskledger/provenance/normalize.h"
 
 namespace taskledger::provenance {
@@ -181,10 +182,12 @@ std::optional<TokenKind> ParseTokenKind(std::string_view name) {
   return std::nullopt;
 }
 
-std::vector<Token> Tokenize(std::string_view t, TokenKinds kinds) {
-  std::vector<Token> out;
+namespace detail {
+
+void TokenSpans(std::string_view t, TokenKinds kinds, std::vector<TokenSpan>& out) {
+  out.clear();
   auto emit = [&](TokenKind k, std::size_t at, std::size_t len) {
-    if ((kinds & KindBit(k)) != 0) out.push_back(Token{k, std::string(t.substr(at, len)), at});
+    if ((kinds & KindBit(k)) != 0) out.push_back(TokenSpan{k, at, len});
   };
   std::size_t i = 0;
   while (i < t.size()) {
@@ -248,6 +251,17 @@ std::vector<Token> Tokenize(std::string_view t, TokenKinds kinds) {
     }
     ++i;
   }
+}
+
+}  // namespace detail
+
+std::vector<Token> Tokenize(std::string_view t, TokenKinds kinds) {
+  std::vector<detail::TokenSpan> spans;
+  detail::TokenSpans(t, kinds, spans);
+  std::vector<Token> out;
+  out.reserve(spans.size());
+  for (const auto& s : spans)
+    out.push_back(Token{s.kind, std::string(t.substr(s.offset, s.length)), s.offset});
   return out;
 }
 

@@ -189,6 +189,7 @@ struct ProvenanceIndex::Walk {
   std::string_view call_id;
   std::shared_ptr<const nlohmann::json> output;  // what the records point into
   std::shared_ptr<std::string> text;             // tool, call id, then each leaf's pointer
+  TrustPolicy::ToolTrust trust;                  // the pack's trust in this tool's fields
   std::size_t first = 0;                         // the output's first source
   // Per source from `first`: where its pointer sits in `text`.
   std::vector<std::pair<std::size_t, std::size_t>> spots{};
@@ -234,7 +235,7 @@ struct ProvenanceIndex::Walk {
     field.kind = SourceKind::kTool;
     field.turn = turn;
     field.names = text;
-    field.trusted = index.trust_.Trusted(tool, path);
+    field.trusted = trust.Trusted(path);
     field.record = rec;
     detail::TokenSpans(value, kAllTokenKinds, spans);
     detail::NormalizeMarked(value, spans, normalized, slices);
@@ -331,7 +332,9 @@ Status ProvenanceIndex::IndexOutput(std::int64_t turn, std::string_view tool,
   auto text = std::make_shared<std::string>();
   text->reserve(tool.size() + call_id.size() + 256);
   text->append(tool).append(call_id);
-  Walk walk{*this, turn, tool, call_id, std::move(output), std::move(text), sources_.size()};
+  Walk walk{
+      *this,          turn, tool, call_id, std::move(output), std::move(text), trust_.ForTool(tool),
+      sources_.size()};
   Status s = walk.Node(root, nullptr, 0);
   walk.Finish();
   return s;

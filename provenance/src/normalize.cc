@@ -3,8 +3,6 @@
 // pass is ASCII-fast: a byte below 0x80 never goes through the decoder.
 #include "taskledger/provenance/normalize.h"
 
-#include <cctype>
-
 #include "internal/leaf_text.h"
 #include "internal/utf8.h"
 
@@ -26,7 +24,7 @@ bool IsSpace(char32_t cp) {
 void AppendFolded(std::string& out, char32_t cp) {
   if (cp >= 0xFF01 && cp <= 0xFF5E) cp -= 0xFEE0;  // full-width ASCII
   if (cp < 0x80) {
-    out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(cp))));
+    out.push_back(static_cast<char>(cp >= 'A' && cp <= 'Z' ? cp - 'A' + 'a' : cp));
     return;
   }
   switch (cp) {
@@ -94,12 +92,12 @@ bool AccountForm(std::string_view s, std::string& out) {
   bool separated = false;
   char prev = ' ';
   for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
+    const bool digit = c >= '0' && c <= '9';
     if (c == ' ' || c == '-') {
       if (prev == ' ' || prev == '-') return false;  // leading or doubled separator
       separated = true;
-    } else if (std::isalnum(u) != 0) {
-      if (std::isdigit(u) != 0) ++digits;
+    } else if (digit || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
+      if (digit) ++digits;
       out.push_back(c);
     } else {
       return false;

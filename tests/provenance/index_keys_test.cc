@@ -118,5 +118,19 @@ TEST_CASE("index keys: random text of the normaliser's hard cases", "[provenance
   }
 }
 
+TEST_CASE("index keys: queued outputs cost about their text until a question walks them",
+          "[provenance]") {
+  ProvenanceIndex index;
+  const std::string body(10'000, 'x');
+  for (int i = 0; i < 20; ++i) {
+    REQUIRE(
+        index.AddToolOutput(1, "read", "c" + std::to_string(i), nlohmann::json{{"f", body}}).ok());
+  }
+  CHECK(index.queued_bytes() >= 20 * body.size());
+  CHECK(index.queued_bytes() < 20 * (body.size() + 1024));
+  CHECK(index.source_count() == 20);  // the question walks the queue
+  CHECK(index.queued_bytes() < body.size());
+}
+
 }  // namespace
 }  // namespace taskledger::provenance

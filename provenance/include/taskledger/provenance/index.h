@@ -131,6 +131,12 @@ class ProvenanceIndex {
   // Ok, or the LimitExceeded that made the index incomplete.
   const Status& health() const;
   std::size_t source_count() const;
+  // Heap bytes held by the queue of outputs and messages not walked yet: what
+  // a conversation whose rules never ask provenance keeps (about each
+  // output's text plus a few bytes per JSON node). Does not walk. Bounded:
+  // an Add* that could take the queue past max_key_bytes / 4 bytes of text
+  // walks it first.
+  std::size_t queued_bytes() const;
   // Changes whenever the index does (each Add*), and is unique across every
   // index of the process: derived answers cached under one stay right while
   // it holds.

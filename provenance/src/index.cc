@@ -19,7 +19,7 @@ constexpr std::size_t kRecordFieldBytes = 256;
 // allocation; a small one then gives back what it did not use (sizing the
 // output first costs more than this).
 constexpr std::size_t kFlatReserve = 2048;
-constexpr std::size_t kFlatSlack = 1024;
+constexpr std::size_t kFlatSlack = 256;
 
 // Generations are unique across every index of the process, so a cache keyed
 // by one never mistakes another index (even at the same address) for its own.

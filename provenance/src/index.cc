@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "internal/flat_json.h"
+#include "internal/leaf_text.h"
 #include "internal/utf8.h"
 #include "taskledger/provenance/normalize.h"
 
@@ -18,7 +19,7 @@ constexpr std::size_t kRecordFieldBytes = 256;
 // allocation; a small one then gives back what it did not use (sizing the
 // output first costs more than this).
 constexpr std::size_t kFlatReserve = 2048;
-constexpr std::size_t kFlatSlack = 1024;
+constexpr std::size_t kFlatSlack = 256;
 
 // Generations are unique across every index of the process, so a cache keyed
 // by one never mistakes another index (even at the same address) for its own.
@@ -27,9 +28,8 @@ std::uint64_t NextGeneration() {
   return ++counter;
 }
 
-// Escapes one JSON pointer segment.
-std::string EscapeSegment(std::string_view s) {
-  std::string out;
+// Appends one JSON pointer segment, escaped.
+void AppendEscapedSegment(std::string& out, std::string_view s) {
   for (char c : s) {
     if (c == '~') {
       out += "~0";
@@ -39,12 +39,6 @@ std::string EscapeSegment(std::string_view s) {
       out.push_back(c);
     }
   }
-  return out;
-}
-
-std::string ScalarText(const nlohmann::json& v) {
-  if (v.is_string()) return v.get<std::string>();
-  return v.dump();
 }
 
 }  // namespace
@@ -166,7 +160,10 @@ Status ProvenanceIndex::Fail(Status error) const {
 }
 
 Status ProvenanceIndex::Add(std::string_view value, Source source) const {
-  std::string key = NormalizeValue(value);
+  return AddKey(NormalizeValue(value), std::move(source));
+}
+
+Status ProvenanceIndex::AddKey(const std::string& key, Source source) const {
   if (key.empty()) return Status::Ok();
   if (sources_.size() >= limits_.max_sources || key_bytes_ + key.size() > limits_.max_key_bytes) {
     return Fail(Status::LimitExceeded("provenance index full (" + std::to_string(sources_.size()) +
@@ -175,92 +172,130 @@ Status ProvenanceIndex::Add(std::string_view value, Source source) const {
   }
   const auto id = static_cast<std::uint32_t>(sources_.size());
   sources_.push_back(std::move(source));
-  auto [it, inserted] = by_value_.try_emplace(std::move(key));
+  auto [it, inserted] = by_value_.try_emplace(key);
   if (inserted) key_bytes_ += it->first.size();
   it->second.push_back(id);
   return Status::Ok();
 }
 
-// One output's walk: leaves, their tokens, and the records around them.
+// One output's walk: leaves, their tokens, and the records around them. Each
+// string leaf is tokenised and normalised once (internal/leaf_text.h); its
+// pointer is stored once in the output's `text`, which every source of the
+// output views (set by Finish, when `text` no longer grows).
 struct ProvenanceIndex::Walk {
   const ProvenanceIndex& index;
   std::int64_t turn;
   std::string_view tool;
   std::string_view call_id;
   std::shared_ptr<const nlohmann::json> output;  // what the records point into
-  std::shared_ptr<const std::string> names;      // what `tool` and `call_id` view
+  std::shared_ptr<std::string> text;             // tool, call id, then each leaf's pointer
+  TrustPolicy::ToolTrust trust;                  // the pack's trust in this tool's fields
+  std::size_t first = 0;                         // the output's first source
+  // Per source from `first`: where its pointer sits in `text`.
+  std::vector<std::pair<std::size_t, std::size_t>> spots{};
+  std::string path{};  // the pointer of the node being walked
   std::size_t bytes = 0;
+  // Scratch of Leaf, kept across leaves.
+  std::vector<detail::TokenSpan> spans{};
+  std::vector<detail::Slice> slices{};
+  std::string normalized{};
+  std::string key{};
 
-  Source Make(const std::string& pointer, bool token, const std::shared_ptr<const Record>& rec) {
-    Source s;
-    s.kind = SourceKind::kTool;
-    s.turn = turn;
-    s.tool = tool;
-    s.call_id = call_id;
-    s.names = names;
-    s.pointer = pointer;
-    s.token = token;
-    s.trusted = index.trust_.Trusted(tool, pointer);
-    s.record = rec;
-    return s;
+  Status Push(const std::string& k, const Source& s, std::pair<std::size_t, std::size_t> spot) {
+    const std::size_t before = index.sources_.size();
+    Status st = index.AddKey(k, s);
+    if (index.sources_.size() != before) spots.push_back(spot);
+    return st;
   }
 
-  Status Leaf(const std::string& text, const std::string& pointer,
-              const std::shared_ptr<const Record>& rec) {
-    bytes += text.size();
+  // Points the output's sources into `text`, now complete.
+  void Finish() {
+    text->shrink_to_fit();
+    const std::string_view all = *text;
+    for (std::size_t k = first; k < index.sources_.size(); ++k) {
+      Source& s = index.sources_[k];
+      s.tool = all.substr(0, tool.size());
+      s.call_id = all.substr(tool.size(), call_id.size());
+      s.pointer = all.substr(spots[k - first].first, spots[k - first].second);
+    }
+  }
+
+  Status Leaf(std::string_view value, const std::shared_ptr<const Record>& rec) {
+    bytes += value.size();
     if (bytes > index.limits_.max_output_bytes) {
       return index.Fail(Status::LimitExceeded(
           std::string(tool) + "(" + std::string(call_id) + "): output over " +
           std::to_string(index.limits_.max_output_bytes) +
           " bytes of text, not indexed; calls that need provenance are denied"));
     }
+    const std::pair<std::size_t, std::size_t> spot{text->size(), path.size()};
+    text->append(path);
     // One source for the field (its trust looked up once), copied per token.
-    Source field = Make(pointer, false, rec);
-    const std::vector<Token> tokens = Tokenize(text);
-    if (tokens.empty() || (tokens.size() == 1 && tokens[0].text.size() == text.size())) {
-      return index.Add(text, std::move(field));
+    Source field;
+    field.kind = SourceKind::kTool;
+    field.turn = turn;
+    field.names = text;
+    field.trusted = trust.Trusted(path);
+    field.record = rec;
+    detail::TokenSpans(value, kAllTokenKinds, spans);
+    detail::NormalizeMarked(value, spans, normalized, slices);
+    detail::ValueKey(normalized, key);
+    if (Status s = Push(key, field, spot); !s.ok()) return s;
+    if (spans.empty() || (spans.size() == 1 && spans[0].length == value.size())) {
+      return Status::Ok();
     }
-    if (Status s = index.Add(text, field); !s.ok()) return s;
     field.token = true;
-    for (const Token& t : tokens) {
-      if (t.text.size() == text.size()) continue;  // the whole field, indexed above
-      if (Status s = index.Add(t.text, field); !s.ok()) return s;
+    const std::string_view norm = normalized;
+    for (std::size_t k = 0; k < spans.size(); ++k) {
+      const detail::TokenSpan& t = spans[k];
+      if (t.length == value.size()) continue;  // the whole field, indexed above
+      if (slices[k].begin == detail::kNoSlice) {
+        key = NormalizeValue(value.substr(t.offset, t.length));
+      } else {
+        detail::ValueKey(norm.substr(slices[k].begin, slices[k].end - slices[k].begin), key);
+      }
+      if (Status s = Push(key, field, spot); !s.ok()) return s;
     }
     return Status::Ok();
   }
 
-  Status Node(const nlohmann::json& v, const std::string& pointer,
-              const std::shared_ptr<const Record>& rec, int depth) {
+  Status Node(const nlohmann::json& v, const std::shared_ptr<const Record>& rec, int depth) {
     if ((v.is_object() || v.is_array()) && depth >= index.limits_.max_depth) {
       return index.Fail(Status::LimitExceeded(
           std::string(tool) + "(" + std::string(call_id) + "): output nests deeper than " +
           std::to_string(index.limits_.max_depth) +
           ", not indexed; calls that need provenance are denied"));
     }
+    const std::size_t mark = path.size();
     if (v.is_object()) {
       auto own = std::make_shared<Record>();
-      own->pointer = pointer;
+      own->pointer = path;
       own->output = output;
       own->object = &v;
       std::shared_ptr<const Record> shared = std::move(own);
       for (const auto& [k, child] : v.items()) {
-        if (Status s = Node(child, pointer + "/" + EscapeSegment(k), shared, depth + 1); !s.ok()) {
-          return s;
-        }
+        path.push_back('/');
+        AppendEscapedSegment(path, k);
+        Status s = Node(child, shared, depth + 1);
+        path.resize(mark);
+        if (!s.ok()) return s;
       }
       return Status::Ok();
     }
     if (v.is_array()) {
       std::size_t i = 0;
       for (const auto& child : v) {
-        if (Status s = Node(child, pointer + "/" + std::to_string(i++), rec, depth + 1); !s.ok()) {
-          return s;
-        }
+        path.push_back('/');
+        path += std::to_string(i++);
+        Status s = Node(child, rec, depth + 1);
+        path.resize(mark);
+        if (!s.ok()) return s;
       }
       return Status::Ok();
     }
     if (v.is_null()) return Status::Ok();
-    return Leaf(ScalarText(v), pointer, rec);
+    if (v.is_string()) return Leaf(v.get_ref<const std::string&>(), rec);
+    return Leaf(v.dump(), rec);
   }
 };
 
@@ -294,12 +329,15 @@ Status ProvenanceIndex::IndexOutput(std::int64_t turn, std::string_view tool,
                                     std::string_view call_id,
                                     std::shared_ptr<const nlohmann::json> output) const {
   const nlohmann::json& root = *output;
-  auto names = std::make_shared<const std::string>(std::string(tool) + std::string(call_id));
-  const std::string_view all = *names;
+  auto text = std::make_shared<std::string>();
+  text->reserve(tool.size() + call_id.size() + 256);
+  text->append(tool).append(call_id);
   Walk walk{
-      *this,           turn, all.substr(0, tool.size()), all.substr(tool.size()), std::move(output),
-      std::move(names)};
-  return walk.Node(root, "", nullptr, 0);
+      *this,          turn, tool, call_id, std::move(output), std::move(text), trust_.ForTool(tool),
+      sources_.size()};
+  Status s = walk.Node(root, nullptr, 0);
+  walk.Finish();
+  return s;
 }
 
 Status ProvenanceIndex::AddUserMessage(std::int64_t turn, std::string_view text) {

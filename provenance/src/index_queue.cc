@@ -54,6 +54,12 @@ const Status& ProvenanceIndex::health() const {
   return health_;
 }
 
+std::size_t ProvenanceIndex::queued_bytes() const {
+  std::size_t bytes = pending_.capacity() * sizeof(Pending);
+  for (const Pending& p : pending_) bytes += p.text.capacity();
+  return bytes;
+}
+
 std::size_t ProvenanceIndex::source_count() const {
   Flush();
   return sources_.size();

@@ -3,8 +3,7 @@
 // pass is ASCII-fast: a byte below 0x80 never goes through the decoder.
 #include "taskledger/provenance/normalize.h"
 
-#include <cctype>
-
+#include "internal/leaf_text.h"
 #include "internal/utf8.h"
 
 namespace taskledger::provenance {
@@ -25,7 +24,7 @@ bool IsSpace(char32_t cp) {
 void AppendFolded(std::string& out, char32_t cp) {
   if (cp >= 0xFF01 && cp <= 0xFF5E) cp -= 0xFEE0;  // full-width ASCII
   if (cp < 0x80) {
-    out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(cp))));
+    out.push_back(static_cast<char>(cp >= 'A' && cp <= 'Z' ? cp - 'A' + 'a' : cp));
     return;
   }
   switch (cp) {
@@ -74,7 +73,7 @@ bool LooksLikeUrl(std::string_view s) {
          host.find('@') == std::string_view::npos;
 }
 
-std::string StripUrl(std::string_view s) {
+std::string_view StripUrl(std::string_view s) {
   if (StartsWith(s, "https://")) {
     s.remove_prefix(8);
   } else if (StartsWith(s, "http://")) {
@@ -82,39 +81,49 @@ std::string StripUrl(std::string_view s) {
   }
   if (StartsWith(s, "www.")) s.remove_prefix(4);
   while (s.size() > 1 && s.back() == '/') s.remove_suffix(1);
-  return std::string(s);
+  return s;
 }
 
-// "de89 3704 0044 0532 0130 00" -> "de89370400440532013000"; anything else unchanged.
+// "de89 3704 0044 0532 0130 00" -> "de89370400440532013000" in `out`; false
+// (and `out` unspecified) for anything else.
 bool AccountForm(std::string_view s, std::string& out) {
-  std::string joined;
+  out.clear();
   int digits = 0;
   bool separated = false;
   char prev = ' ';
   for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
+    const bool digit = c >= '0' && c <= '9';
     if (c == ' ' || c == '-') {
       if (prev == ' ' || prev == '-') return false;  // leading or doubled separator
       separated = true;
-    } else if (std::isalnum(u) != 0) {
-      if (std::isdigit(u) != 0) ++digits;
-      joined.push_back(c);
+    } else if (digit || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
+      if (digit) ++digits;
+      out.push_back(c);
     } else {
       return false;
     }
     prev = c;
   }
   if (!separated || prev == ' ' || prev == '-') return false;
-  if (joined.size() < 8 || joined.size() > 40 || digits < 6) return false;
-  out = std::move(joined);
-  return true;
+  return out.size() >= 8 && out.size() <= 40 && digits >= 6;
 }
 
 }  // namespace
 
-std::string NormalizeText(std::string_view text) {
-  std::string out;
+namespace detail {
+
+void NormalizeMarked(std::string_view text, const std::vector<TokenSpan>& spans, std::string& out,
+                     std::vector<Slice>& slices) {
+  out.clear();
   out.reserve(text.size());
+  slices.assign(spans.size(), Slice{});
+  // Marks are the spans' starts and ends in order (2k: start of span k,
+  // 2k+1: its end); `mark` is the next one to place.
+  const std::size_t marks = 2 * spans.size();
+  std::size_t mark = 0;
+  auto at = [&](std::size_t m) {
+    return spans[m / 2].offset + (m % 2 == 0 ? 0 : spans[m / 2].length);
+  };
   bool pending_space = false;
   for (std::size_t i = 0; i < text.size();) {
     const auto b = static_cast<unsigned char>(text[i]);
@@ -122,10 +131,24 @@ std::string NormalizeText(std::string_view text) {
     std::size_t len = 1;
     bool valid = true;
     if (b >= 0x80) {
-      const detail::CodePoint d = detail::DecodeAt(text, i);
+      const CodePoint d = DecodeAt(text, i);
       cp = d.cp;
       len = d.length;
       valid = d.valid;
+    }
+    const bool dropped = valid && IsDropped(cp);
+    const bool space = valid && !dropped && IsSpace(cp);
+    for (; mark < marks && at(mark) <= i; ++mark) {
+      Slice& slice = slices[mark / 2];
+      if (at(mark) < i) {
+        slice.begin = kNoSlice;  // inside a character: cannot be cut out
+      } else if (mark % 2 == 1) {
+        slice.end = out.size();  // a space before `i` is not the span's
+      } else if (dropped || space) {
+        slice.begin = kNoSlice;  // the span's own normalisation would trim here
+      } else {
+        slice.begin = out.size() + (pending_space && !out.empty() ? 1 : 0);
+      }
     }
     i += len;
     if (!valid) {
@@ -134,8 +157,8 @@ std::string NormalizeText(std::string_view text) {
       out.push_back(static_cast<char>(b));
       continue;
     }
-    if (IsDropped(cp)) continue;
-    if (IsSpace(cp)) {
+    if (dropped) continue;
+    if (space) {
       pending_space = true;
       continue;
     }
@@ -143,12 +166,36 @@ std::string NormalizeText(std::string_view text) {
     pending_space = false;
     AppendFolded(out, cp);
   }
+  for (; mark < marks; ++mark) {
+    Slice& slice = slices[mark / 2];
+    if (at(mark) > text.size() || mark % 2 == 0) {
+      slice.begin = kNoSlice;
+    } else {
+      slice.end = out.size();
+    }
+  }
+}
+
+void ValueKey(std::string_view normalized, std::string& key) {
+  if (LooksLikeUrl(normalized)) {
+    key.assign(StripUrl(normalized));
+  } else if (!AccountForm(normalized, key)) {
+    key.assign(normalized);
+  }
+}
+
+}  // namespace detail
+
+std::string NormalizeText(std::string_view text) {
+  std::string out;
+  std::vector<detail::Slice> none;
+  detail::NormalizeMarked(text, {}, out, none);
   return out;
 }
 
 std::string NormalizeValue(std::string_view value) {
   std::string text = NormalizeText(value);
-  if (LooksLikeUrl(text)) return StripUrl(text);
+  if (LooksLikeUrl(text)) return std::string(StripUrl(text));
   std::string account;
   if (AccountForm(text, account)) return account;
   return text;

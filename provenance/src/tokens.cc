@@ -5,23 +5,27 @@
 #include "taskledger/provenance/tokens.h"
 
 #include <array>
-#include <cctype>
 
+#include "internal/leaf_text.h"
 #include "taskledger/provenance/normalize.h"
 
 namespace taskledger::provenance {
 namespace {
 
-bool Alnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
-bool Digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
-bool Alpha(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }
-bool Upper(char c) { return std::isupper(static_cast<unsigned char>(c)) != 0; }
+// ASCII classes, inline: what the C library's functions answer in the "C"
+// locale (and in UTF-8 locales for single bytes), without a call per byte.
+constexpr bool Digit(char c) { return c >= '0' && c <= '9'; }
+constexpr bool Upper(char c) { return c >= 'A' && c <= 'Z'; }
+constexpr bool Alpha(char c) { return Upper(c) || (c >= 'a' && c <= 'z'); }
+constexpr bool Alnum(char c) { return Alpha(c) || Digit(c); }
+constexpr bool Space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+constexpr char Lower(char c) { return Upper(c) ? static_cast<char>(c - 'A' + 'a') : c; }
 bool WordByte(char c) { return Alnum(c) || c == '_' || (static_cast<unsigned char>(c) >= 0x80); }
 
 bool SpanEnd(char c) {
-  return std::isspace(static_cast<unsigned char>(c)) != 0 || c == '"' || c == '\'' || c == '<' ||
-         c == '>' || c == '(' || c == ')' || c == '[' || c == ']' || c == '{' || c == '}' ||
-         c == '|' || c == '\\' || c == '`' || c == ',';
+  return Space(c) || c == '"' || c == '\'' || c == '<' || c == '>' || c == '(' || c == ')' ||
+         c == '[' || c == ']' || c == '{' || c == '}' || c == '|' || c == '\\' || c == '`' ||
+         c == ',';
 }
 
 bool TrailingPunct(char c) {
@@ -31,7 +35,7 @@ bool TrailingPunct(char c) {
 bool StartsWithI(std::string_view s, std::string_view p) {
   if (s.size() < p.size()) return false;
   for (std::size_t i = 0; i < p.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(s[i])) != p[i]) return false;
+    if (Lower(s[i]) != p[i]) return false;
   }
   return true;
 }
@@ -181,10 +185,12 @@ std::optional<TokenKind> ParseTokenKind(std::string_view name) {
   return std::nullopt;
 }
 
-std::vector<Token> Tokenize(std::string_view t, TokenKinds kinds) {
-  std::vector<Token> out;
+namespace detail {
+
+void TokenSpans(std::string_view t, TokenKinds kinds, std::vector<TokenSpan>& out) {
+  out.clear();
   auto emit = [&](TokenKind k, std::size_t at, std::size_t len) {
-    if ((kinds & KindBit(k)) != 0) out.push_back(Token{k, std::string(t.substr(at, len)), at});
+    if ((kinds & KindBit(k)) != 0) out.push_back(TokenSpan{k, at, len});
   };
   std::size_t i = 0;
   while (i < t.size()) {
@@ -248,6 +254,17 @@ std::vector<Token> Tokenize(std::string_view t, TokenKinds kinds) {
     }
     ++i;
   }
+}
+
+}  // namespace detail
+
+std::vector<Token> Tokenize(std::string_view t, TokenKinds kinds) {
+  std::vector<detail::TokenSpan> spans;
+  detail::TokenSpans(t, kinds, spans);
+  std::vector<Token> out;
+  out.reserve(spans.size());
+  for (const auto& s : spans)
+    out.push_back(Token{s.kind, std::string(t.substr(s.offset, s.length)), s.offset});
   return out;
 }
 

@@ -21,11 +21,11 @@ std::vector<std::string> Split(std::string_view pointer) {
   return out;
 }
 
-// Split without copying: the segments of `pointer` as views into it (one
-// allocation for the list; Trusted runs once per indexed field).
-std::vector<std::string_view> SplitViews(std::string_view pointer) {
-  std::vector<std::string_view> out;
-  if (pointer.empty()) return out;
+// Split without copying: the segments of `pointer` as views into it, in
+// `out` (reused across calls: Trusted runs once per indexed field).
+std::size_t SplitViews(std::string_view pointer, std::vector<std::string_view>& out) {
+  out.clear();
+  if (pointer.empty()) return 0;
   std::size_t at = pointer.front() == '/' ? 1 : 0;
   while (true) {
     const auto slash = pointer.find('/', at);
@@ -33,7 +33,7 @@ std::vector<std::string_view> SplitViews(std::string_view pointer) {
     if (slash == std::string_view::npos) break;
     at = slash + 1;
   }
-  return out;
+  return out.size();
 }
 
 bool GlobMatch(std::string_view pat, std::string_view s) {
@@ -122,14 +122,21 @@ const TrustPolicy::ToolRule* TrustPolicy::FindTool(std::string_view tool) const 
   return best;
 }
 
-bool TrustPolicy::Trusted(std::string_view tool, std::string_view pointer) const {
-  const ToolRule* rule = FindTool(tool);
-  if (rule == nullptr) return default_;
-  if (rule->paths.empty()) return default_;
-  const auto segs = SplitViews(pointer);
+TrustPolicy::ToolTrust TrustPolicy::ForTool(std::string_view tool) const {
+  ToolTrust t;
+  t.policy_ = this;
+  t.rule_ = FindTool(tool);
+  return t;
+}
+
+bool TrustPolicy::ToolTrust::Trusted(std::string_view pointer) const {
+  if (policy_ == nullptr) return false;
+  if (rule_ == nullptr || rule_->paths.empty()) return policy_->default_;
+  std::vector<std::string_view>& segs = segments_;
+  SplitViews(pointer, segs);
   int best = -1;
-  bool trusted = default_;
-  for (const auto& p : rule->paths) {
+  bool trusted = policy_->default_;
+  for (const auto& p : rule_->paths) {
     if (!SegmentsMatch(p.segments, 0, segs, 0)) continue;
     const int score = Literals(p.segments);
     if (score > best) {
@@ -140,6 +147,10 @@ bool TrustPolicy::Trusted(std::string_view tool, std::string_view pointer) const
     }
   }
   return trusted;
+}
+
+bool TrustPolicy::Trusted(std::string_view tool, std::string_view pointer) const {
+  return ForTool(tool).Trusted(pointer);
 }
 
 nlohmann::json TrustPolicy::ToJson() const {

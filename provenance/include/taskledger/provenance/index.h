@@ -70,12 +70,13 @@ struct Source {
   std::int64_t turn = 0;                 // the turn the message or output arrived in
   std::string_view tool;                 // kTool: the tool; kConstant: the constant's name
   std::string_view call_id;              // kTool
-  std::string pointer;                   // kTool: JSON pointer of the field ("" = whole output)
+  std::string_view pointer;              // kTool: JSON pointer of the field ("" = whole output)
   bool token = false;                    // found inside a longer text, not as the whole field
   bool trusted = false;                  // per the pack's TrustPolicy
   std::shared_ptr<const Record> record;  // kTool with an enclosing object, else null
-  // The text `tool` and `call_id` view: one per output or constant, shared by
-  // all its sources (and kept alive by every copy of one).
+  // The text `tool`, `call_id` and `pointer` view: one per output or
+  // constant, shared by all its sources (and kept alive by every copy of
+  // one); a field's pointer is in it once, however many tokens the field has.
   std::shared_ptr<const std::string> names;
 
   // `get_webpage(c1) at $.text, untrusted`, `user message (turn 2), trusted`.
@@ -130,6 +131,12 @@ class ProvenanceIndex {
   // Ok, or the LimitExceeded that made the index incomplete.
   const Status& health() const;
   std::size_t source_count() const;
+  // Heap bytes held by the queue of outputs and messages not walked yet: what
+  // a conversation whose rules never ask provenance keeps (about each
+  // output's text plus a few bytes per JSON node). Does not walk. Bounded:
+  // an Add* that could take the queue past max_key_bytes / 4 bytes of text
+  // walks it first.
+  std::size_t queued_bytes() const;
   // Changes whenever the index does (each Add*), and is unique across every
   // index of the process: derived answers cached under one stay right while
   // it holds.
@@ -164,6 +171,8 @@ class ProvenanceIndex {
                      std::shared_ptr<const nlohmann::json> output) const;
   Status IndexUserMessage(std::int64_t turn, std::string_view text) const;
   Status Add(std::string_view value, Source source) const;
+  // Add with the value already normalised (NormalizeValue).
+  Status AddKey(const std::string& key, Source source) const;
   Status Fail(Status error) const;
 
   TrustPolicy trust_;

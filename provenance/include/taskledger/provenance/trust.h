@@ -61,6 +61,22 @@ class TrustPolicy {
   bool user_ = true;
   bool default_ = false;
   std::vector<ToolRule> tools_;
+
+ public:
+  // Trusted() for the fields of one tool's output, the tool's declaration
+  // found once and its scratch reused (an output's walk asks for every
+  // field). Valid while the policy it came from lives; one per thread.
+  class ToolTrust {
+   public:
+    bool Trusted(std::string_view pointer) const;
+
+   private:
+    friend class TrustPolicy;
+    const TrustPolicy* policy_ = nullptr;
+    const ToolRule* rule_ = nullptr;
+    mutable std::vector<std::string_view> segments_;  // scratch of Trusted
+  };
+  ToolTrust ForTool(std::string_view tool) const;
 };
 
 }  // namespace taskledger::provenance

@@ -10,6 +10,7 @@
 --   chat.target_provenance    recipients, channels and members of writes
 --   chat.body_links           links and addresses inside a text sent out
 --   chat.invitee_requested    invite_user_to_slack: the invitee and address
+--   chat.post_destination     post_webpage: data goes only where the request says
 
 local d = require("designation")
 
@@ -66,5 +67,19 @@ rule {
       return deny("the user did not ask to invite " .. user .. ": " .. call.explain("user"))
     end
     return allow()
+  end,
+}
+
+-- Posting sends data out, so its address must come from the user's messages
+-- or the pack: a site named in a message the user only asked to read is
+-- where an attacker who wrote that message would have the data go.
+rule {
+  id = "chat.post_destination",
+  tools = {"post_webpage"},
+  why = function(call)
+    local url = call.args.url
+    if type(url) ~= "string" or url == "" then return "post_webpage needs a url" end
+    if d.from_request(call, url) then return nil end
+    return "data is posted only to an address the user's request gives: " .. call.explain("url")
   end,
 }

@@ -49,6 +49,16 @@ function M.in_designated_message(call, ledger, value)
                                  request = M.pages(call, ledger)})
 end
 
+-- True when the user's messages or the pack give value itself. A message the
+-- request designates is not enough (the user asked to read it, not to send
+-- anything where it says), and text inside web pages is never a source.
+function M.from_request(call, value)
+  for _, s in ipairs(call.sources_of(value)) do
+    if s.kind == "user" or s.kind == "constant" then return true end
+  end
+  return false
+end
+
 -- Whether value may decide a target: a user message gave it, a trusted field
 -- holds it whole, or it sits in a designated message.
 function M.value_ok(call, ledger, value)

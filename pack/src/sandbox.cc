@@ -1,223 +1,27 @@
-// Sandbox implementation: allocator cap, instruction/deadline hook, library
-// selection, locked globals, guarded pattern functions and protected calls.
-// The choices follow Redis scripting (see internal/sandbox.h and
-// docs/rule-api.md, "Sandbox"). Not thread-safe: one per thread.
+// Sandbox implementation: the allocator cap, the instruction/deadline hook,
+// the locked global environment, chunk loading and protected calls with
+// their error mapping. The library set rules see is in sandbox_library.cc,
+// the verdict values in verdicts.cc. The choices follow Redis scripting (see
+// taskledger/pack/lua/sandbox.h and docs/rule-api.md, "Sandbox"). Not
+// thread-safe: one per thread.
 #include "taskledger/pack/lua/sandbox.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <exception>
 
+#include "internal/sandbox_setup.h"
 #include "taskledger/pack/lua/lua_json.h"
-#include "taskledger/pack/lua/pattern_guard.h"
 
 namespace taskledger::lua {
-
-const char kAllowToken = 'a';
-const char kDenyToken = 'd';
-const char kApprovalToken = 'r';
-const char kConfirmToken = 'c';
-
 namespace {
 
 constexpr int kHookEvery = 1000;
-
-// Base-library names removed: code loading, GC control, output, raw writes
-// (which could defeat read-only proxies) and the real globals table.
-constexpr const char* kRemovedBase[] = {
-    "print",          "load",   "loadstring", "dofile", "loadfile",
-    "collectgarbage", "rawset", "require",    "warn",   "_G"};
 
 struct ProtectedCtx {
   void (*thunk)(lua_State*, void*);
   void* body;
 };
-
-// The registry names of the verdicts' metatable and of the one allow() value.
-constexpr const char* kVerdictMeta = "taskledger.verdict";
-constexpr const char* kAllowVerdict = "taskledger.allow";
-
-// A verdict's userdata block; its text is the userdata's first user value.
-struct VerdictBlock {
-  const char* token;
-};
-
-void PushNewVerdict(lua_State* L, const char* token) {
-  auto* block = static_cast<VerdictBlock*>(lua_newuserdatauv(L, sizeof(VerdictBlock), 1));
-  block->token = token;
-  luaL_setmetatable(L, kVerdictMeta);
-}
-
-// allow(): the one allow value, held as the closure's upvalue (no lookup,
-// no allocation: most rules return it on most checks).
-int VerdictAllow(lua_State* L) {
-  lua_pushvalue(L, lua_upvalueindex(1));
-  return 1;
-}
-
-int VerdictWithText(lua_State* L, const char* token, const char* fn, const char* what) {
-  if (lua_type(L, 1) != LUA_TSTRING || lua_rawlen(L, 1) == 0) {
-    RaiseError(L, std::string(fn) + "() needs a non-empty " + what + " string");
-  }
-  lua_settop(L, 1);
-  PushNewVerdict(L, token);
-  lua_pushvalue(L, 1);
-  lua_setiuservalue(L, -2, 1);
-  return 1;
-}
-
-// tostring(verdict): "deny: <reason>", "allow".
-int VerdictToString(lua_State* L) {
-  std::optional<Verdict> v = ReadVerdict(L, 1);
-  if (!v) return 0;
-  const char* name = "confirm";
-  if (v->token == &kAllowToken) {
-    name = "allow";
-  } else if (v->token == &kDenyToken) {
-    name = "deny";
-  } else if (v->token == &kApprovalToken) {
-    name = "require_approval";
-  }
-  if (v->text.empty()) {
-    lua_pushstring(L, name);
-  } else {
-    lua_pushfstring(L, "%s: %s", name, std::string(v->text).c_str());
-  }
-  return 1;
-}
-
-// Creates the verdicts' metatable and the one allow value, and pushes the
-// allow() function.
-void InstallVerdicts(lua_State* L) {
-  luaL_newmetatable(L, kVerdictMeta);
-  lua_pushliteral(L, "verdict");
-  lua_setfield(L, -2, "__metatable");
-  lua_pushcfunction(L, VerdictToString);
-  lua_setfield(L, -2, "__tostring");
-  lua_pop(L, 1);
-  PushNewVerdict(L, &kAllowToken);
-  SandboxOf(L).SetAllowVerdict(lua_touserdata(L, -1));
-  lua_pushvalue(L, -1);
-  lua_setfield(L, LUA_REGISTRYINDEX, kAllowVerdict);  // kept alive whatever Lua does
-  lua_pushcclosure(L, VerdictAllow, 1);
-}
-
-int VerdictDeny(lua_State* L) {
-  return VerdictWithText(L, &kDenyToken, "deny", "reason (what is wrong and what to do instead)");
-}
-int VerdictApproval(lua_State* L) {
-  return VerdictWithText(L, &kApprovalToken, "require_approval", "reason");
-}
-int VerdictConfirm(lua_State* L) {
-  return VerdictWithText(L, &kConfirmToken, "confirm", "question");
-}
-
-// setmetatable without finalizers: a __gc would run rule code at an arbitrary
-// later point (another rule, another check), outside any rule's accounting.
-int SafeSetMetatable(lua_State* L) {
-  if (lua_type(L, 2) == LUA_TTABLE) {
-    lua_pushliteral(L, "__gc");
-    bool has_gc = lua_rawget(L, 2) != LUA_TNIL;
-    lua_pop(L, 1);
-    if (has_gc) RaiseError(L, "setmetatable: __gc metamethods are not allowed in rules");
-  }
-  lua_pushvalue(L, lua_upvalueindex(1));
-  lua_insert(L, 1);
-  lua_call(L, lua_gettop(L) - 1, 1);
-  return 1;
-}
-
-// Lua calls an error's message handler before unwinding, and when the error
-// comes from a hook it does so with hooks disabled: a Lua handler reached from
-// the budget kill would run unmetered. So xpcall gets this C handler, which
-// hands over to the rule's handler (upvalue 1) only for ordinary errors.
-int GuardedMessageHandler(lua_State* L) {
-  if (SandboxOf(L).budget_tripped()) return 1;
-  lua_pushvalue(L, lua_upvalueindex(1));
-  lua_insert(L, 1);
-  lua_call(L, lua_gettop(L) - 1, 1);
-  return 1;
-}
-
-int SafeXpcall(lua_State* L) {
-  luaL_checktype(L, 2, LUA_TFUNCTION);
-  lua_pushvalue(L, 2);
-  lua_pushcclosure(L, GuardedMessageHandler, 1);
-  lua_replace(L, 2);
-  lua_pushvalue(L, lua_upvalueindex(1));
-  lua_insert(L, 1);
-  lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
-  return lua_gettop(L);
-}
-
-// string.find/match/gmatch/gsub: length caps and the backtracking bound
-// before handing over to Lua's own implementation (upvalue 1, a C function,
-// called directly on this frame's stack: no second call frame). Upvalue 2 is
-// the function name, upvalue 3 is 1 for find (which has a "plain" flag) and 2
-// for gmatch (which scans every position).
-int GuardedPattern(lua_State* L) {
-  const Sandbox& sb = SandboxOf(L);
-  const char* name = lua_tostring(L, lua_upvalueindex(2));
-  lua_Integer kind = lua_tointeger(L, lua_upvalueindex(3));
-  size_t ls = 0, lp = 0;
-  luaL_checklstring(L, 1, &ls);
-  const char* p = luaL_checklstring(L, 2, &lp);
-  const CheckerLimits& lim = sb.limits();
-  if (ls > lim.pattern_max_subject) {
-    luaL_error(L, "%s: subject of %d bytes is longer than the %d allowed for patterns", name,
-               static_cast<int>(ls), static_cast<int>(lim.pattern_max_subject));
-  }
-  if (lp > lim.pattern_max_pattern) {
-    luaL_error(L, "%s: pattern of %d bytes is longer than the %d allowed", name,
-               static_cast<int>(lp), static_cast<int>(lim.pattern_max_pattern));
-  }
-  bool plain = kind == 1 && lua_toboolean(L, 4);
-  if (!plain) {
-    double work = EstimatePatternWork(std::string_view(p, lp), ls, kind == 2);
-    if (work > lim.pattern_max_work) {
-      char msg[600];
-      std::snprintf(msg, sizeof msg,
-                    "%s: pattern '%.200s' may backtrack too much on a %zu-byte subject (bound "
-                    "%.3g steps, limit %.3g); use fewer '*', '+', '-' items, anchor it with '^', "
-                    "or shorten the subject",
-                    name, p, ls, work, lim.pattern_max_work);
-      luaL_error(L, "%s", msg);
-    }
-  }
-  // The string library's functions read only their arguments (no upvalues),
-  // so they run on this frame as if Lua had called them.
-  return lua_tocfunction(L, lua_upvalueindex(1))(L);
-}
-
-void GuardStringFunction(lua_State* L, int lib, const char* field, int kind) {
-  lua_getfield(L, lib, field);
-  // GuardedPattern calls it on its own stack: it must be a C function
-  // without upvalues (as the string library's are).
-  if (lua_tocfunction(L, -1) == nullptr || lua_getupvalue(L, -1, 1) != nullptr) {
-    luaL_error(L, "string.%s is not a C function without upvalues", field);
-  }
-  lua_pushfstring(L, "string.%s", field);
-  lua_pushinteger(L, kind);
-  lua_pushcclosure(L, GuardedPattern, 3);
-  lua_setfield(L, lib, field);
-}
-
-// Opens library `name` with `open`, removes `removed`, and stores a read-only
-// proxy of it in the globals table at index `g`. Returns with the real library
-// table on the stack top.
-void OpenLibrary(lua_State* L, int g, const char* name, lua_CFunction open,
-                 std::initializer_list<const char*> removed) {
-  luaL_requiref(L, name, open, 0);
-  for (const char* r : removed) {
-    lua_pushnil(L);
-    lua_setfield(L, -2, r);
-  }
-  lua_pushvalue(L, -1);
-  WrapReadOnly(L, -1);
-  lua_setfield(L, g, name);
-}
 
 }  // namespace
 
@@ -346,45 +150,8 @@ Sandbox::~Sandbox() {
 void Sandbox::Setup(lua_State* L) {
   lua_pushglobaltable(L);
   int g = lua_gettop(L);
-  luaL_requiref(L, "_G", luaopen_base, 0);
-  lua_pop(L, 1);
-  for (const char* name : kRemovedBase) {
-    lua_pushnil(L);
-    lua_setfield(L, g, name);
-  }
-  lua_getfield(L, g, "setmetatable");
-  lua_pushcclosure(L, SafeSetMetatable, 1);
-  lua_setfield(L, g, "setmetatable");
-  lua_getfield(L, g, "xpcall");
-  lua_pushcclosure(L, SafeXpcall, 1);
-  lua_setfield(L, g, "xpcall");
-
-  OpenLibrary(L, g, "string", luaopen_string, {"dump"});
-  int lib = lua_gettop(L);
-  GuardStringFunction(L, lib, "find", 1);
-  GuardStringFunction(L, lib, "match", 0);
-  GuardStringFunction(L, lib, "gmatch", 2);
-  GuardStringFunction(L, lib, "gsub", 0);
-  // Strings share one metatable whose __index is the real string table; hide it.
-  lua_pushliteral(L, "");
-  lua_getmetatable(L, -1);
-  lua_pushliteral(L, "read-only");
-  lua_setfield(L, -2, "__metatable");
-  lua_settop(L, g);
-  OpenLibrary(L, g, "table", luaopen_table, {});
-  OpenLibrary(L, g, "math", luaopen_math, {"randomseed"});
-  OpenLibrary(L, g, "utf8", luaopen_utf8, {});
-  lua_settop(L, g);
-
-  InstallVerdicts(L);
-  lua_setfield(L, g, "allow");
-  lua_pushcfunction(L, VerdictDeny);
-  lua_setfield(L, g, "deny");
-  lua_pushcfunction(L, VerdictApproval);
-  lua_setfield(L, g, "require_approval");
-  lua_pushcfunction(L, VerdictConfirm);
-  lua_setfield(L, g, "confirm");
-
+  InstallLibraries(L, g);
+  InstallVerdicts(L, g);
   // Reading a name the globals table lacks is an error.
   lua_createtable(L, 0, 1);
   lua_pushcfunction(L, GlobalMissing);
@@ -478,21 +245,6 @@ Status Sandbox::Call(int nargs, int nresults) {
 void Sandbox::Recover() {
   DisarmBudget();
   lua_gc(L_, LUA_GCCOLLECT);
-}
-
-std::optional<Verdict> ReadVerdict(lua_State* L, int idx) {
-  // The common case first: allow() is one value, known by its address.
-  if (lua_touserdata(L, idx) == SandboxOf(L).allow_verdict()) return Verdict{&kAllowToken, {}};
-  auto* block = static_cast<VerdictBlock*>(luaL_testudata(L, idx, kVerdictMeta));
-  if (block == nullptr) return std::nullopt;
-  Verdict v{block->token, {}};
-  if (lua_getiuservalue(L, idx, 1) == LUA_TSTRING) {
-    size_t n = 0;
-    const char* s = lua_tolstring(L, -1, &n);
-    v.text = std::string_view(s, n);  // the userdata keeps the string alive
-  }
-  lua_pop(L, 1);
-  return v;
 }
 
 }  // namespace taskledger::lua

@@ -64,7 +64,29 @@ uint64_t ScalarBits(const nlohmann::json& v) {
   }
 }
 
+// True if the argument `v` pushes as the kept flat argument `a` holds.
+bool SameScalar(const nlohmann::json& v, const std::string& text, nlohmann::json::value_t type,
+                uint64_t bits) {
+  if (v.type() != type) return false;
+  if (v.is_string()) return v.get_ref<const std::string&>() == text;
+  return IsScalar(v) && ScalarBits(v) == bits;
+}
+
 }  // namespace
+
+void CallView::PushName(lua_State* L, std::string_view s) {
+  for (const KeptName& n : names_) {
+    if (n.text.size() == s.size() && n.text == s) {
+      lua_rawgeti(L, LUA_REGISTRYINDEX, n.ref);
+      return;
+    }
+  }
+  lua_pushlstring(L, s.data(), s.size());
+  if (names_.size() < kNamesKept) {
+    lua_pushvalue(L, -1);
+    names_.push_back(KeptName{std::string(s), luaL_ref(L, LUA_REGISTRYINDEX)});
+  }
+}
 
 bool CallView::SameArguments(const nlohmann::json& arguments, int max_depth) const {
   if (!flat_valid_) return PushesSame(arguments, arguments_, max_depth);
@@ -72,12 +94,7 @@ bool CallView::SameArguments(const nlohmann::json& arguments, int max_depth) con
   auto kept = flat_.begin();
   for (const auto& [k, v] : arguments.get_ref<const nlohmann::json::object_t&>()) {
     const FlatArgument& a = *kept++;
-    if (v.type() != a.type || k != a.key) return false;
-    if (v.is_string()) {
-      if (v.get_ref<const std::string&>() != a.text) return false;
-    } else if (!IsScalar(v) || ScalarBits(v) != a.bits) {
-      return false;
-    }
+    if (k != a.key || !SameScalar(v, a.text, a.type, a.bits)) return false;
   }
   return true;
 }
@@ -137,7 +154,7 @@ void CallView::Push(lua_State* L, const ProposedCall& call) {
       id_ = call.id;
     }
     if (!same_tool) {
-      lua_pushlstring(L, call.tool.data(), call.tool.size());
+      PushName(L, call.tool);
       lua_setfield(L, -2, "tool");
       tool_ = call.tool;
     }
@@ -160,7 +177,8 @@ void CallView::PushArguments(lua_State* L, const nlohmann::json& arguments, bool
     // allocates nothing here but the argument values. (Setting an existing
     // field to nil during lua_next is allowed; adding one is not, hence two
     // passes.) With `known_fields` (flat_ names the fields the table holds)
-    // only the fields this call lacks are cleared, without walking the table.
+    // only the fields this call lacks are cleared, without walking the table,
+    // and the fields it holds with the same value are left as they are.
     lua_rawgeti(L, LUA_REGISTRYINDEX, args_meta_ref_);
     lua_pushliteral(L, "__index");
     lua_rawget(L, -2);
@@ -168,7 +186,7 @@ void CallView::PushArguments(lua_State* L, const nlohmann::json& arguments, bool
     if (known_fields) {
       for (const FlatArgument& old : flat_) {
         if (arguments.contains(old.key)) continue;
-        lua_pushlstring(L, old.key.data(), old.key.size());
+        PushName(L, old.key);
         lua_pushnil(L);
         lua_rawset(L, data);
       }
@@ -181,8 +199,15 @@ void CallView::PushArguments(lua_State* L, const nlohmann::json& arguments, bool
         lua_rawset(L, data);
       }
     }
-    for (const auto& [k, v] : arguments.items()) {
-      lua_pushlstring(L, k.data(), k.size());
+    // Both are in key order (json objects are sorted maps).
+    auto old = flat_.cbegin();
+    for (const auto& [k, v] : arguments.get_ref<const nlohmann::json::object_t&>()) {
+      if (known_fields) {
+        while (old != flat_.cend() && old->key < k) ++old;
+        if (old != flat_.cend() && old->key == k && SameScalar(v, old->text, old->type, old->bits))
+          continue;
+      }
+      PushName(L, k);
       PushReadOnly(L, v, 1);
       lua_rawset(L, data);
     }

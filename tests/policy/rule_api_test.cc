@@ -368,3 +368,28 @@ TEST_CASE("a reused call object shows each call's own id, tool and argument type
   CHECK(reason({"c2", "write_b", {{"m", {1}}}}).starts_with("c2 write_b nil nil table"));
   CHECK(reason({"c2", "write_b", {{"n", 6}}}) == "c2 write_b integer 6 nil");
 }
+
+TEST_CASE("an argument equal to the previous call's is kept, one that differs is replaced",
+          "[policy]") {
+  auto checker = MakeChecker(MakePack(
+      "rule { id = 'probe', tools = {'write_*'}, check = function(call, ledger)\n"
+      "  local a = call.args\n"
+      "  return deny(call.tool .. ' ' .. tostring(a.a) .. ' ' .. tostring(a.b) .. ' ' ..\n"
+      "              type(a.n) .. ' ' .. tostring(a.n) .. ' ' .. tostring(a.m))\nend }\n"));
+  auto reason = [&](const ProposedCall& call) {
+    return checker->Check(call, LedgerState{}, {}, kNow).reason;
+  };
+  // Each call differs from the one before in some argument, so the arguments
+  // are refilled field by field: the equal ones stay, the others change.
+  CHECK(reason({"c1", "write_a", {{"a", "x"}, {"n", 1}}}) == "write_a x nil number 1 nil");
+  CHECK(reason({"c2", "write_b", {{"a", "y"}, {"n", 1}}}) == "write_b y nil number 1 nil");
+  CHECK(reason({"c3", "write_a", {{"a", "y"}, {"n", true}}}) == "write_a y nil boolean true nil");
+  CHECK(reason({"c4", "write_a", {{"a", "x"}, {"n", "1"}}}) == "write_a x nil string 1 nil");
+  CHECK(reason({"c5", "write_a", {{"a", "x"}, {"n", "2"}}}) == "write_a x nil string 2 nil");
+  CHECK(reason({"c6", "write_a", {{"b", "x"}, {"n", "2"}}}) == "write_a nil x string 2 nil");
+  CHECK(reason({"c7", "write_a", {{"b", "x"}, {"m", "2"}}}) == "write_a nil x nil nil 2");
+  CHECK(reason({"c8", "write_b", {{"a", "x"}, {"b", "x"}, {"m", "2"}, {"n", 0}}}) ==
+        "write_b x x number 0 2");
+  CHECK(reason({"c9", "write_b", {{"b", "x"}, {"m", "2"}, {"n", false}}}) ==
+        "write_b nil x boolean false 2");
+}

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -36,6 +37,11 @@ class CallView {
   bool SameArguments(const nlohmann::json& arguments, int max_depth) const;
   // Remembers `arguments` as what the data tables hold.
   void KeepArguments(const nlohmann::json& arguments);
+  // Pushes the name `s` (a tool or argument name: a pack has few) as a Lua
+  // string, from a registry reference once it has been pushed before, so a
+  // known name is not hashed and interned again in every check. The first
+  // kNamesKept distinct names are kept; later ones are pushed as they come.
+  void PushName(lua_State* L, std::string_view s);
 
   // One argument of a flat object: its name, JSON type, and its value as
   // bytes (a string) or bits (a number or boolean; 0 for null).
@@ -45,6 +51,13 @@ class CallView {
     std::string text;
     uint64_t bits = 0;
   };
+
+  struct KeptName {
+    std::string text;
+    int ref = LUA_NOREF;  // the Lua string, held by the registry
+  };
+  static constexpr size_t kNamesKept = 64;
+  std::vector<KeptName> names_;
 
   int call_data_ref_ = LUA_NOREF;  // the table behind `call`
   int call_ref_ = LUA_NOREF;       // the `call` proxy

@@ -14,7 +14,7 @@
 -- breaks a rule on the facts it has is denied for what it breaks.
 -- Rules are pure functions of the call and the ledger snapshot; no state.
 
-local rule_of = require("shared").rule
+local rule_of, authenticated_names = require("shared").rule, require("shared").authenticated_names
 
 rule_of("retail.auth_before_action", {"*"}, 100,
   "Authenticate the user by email or name and zip before any action, even given a user id.",
@@ -26,12 +26,13 @@ rule_of("retail.auth_before_action", {"*"}, 100,
 
 rule_of("retail.single_user", {"*"}, 90,
   "Help only the conversation's authenticated user: not another user's profile or orders.",
-  function(call, _, f)
-    local user, user_id = f.user, call.args.user_id
-    if f.users == 0 then
+  function(call, ledger, f)
+    local user, user_id, users = f.user, call.args.user_id, f.users
+    if users == 0 then
       return "no user is authenticated in this conversation; authenticate the user first"
-    elseif f.users > 1 then
-      return "this conversation has authenticated more than one user (" .. f.names
+    elseif users > 1 then
+      return "this conversation has authenticated more than one user ("
+        .. authenticated_names(ledger)
         .. ") but can serve only one: no change can be made in it any more; tell the user so "
         .. "and do not act for another user"
     elseif user_id ~= nil and user_id ~= user then

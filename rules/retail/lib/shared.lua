@@ -5,9 +5,9 @@
 
 local M = {}
 
--- The ids of the authenticated users, ", "-separated (only asked when there
--- are several).
-local function authenticated_names(ledger)
+-- The ids of the authenticated users, ", "-separated (asked by the rule that
+-- denies a conversation with several).
+function M.authenticated_names(ledger)
   local names = {}
   for _, key in ipairs(ledger.keys("identifier", "user.authenticated.")) do
     local id, verified = ledger.known("identifier", key)
@@ -21,7 +21,7 @@ end
 -- the rules). "Known" means a tool output showed it (ledger.verified: live and
 -- verified).
 --   users          how many users are authenticated (verified identifiers
---                  user.authenticated.<id>); names: their ids, ", "-separated
+--                  user.authenticated.<id>; their ids: M.authenticated_names)
 --   user           the one authenticated user this conversation serves, or nil
 --                  when none or several were authenticated (retail.auth_before_action
 --                  and retail.single_user deny those)
@@ -39,9 +39,8 @@ local F = {}
 local function call_facts(call, ledger)
   local args, user, users = call.args, ledger.single("identifier", "user.authenticated.")
   user = user ~= nil and tostring(user) or nil
-  local names, method = user, tostring(args.payment_method_id)
-  if users > 1 then names = authenticated_names(ledger) end
-  local order_id = args.order_id ~= nil and tostring(args.order_id) or nil
+  local method, order_id = tostring(args.payment_method_id), args.order_id
+  if order_id ~= nil then order_id = tostring(order_id) end
   local status, status_known, owner, owner_known, original, source, source_known, balance
   if order_id then
     local order = std.key("order", order_id)
@@ -54,7 +53,7 @@ local function call_facts(call, ledger)
     if source == "gift_card" then balance = ledger.fact(pm .. ".balance") end
   end
   local f = F
-  f.users, f.names, f.user, f.method, f.order = users, names, user, method, order_id
+  f.users, f.user, f.method, f.order = users, user, method, order_id
   f.status, f.status_known, f.owner, f.owner_known = status, status_known, owner, owner_known
   f.original, f.source, f.source_known, f.balance = original, source, source_known, balance
   return f

@@ -48,9 +48,9 @@ local function call_facts(call, ledger)
       ledger.fields("fact", order, "status", "user_id", "original_payment_method")
   end
   if user then
-    local pm = std.key("user", user, "payment", method)
-    source, source_known = ledger.known("fact", pm .. ".source")
-    if source == "gift_card" then balance = ledger.fact(pm .. ".balance") end
+    local pm = std.key("user", user, "payment", method)  -- fields: no key built in Lua
+    source, source_known = ledger.fields("fact", pm, "source")
+    if source == "gift_card" then balance = ledger.fields("fact", pm, "balance") end
   end
   local f = F
   f.users, f.user, f.method, f.order = users, user, method, order_id

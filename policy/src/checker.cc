@@ -230,7 +230,7 @@ void PolicyChecker::Impl::Decide(PolicyDecision& d, const ProposedCall& call,
       ev.rule_id = rule.id;
       ev.outcome = out;
       if (out != Outcome::kAllow) ev.reason = Truncate(std::string(text));
-      ev.log = runtime->log.Take(false);
+      if (runtime->log.has_lines()) ev.log = runtime->log.Take(false);
       runtime->view.EndRule();
       lua_settop(L, top);
       if (out == Outcome::kDeny) break;

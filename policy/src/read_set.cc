@@ -26,13 +26,6 @@ void LedgerView::NoteRead(Category c, std::string_view key) {
   r.key.assign(key);
 }
 
-void LedgerView::EndRule() {
-  rule_ends_.push_back(noted_size_);
-  rule_dropped_.push_back(rule_dropped_now_);
-  rule_begin_ = noted_size_;
-  rule_dropped_now_ = 0;
-}
-
 std::vector<EntryRead> LedgerView::ResolveReads(size_t k, const LedgerState& state,
                                                 int64_t now_ms) const {
   std::vector<EntryRead> out;

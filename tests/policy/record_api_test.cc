@@ -214,6 +214,25 @@ TEST_CASE("log lines reach the decision record, bounded", "[policy][log]") {
         "b");
 }
 
+TEST_CASE("each rule's log lines stay with the rule that wrote them", "[policy][log]") {
+  auto checker = MakeChecker(
+      MakePack("rule { id = 'a', priority = 30, tools = {'write_probe'}, check = function()\n"
+               "  log('from a') return allow() end }\n"
+               "rule { id = 'b', priority = 20, tools = {'write_probe'}, check = function()\n"
+               "  return allow() end }\n"
+               "rule { id = 'c', priority = 10, tools = {'write_probe'}, check = function()\n"
+               "  log('from c', 1) log('from c', 2) return deny('no') end }\n"));
+  PolicyDecision d = checker->Check(CallOf("write_probe"), LedgerState{}, {}, kNow);
+  REQUIRE(d.rules.size() == 3);
+  CHECK(d.rules[0].rule_id == "a");
+  CHECK(d.rules[0].log == std::vector<std::string>{"from a"});
+  CHECK(d.rules[1].log.empty());
+  CHECK(d.rules[2].log == std::vector<std::string>{"from c 1", "from c 2"});
+  // The next check starts with no line of this one.
+  d = checker->Check(CallOf("write_probe"), LedgerState{}, {}, kNow);
+  CHECK(d.rules[0].log == std::vector<std::string>{"from a"});
+}
+
 TEST_CASE("a 0.1 pack that defines its own log global still loads", "[policy][log]") {
   auto checker =
       MakeChecker(MakePack("local lines = {}\nfunction log(x) lines[#lines + 1] = x end\n"

@@ -69,7 +69,13 @@ class LedgerView {
   // time of the check), each (category, key) once in first-read order. At
   // most kMaxReads are kept per rule; dropped(k) says how many were not.
   void NoteRead(Category c, std::string_view key);
-  void EndRule();
+  // Inline: the checker calls it after every rule of every check.
+  void EndRule() {
+    rule_ends_.push_back(noted_size_);
+    rule_dropped_.push_back(rule_dropped_now_);
+    rule_begin_ = noted_size_;
+    rule_dropped_now_ = 0;
+  }
   size_t rules_logged() const { return rule_ends_.size(); }
   std::vector<EntryRead> ResolveReads(size_t k, const LedgerState& state, int64_t now_ms) const;
   size_t dropped(size_t k) const { return k < rule_dropped_.size() ? rule_dropped_[k] : 0; }

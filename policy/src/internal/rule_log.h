@@ -31,6 +31,9 @@ class RuleLog {
   // Moves out the lines written since the last Take (and, at the end of a
   // check, the count of dropped ones as a last line).
   std::vector<std::string> Take(bool last);
+  // True if a line was written since the last Take (most rules write none:
+  // the checker then skips the Take).
+  bool has_lines() const { return !lines_.empty(); }
 
  private:
   static int Log(lua_State* L);

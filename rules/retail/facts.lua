@@ -50,10 +50,13 @@ rule_of("retail.facts_from_tools", {"*"}, 20,
     for i = 1, #required do  -- numeric loops: ipairs is a C call per step
       if args[required[i]] == nil then return call.tool .. " needs the argument " .. required[i] end
     end
-    for i = 1, #list_arguments do
-      local name = list_arguments[i]
-      if args[name] ~= nil and #(string_list(args[name]) or none) == 0 then
-        return name .. " must be a non-empty list of item ids"
+    local item_ids = args.item_ids  -- most writes have no item lists: no loop
+    if item_ids ~= nil or args.new_item_ids ~= nil then
+      for i = 1, #list_arguments do
+        local name = list_arguments[i]
+        if args[name] ~= nil and #(string_list(args[name]) or none) == 0 then
+          return name .. " must be a non-empty list of item ids"
+        end
       end
     end
     if f.order ~= nil and not (f.status_known and f.owner_known) then
@@ -65,5 +68,5 @@ rule_of("retail.facts_from_tools", {"*"}, 20,
         .. " with get_user_details and use one of them"
     end
     -- Without items there is nothing to look up: no call (the common case).
-    if f.order ~= nil and args.item_ids ~= nil then return missing_items(ledger, f.order, args) end
+    if item_ids ~= nil and f.order ~= nil then return missing_items(ledger, f.order, args) end
   end)

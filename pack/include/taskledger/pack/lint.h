@@ -15,6 +15,13 @@
 //   key_never_extracted    a ledger read in the Lua source whose key, built
 //                          from string literals, matches no extract.json key
 //                          template of its category
+//   facts_table_not_refilled
+//                          a facts function (rule{ facts = fn }) that keeps
+//                          one table between checks (a file-level
+//                          `local T = {}` it returns) and sets a field of it
+//                          only on some paths, or returns it on some path
+//                          before setting the field: that field can hold an
+//                          earlier check's value (subject: "T.field")
 // Two globs "overlap" when either matches the other's text. The key check is
 // best effort: it sees ledger.fact/identifier/constraint/condition, entry,
 // verified, keys, each, find and record calls whose key argument holds a
@@ -22,7 +29,11 @@
 // not literals read as "any segment"); a key held in a variable, built by a
 // helper other than std.key, or read through std.* helpers is not seen, and
 // a pack with Lua extractors (whose keys are only known when they run) gets no
-// key findings.
+// key findings. The facts check is best effort too: it follows a function
+// named in `facts = NAME` (or written there) in the same file, a table
+// declared at that file's top level, `local A = T` aliases and `T.field =`
+// assignments (multiple assignment included); fields set through T[k],
+// rawset or helpers are not seen.
 #pragma once
 
 #include <string>

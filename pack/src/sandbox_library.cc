@@ -51,6 +51,20 @@ int GuardedMessageHandler(lua_State* L) {
   return 1;
 }
 
+// tostring(v) as the base library's, with a string returned as it is: no
+// lookup of a __tostring metamethod, which strings never have here (the
+// string metatable is hidden from rules and holds none). Rules call it on
+// every check (ids, argument values).
+int ToString(lua_State* L) {
+  luaL_checkany(L, 1);
+  if (lua_type(L, 1) == LUA_TSTRING) {
+    lua_settop(L, 1);
+    return 1;
+  }
+  luaL_tolstring(L, 1, nullptr);
+  return 1;
+}
+
 int SafeXpcall(lua_State* L) {
   luaL_checktype(L, 2, LUA_TFUNCTION);
   lua_pushvalue(L, 2);
@@ -144,6 +158,8 @@ void InstallLibraries(lua_State* L, int g) {
   lua_getfield(L, g, "xpcall");
   lua_pushcclosure(L, SafeXpcall, 1);
   lua_setfield(L, g, "xpcall");
+  lua_pushcfunction(L, ToString);
+  lua_setfield(L, g, "tostring");
 
   OpenLibrary(L, g, "string", luaopen_string, {"dump"});
   int lib = lua_gettop(L);

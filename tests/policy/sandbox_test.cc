@@ -137,3 +137,22 @@ TEST_CASE("a pack's top level is sandboxed too", "[policy][sandbox]") {
   REQUIRE_FALSE(clobber);
   CHECK_THAT(clobber.error().message(), Catch::Contains("already defined"));
 }
+
+TEST_CASE("tostring gives what Lua's own gives, a string as it is", "[policy][sandbox]") {
+  auto checker = MakeChecker(MakePack(R"lua(
+rule { id = "t", tools = {"write_probe"}, check = function(call)
+  local s = call.args.s
+  local shown = setmetatable({}, {__tostring = function() return "shown" end})
+  local parts = {tostring(s), tostring(s, 2), tostring(1), tostring(1.0), tostring(-0.0),
+                 tostring(2^63), tostring(nil), tostring(true), tostring(shown),
+                 tostring(allow()), tostring(deny("x")), tostring(rawequal(tostring(s), s))}
+  local ok, err = pcall(tostring)
+  return deny(table.concat(parts, "|") .. "|" .. tostring(ok) .. "|" .. err)
+end }
+)lua"));
+  PolicyDecision d = checker->Check(CallOf("write_probe", {{"s", "abc"}}), LedgerState{}, {}, kNow);
+  REQUIRE(d.rule_id == "t");
+  CHECK_THAT(d.reason, Catch::StartsWith("abc|abc|1|1.0|-0.0|9.2233720368548e+18|nil|true|shown|"
+                                         "allow|deny: x|true|false|"));
+  CHECK_THAT(d.reason, Catch::Contains("bad argument #1 to 'tostring' (value expected)"));
+}

@@ -82,7 +82,9 @@ void CallView::PushName(lua_State* L, std::string_view s) {
     }
   }
   lua_pushlstring(L, s.data(), s.size());
-  if (names_.size() < kNamesKept) {
+  // Only short names: Lua interns (hashes) just those, and the few kept
+  // strings stay small whatever names a call brings.
+  if (names_.size() < kNamesKept && s.size() <= kNameMaxBytes) {
     lua_pushvalue(L, -1);
     names_.push_back(KeptName{std::string(s), luaL_ref(L, LUA_REGISTRYINDEX)});
   }

@@ -393,3 +393,22 @@ TEST_CASE("an argument equal to the previous call's is kept, one that differs is
   CHECK(reason({"c9", "write_b", {{"b", "x"}, {"m", "2"}, {"n", false}}}) ==
         "write_b nil x boolean false 2");
 }
+
+TEST_CASE("arguments under many distinct and long names are each seen", "[policy]") {
+  auto checker = MakeChecker(
+      MakePack("rule { id = 'probe', tools = {'write_*'}, check = function(call, ledger)\n"
+               "  local seen = {}\n"
+               "  for k, v in pairs(call.args) do seen[#seen + 1] = k .. '=' .. tostring(v) end\n"
+               "  table.sort(seen)\n"
+               "  return deny(call.tool .. ' ' .. table.concat(seen, ','))\nend }\n"));
+  const std::string long_name(100, 'k');
+  // More names than CallView keeps as Lua strings, and names too long to keep.
+  for (int i = 0; i < 70; ++i) {
+    const std::string name = "name_" + std::to_string(i);
+    const std::string tool = "write_" + std::to_string(i % 3);
+    const ProposedCall call{"c" + std::to_string(i), tool, {{name, i}, {long_name, i % 2 == 0}}};
+    const std::string want = tool + " " + long_name + "=" + (i % 2 == 0 ? "true" : "false") + "," +
+                             name + "=" + std::to_string(i);
+    CHECK(checker->Check(call, LedgerState{}, {}, kNow).reason == want);
+  }
+}

@@ -40,7 +40,8 @@ class CallView {
   // Pushes the name `s` (a tool or argument name: a pack has few) as a Lua
   // string, from a registry reference once it has been pushed before, so a
   // known name is not hashed and interned again in every check. The first
-  // kNamesKept distinct names are kept; later ones are pushed as they come.
+  // kNamesKept distinct names of at most kNameMaxBytes are kept; others are
+  // pushed as they come.
   void PushName(lua_State* L, std::string_view s);
 
   // One argument of a flat object: its name, JSON type, and its value as
@@ -57,6 +58,7 @@ class CallView {
     int ref = LUA_NOREF;  // the Lua string, held by the registry
   };
   static constexpr size_t kNamesKept = 64;
+  static constexpr size_t kNameMaxBytes = 40;  // Lua's LUAI_MAXSHORTLEN
   std::vector<KeptName> names_;
 
   int call_data_ref_ = LUA_NOREF;  // the table behind `call`

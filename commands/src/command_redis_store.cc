@@ -22,6 +22,7 @@
 #include "internal/command_encoding.h"
 #include "internal/command_redis_decode.h"
 #include "internal/command_redis_functions.h"
+#include "internal/command_spec_text.h"
 #include "taskledger/commands/command_transition.h"
 #include "taskledger/redis/client.h"
 #include "taskledger/redis/router.h"
@@ -240,15 +241,15 @@ class RedisCommandStore final : public CommandStore {
     if (!known) {
       if (Status s = Index(initial.run); !s.ok()) return s;
     }
-    // The spec as sent; when that text reads back as this very JSON, the
-    // reply's spec (the same text, unless another writer reserved the key
-    // first) is decoded from the JSON in hand instead of being parsed.
-    const nlohmann::json spec = EncodeCommand(initial);
+    // The spec as sent, written without a JSON tree; when that text reads
+    // back exactly, the reply's spec (the same text, unless another writer
+    // reserved the key first) decodes to `initial` itself (DecodeCommand of
+    // EncodeCommand(initial)) instead of being parsed.
     std::string spec_text;
-    if (internal::DumpLossless(spec, spec_text)) {
-      if (auto decoded = DecodeCommand(spec)) specs_.Remember(spec_text, *std::move(decoded));
+    if (internal::WriteCommandSpec(initial, spec_text)) {
+      if (!initial.command_key.empty()) specs_.Remember(spec_text, initial);
     } else {
-      spec_text = Json(spec);
+      spec_text = Json(EncodeCommand(initial));
     }
     std::vector<std::string> args, fkeys;
     if (commit != nullptr) {

@@ -2,9 +2,10 @@
 // tlc_commit_reserve_lease's one HSET, reserve_leased in the function
 // library) must be stored exactly as a reserve followed by a lease transition
 // stores it: every field and its value, as HGETALL lists them on a real
-// redis-server (in no set order: a hash holding a spec is a hashtable). The same command goes into three runs, one
-// per path; what must differ between runs is named: the spec's "run" and
-// "idempotency_key" (both carry the run). Single-threaded.
+// redis-server (in no set order: a hash holding a spec is a hashtable). The
+// same command goes into three runs, one per path; what must differ between
+// runs is named: the spec's "run" and "idempotency_key" (both carry the
+// run). Single-threaded.
 #include <algorithm>
 #include <map>
 #include <sstream>

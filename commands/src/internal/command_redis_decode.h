@@ -33,7 +33,8 @@ class SpecCache {
  public:
   Result<Command> Decode(const std::string& spec);
   // Remembers `decoded` as the decoding of `spec`. REQUIRES: `spec` is the
-  // text DumpLossless gave for the JSON `decoded` was decoded from.
+  // text WriteCommandSpec gave for `decoded` (the text DumpLossless gives
+  // for EncodeCommand(decoded), whose DecodeCommand is `decoded`).
   void Remember(std::string spec, Command decoded);
 
  private:

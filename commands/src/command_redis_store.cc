@@ -31,7 +31,7 @@ namespace taskledger {
 namespace {
 
 using internal::Argv;
-using internal::DecodeFields;
+using internal::DecodeHash;
 using internal::DecodeJournal;
 using internal::DecodeRun;
 using internal::Reply;
@@ -96,7 +96,7 @@ class RedisCommandStore final : public CommandStore {
     auto keys = internal::KeysOfRun(r.run);
     const std::string key = keys.Command(r.command_key);
     std::string function = "tlc_" + std::string(TransitionName(r.transition));
-    std::optional<internal::Fields> base;
+    std::optional<Command> base;
     if (TransitionNeedsFencingToken(r.transition)) base = leased_.Take(key, r.fencing_token);
     auto reply =
         FCall(function, {key, keys.meta},
@@ -109,17 +109,13 @@ class RedisCommandStore final : public CommandStore {
                base ? "delta" : ""},
               std::string(TransitionName(r.transition)) + " " + r.command_key);
     if (!reply) return reply.error();
-    auto fields = ToFields(*reply, function);
-    if (!fields) return fields.error();
     if (base) {
-      for (auto& [name, value] : *fields) (*base)[name] = std::move(value);
-      *fields = std::move(*base);
+      if (Status s = internal::ApplyHashFields(*reply, function, *base); !s.ok()) return s;
+      leased_.Update(key, *base);
+      return std::move(*base);
     }
-    auto c = DecodeFields(*fields, &specs_);
-    if (c) {
-      leased_.Update(key, c->state == CommandState::kLeased, c->fencing_token,
-                     std::move(fields).value());
-    }
+    auto c = DecodeHash(*reply, function, &specs_);
+    if (c) leased_.Update(key, *c);
     return c;
   }
 
@@ -127,13 +123,11 @@ class RedisCommandStore final : public CommandStore {
     auto keys = internal::KeysOfRun(run);
     auto reply = Call({"HGETALL", keys.Command(command_key)}, "get");
     if (!reply) return reply.error();
-    auto fields = ToFields(*reply, "get");
-    if (!fields) return fields.error();
-    if (fields->empty()) {
+    if (reply->is_array() && reply->elements().empty()) {
       return Status::NotFound("no command " + std::string(command_key) + " in run " + run.tenant +
                               "/" + run.run);
     }
-    return DecodeFields(*fields, nullptr);
+    return DecodeHash(*reply, "get", nullptr);
   }
 
   Result<std::vector<Command>> ListCommands(const RunId& run) override {
@@ -148,10 +142,8 @@ class RedisCommandStore final : public CommandStore {
     if (!replies) return replies.error();
     for (const Reply& r : *replies) {
       if (r.is_error()) return internal::CommandErrorToStatus(r, "list");
-      auto fields = ToFields(r, "list");
-      if (!fields) return fields.error();
-      if (fields->empty()) continue;  // dropped concurrently
-      auto c = DecodeFields(*fields, nullptr);
+      if (r.is_array() && r.elements().empty()) continue;  // dropped concurrently
+      auto c = DecodeHash(r, "list", nullptr);
       if (!c) return c.error();
       out.push_back(std::move(c).value());
     }
@@ -273,13 +265,14 @@ class RedisCommandStore final : public CommandStore {
       return Status::Corruption("reserve: unexpected reply " + reply->Describe());
     }
     if (commit != nullptr) carried->committed = e[3].integer() > 0;
-    auto fields = ToFields(e[1], "reserve");
-    if (!fields) return fields.error();
-    auto c = DecodeFields(*fields, &specs_);
+    auto c = DecodeHash(e[1], "reserve", &specs_);
     if (!c) return c.error();
     const bool leased = size >= 3 && e[2].integer() == 1;
-    leased_.Update(keys.Command(initial.command_key), leased, c->fencing_token,
-                   std::move(fields).value());
+    if (leased) {
+      leased_.Update(keys.Command(initial.command_key), *c);
+    } else {
+      leased_.Forget(keys.Command(initial.command_key));
+    }
     const bool created = e[0].integer() == 1;
     if (known && c->seq == 1 && created) {
       // The run's first command, yet this process had indexed the run: it was

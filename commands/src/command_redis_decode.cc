@@ -183,6 +183,13 @@ Status CheckFieldList(const Reply& r, const std::string& what) {
 }  // namespace
 
 Result<Command> DecodeHash(const Reply& r, const std::string& what, SpecCache* cache) {
+  return DecodeHash(r, what, [cache](const std::string& spec) {
+    return cache != nullptr ? cache->Decode(spec) : DecodeSpec(spec);
+  });
+}
+
+Result<Command> DecodeHash(const Reply& r, const std::string& what,
+                           const std::function<Result<Command>(const std::string&)>& spec_of) {
   if (Status s = CheckFieldList(r, what); !s.ok()) return s;
   const auto& e = r.elements();
   const std::string* spec = nullptr;
@@ -190,7 +197,7 @@ Result<Command> DecodeHash(const Reply& r, const std::string& what, SpecCache* c
     if (e[i].str() == "spec") spec = &e[i + 1].str();
   }
   if (spec == nullptr) return Status::Corruption("command hash has no spec");
-  auto c = cache != nullptr ? cache->Decode(*spec) : DecodeSpec(*spec);
+  auto c = spec_of(*spec);
   if (!c) return c;
   c->escalated = false;  // "1" in the hash when escalated; absent: not
   if (Status s = ApplyFieldList(e, *c, /*need_state=*/true); !s.ok()) return s;

@@ -233,17 +233,15 @@ class RedisCommandStore final : public CommandStore {
     if (!known) {
       if (Status s = Index(initial.run); !s.ok()) return s;
     }
-    // The spec as sent, written without a JSON tree; when that text reads
-    // back exactly, the reply's spec (the same text, unless another writer
-    // reserved the key first) decodes to `initial` itself (DecodeCommand of
-    // EncodeCommand(initial)) instead of being parsed.
+    // The spec as sent, written without a JSON tree. When that text reads
+    // back exactly (`lossless`), a reply holding the same text (not another
+    // writer's earlier reservation) decodes to `initial` itself
+    // (DecodeCommand of EncodeCommand(initial)) instead of being parsed.
     std::string spec_text;
-    if (internal::WriteCommandSpec(initial, spec_text)) {
-      if (!initial.command_key.empty()) specs_.Remember(spec_text, initial);
-    } else {
-      spec_text = Json(EncodeCommand(initial));
-    }
+    const bool lossless = internal::WriteCommandSpec(initial, spec_text);
+    if (!lossless) spec_text = Json(EncodeCommand(initial));
     std::vector<std::string> args, fkeys;
+    const size_t spec_at = commit != nullptr ? 5 : 1;  // spec_text's place in args
     if (commit != nullptr) {
       args = {std::string(commit->base), std::string(commit->retention), std::string(commit->turn),
               std::string(commit->snapshot)};
@@ -265,13 +263,19 @@ class RedisCommandStore final : public CommandStore {
       return Status::Corruption("reserve: unexpected reply " + reply->Describe());
     }
     if (commit != nullptr) carried->committed = e[3].integer() > 0;
-    auto c = DecodeHash(e[1], "reserve", &specs_);
-    if (!c) return c.error();
     const bool leased = size >= 3 && e[2].integer() == 1;
+    bool sent = false;  // the reply's spec is the one sent
+    auto c = DecodeHash(e[1], "reserve", [&](const std::string& spec) -> Result<Command> {
+      sent = lossless && spec == args[spec_at];
+      return sent ? initial : specs_.Decode(spec);
+    });
+    if (!c) return c.error();
     if (leased) {
       leased_.Update(keys.Command(initial.command_key), *c);
     } else {
       leased_.Forget(keys.Command(initial.command_key));
+      // Its lease, if it comes, is a transition whose reply holds this spec.
+      if (sent) specs_.Remember(args[spec_at], initial);
     }
     const bool created = e[0].integer() == 1;
     if (known && c->seq == 1 && created) {

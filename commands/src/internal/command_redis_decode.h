@@ -7,6 +7,7 @@
 // has its own mutex; the functions are pure.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -78,6 +79,9 @@ bool DumpLossless(const nlohmann::json& j, std::string& out);
 // anything that is not a field list or not a command. `cache` (may be null)
 // decodes its spec.
 Result<Command> DecodeHash(const Reply& r, const std::string& what, SpecCache* cache);
+// The same with the spec decoded by `spec_of` (its own text -> its Command).
+Result<Command> DecodeHash(const Reply& r, const std::string& what,
+                           const std::function<Result<Command>(const std::string&)>& spec_of);
 // The mutable fields of a field list reply (a delta, or a whole hash whose
 // spec is ignored) applied onto `c`, as DecodeHash reads them; a state only
 // if the reply has one.

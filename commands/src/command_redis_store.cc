@@ -7,12 +7,15 @@
 // tenant's run index is a key of its own (another slot, so it cannot join
 // tlc_reserve's FCALL). The store remembers the runs it has indexed: a write
 // pays the index's round trip once per run and process, not once per call.
-// A write's transitions reply with the spec its reservation decoded: the
-// store parses it once (internal::SpecCache), and a fenced transition of a
-// command it leased gets back only the fields it wrote (internal::LeasedHashes).
-// Thread-safe: every call takes
-// its own connection from the router's pools; the set of indexed runs and the
-// spec cache have their own mutexes.
+// The write path avoids work per call: the spec text is written straight
+// from the Command (internal::WriteCommandSpec), a reply holding the spec
+// just sent decodes to that Command without parsing (other specs go through
+// internal::SpecCache), hashes are decoded from the reply field by field,
+// and a fenced transition of a command this store leased gets back only the
+// fields it wrote, applied to the Command its lease left
+// (internal::LeasedHashes). Thread-safe: every call takes its own connection
+// from the router's pools; the set of indexed runs, the spec cache and the
+// leased commands have their own mutexes.
 #include "taskledger/commands/redis_command_store.h"
 
 #include <algorithm>
@@ -89,7 +92,7 @@ class RedisCommandStore final : public CommandStore {
   }
 
   // A fenced transition of a command this store leased asks for the fields it
-  // writes only and applies them to the hash its lease left (LeasedHashes):
+  // writes only and applies them to the command its lease left (LeasedHashes):
   // the reply then carries no spec. A full reply (a library that does not
   // answer deltas) applies the same way.
   Result<Command> Apply(const TransitionRequest& r) override {
@@ -381,7 +384,7 @@ class RedisCommandStore final : public CommandStore {
   std::mutex indexed_mu_;
   std::set<std::string> indexed_;  // IndexedName of the runs indexed by this store
   internal::SpecCache specs_;  // the last command spec decoded (a write's reserve, then its settle)
-  internal::LeasedHashes leased_;  // the hashes of the commands this store leased
+  internal::LeasedHashes leased_;  // the commands this store leased, as their lease left them
 };
 
 }  // namespace

@@ -6,12 +6,22 @@
 // on the server with MONITOR (redis-cli), top-level commands only: what a
 // Redis function runs inside itself is not a round trip.
 //
+// Where a write's time goes, from a phase of writes alone (no PINGs): the
+// client's CPU per write (getrusage, user + system: the kernel's share of
+// sending on loopback included) and the server's (INFO cpu of the server
+// process, all its threads, AOF writes included), in microseconds (-1: the
+// server did not say); and the same for one bare PING, the cost of a round
+// trip by itself. Only the totals: the user/system split is apportioned by
+// ticks and swings from run to run.
+//
 // Usage: bench_write --url redis://HOST:PORT [--samples N] [--counted N]
 // The last line of output is one JSON object:
 // {"write_round_trips":..,"write_p50_us":..,"write_p99_us":..,"ping_p50_us":..,
-//  "write_to_ping_p50":..,"end_turn_round_trips":..}
+//  "write_to_ping_p50":..,"end_turn_round_trips":..,"client_cpu_us":..,
+//  "server_cpu_us":..,"ping_client_cpu_us":..,"ping_server_cpu_us":..}
 // Single-threaded.
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -66,6 +76,33 @@ int CountCommands(const std::string& path, const std::string& marker) {
     if (line.find('"') != std::string::npos && line.find("lua]") == std::string::npos) ++n;
   }
   return n;
+}
+
+// CPU time in microseconds, user and system.
+struct Cpu {
+  double user = -1, sys = -1;
+  bool known() const { return user >= 0 && sys >= 0; }
+};
+
+// This process's CPU time so far.
+Cpu ClientCpu() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  auto us = [](const timeval& t) { return static_cast<double>(t.tv_sec) * 1e6 + t.tv_usec; };
+  return {us(u.ru_utime), us(u.ru_stime)};
+}
+
+// The server's CPU time so far (INFO cpu: used_cpu_user, used_cpu_sys);
+// unknown when the reply does not hold them.
+Cpu ServerCpu(internal::RedisClient& client) {
+  auto info = client.Command({"INFO", "cpu"});
+  if (!info || info->is_error()) return {};
+  auto field = [&](const std::string& name) {
+    const size_t at = info->str().find(name + ":");
+    if (at == std::string::npos) return -1.0;
+    return std::strtod(info->str().c_str() + at + name.size() + 1, nullptr) * 1e6;
+  };
+  return {field("used_cpu_user"), field("used_cpu_sys")};
 }
 
 }  // namespace
@@ -164,6 +201,27 @@ int main(int argc, char** argv) {
       if (auto v = session.EndTurn(); !v) return Fail("end turn", v.error());
     }
   }
+  if (auto v = session.EndTurn(); !v) return Fail("end turn", v.error());
+
+  // CPU per write, client and server, over writes alone.
+  const int cpu_writes = std::max(samples / 2, 1);
+  const Cpu server_before = ServerCpu(ping), client_before = ClientCpu();
+  for (int i = 0; i < cpu_writes; ++i) {
+    if (!write()) return Fail("write", Status::Internal("a write did not succeed"));
+    if (i % 64 == 63) {
+      if (auto v = session.EndTurn(); !v) return Fail("end turn", v.error());
+    }
+  }
+  const Cpu client_after = ClientCpu(), server_after = ServerCpu(ping);
+  // The same for bare PINGs: what one round trip costs both sides by itself.
+  const Cpu ping_server_before = ServerCpu(ping), ping_client_before = ClientCpu();
+  for (int i = 0; i < cpu_writes; ++i) (void)ping.Command({"PING"});
+  const Cpu ping_client_after = ClientCpu(), ping_server_after = ServerCpu(ping);
+  // Per write (or PING), user + system; -1 when the server did not say.
+  auto per_write = [&](const Cpu& before, const Cpu& after) {
+    if (!before.known() || !after.known()) return -1.0;
+    return (after.user + after.sys - before.user - before.sys) / cpu_writes;
+  };
   (void)session.EndTurn();
   (void)(*commands)->DropRun(*session.run());
   (void)(*store)->DropConversation(session.id());
@@ -172,8 +230,13 @@ int main(int argc, char** argv) {
   std::printf("%d writes counted, %d latency samples\n", counted, samples);
   std::printf(
       "{\"write_round_trips\":%.2f,\"end_turn_round_trips\":%d,\"write_p50_us\":%.1f,"
-      "\"write_p99_us\":%.1f,\"ping_p50_us\":%.1f,\"write_to_ping_p50\":%.2f}\n",
+      "\"write_p99_us\":%.1f,\"ping_p50_us\":%.1f,\"write_to_ping_p50\":%.2f,"
+      "\"client_cpu_us\":%.1f,\"server_cpu_us\":%.1f,"
+      "\"ping_client_cpu_us\":%.1f,\"ping_server_cpu_us\":%.1f}\n",
       static_cast<double>(write_commands) / counted, all_commands - write_commands - 1, write_p50,
-      Percentile(writes, 0.99), ping_p50, ping_p50 > 0 ? write_p50 / ping_p50 : 0.0);
+      Percentile(writes, 0.99), ping_p50, ping_p50 > 0 ? write_p50 / ping_p50 : 0.0,
+      per_write(client_before, client_after), per_write(server_before, server_after),
+      per_write(ping_client_before, ping_client_after),
+      per_write(ping_server_before, ping_server_after));
   return 0;
 }

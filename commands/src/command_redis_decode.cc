@@ -6,6 +6,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <vector>
 
 namespace taskledger::internal {
 namespace {
@@ -65,23 +66,28 @@ Result<Command> SpecCache::Decode(const std::string& spec) {
   return c;
 }
 
-std::optional<Fields> LeasedHashes::Take(const std::string& key, uint64_t token) {
+std::optional<Command> LeasedHashes::Take(const std::string& key, uint64_t token) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = hashes_.find(key);
   if (it == hashes_.end() || it->second.first != token) return std::nullopt;
-  std::optional<Fields> out(std::move(it->second.second));
+  std::optional<Command> out(std::move(it->second.second));
   hashes_.erase(it);
   return out;
 }
 
-void LeasedHashes::Update(const std::string& key, bool leased, uint64_t token, Fields fields) {
+void LeasedHashes::Update(const std::string& key, const Command& command) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!leased) {
+  if (command.state != CommandState::kLeased) {
     hashes_.erase(key);
     return;
   }
   if (hashes_.size() >= kMax && hashes_.count(key) == 0) hashes_.clear();
-  hashes_[key] = {token, std::move(fields)};
+  hashes_[key] = {command.fencing_token, command};
+}
+
+void LeasedHashes::Forget(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  hashes_.erase(key);
 }
 
 Result<Fields> ToFields(const Reply& r, const std::string& what) {
@@ -94,50 +100,113 @@ Result<Fields> ToFields(const Reply& r, const std::string& what) {
   return out;
 }
 
-Result<Command> DecodeFields(const Fields& f, SpecCache* cache) {
-  auto spec_it = f.find("spec");
-  if (spec_it == f.end()) return Status::Corruption("command hash has no spec");
-  auto c = cache != nullptr ? cache->Decode(spec_it->second) : DecodeSpec(spec_it->second);
-  if (!c) return c;
-  auto text = [&](const char* name, std::string& out) {
-    if (auto it = f.find(name); it != f.end()) out = it->second;
+namespace {
+
+// The mutable fields of a command hash, read into `c` pair by pair (no map):
+// a number or the evidence that does not parse, or a state that is not one,
+// is a Corruption (in that order of precedence, as a whole hash is judged);
+// names it does not know (spec, command_key, later fields) are skipped.
+Status ApplyFieldList(const std::vector<Reply>& e, Command& c, bool need_state) {
+  bool ok = true, have_state = false;
+  const std::string* state = nullptr;
+  const std::string* evidence = nullptr;
+  auto number = [&](const std::string& value, auto& out) {
+    if (!value.empty()) ok = ParseNumber(value, out) && ok;
   };
-  bool ok = true;
-  auto number = [&](const char* name, auto& out) {
-    if (auto it = f.find(name); it != f.end() && !it->second.empty()) {
-      ok = ParseNumber(it->second, out) && ok;
+  for (size_t i = 0; i + 1 < e.size(); i += 2) {
+    const std::string& name = e[i].str();
+    const std::string& value = e[i + 1].str();
+    if (name == "state") {
+      state = &value;
+      have_state = true;
+    } else if (name == "seq") {
+      number(value, c.seq);
+    } else if (name == "attempts") {
+      number(value, c.attempts);
+    } else if (name == "fencing_token") {
+      number(value, c.fencing_token);
+    } else if (name == "lease_owner") {
+      c.lease_owner = value;
+    } else if (name == "lease_expires_ms") {
+      number(value, c.lease_expires_ms);
+    } else if (name == "last_error") {
+      c.last_error = value;
+    } else if (name == "external_id") {
+      c.external_id = value;
+    } else if (name == "evidence") {
+      evidence = &value;
+    } else if (name == "approver") {
+      c.approver = value;
+    } else if (name == "approval_reason") {
+      c.approval_reason = value;
+    } else if (name == "escalated") {
+      c.escalated = value == "1";
+    } else if (name == "escalation_reason") {
+      c.escalation_reason = value;
+    } else if (name == "cancel_reason") {
+      c.cancel_reason = value;
+    } else if (name == "replays") {
+      number(value, c.replays);
+    } else if (name == "replay_reason") {
+      c.replay_reason = value;
+    } else if (name == "completed_seq") {
+      number(value, c.completed_seq);
+    } else if (name == "created_ms") {
+      number(value, c.created_ms);
+    } else if (name == "updated_ms") {
+      number(value, c.updated_ms);
     }
-  };
-  std::string state, evidence, escalated;
-  text("state", state);
-  number("seq", c->seq);
-  number("attempts", c->attempts);
-  number("fencing_token", c->fencing_token);
-  text("lease_owner", c->lease_owner);
-  number("lease_expires_ms", c->lease_expires_ms);
-  text("last_error", c->last_error);
-  text("external_id", c->external_id);
-  text("evidence", evidence);
-  text("approver", c->approver);
-  text("approval_reason", c->approval_reason);
-  text("escalated", escalated);
-  text("escalation_reason", c->escalation_reason);
-  text("cancel_reason", c->cancel_reason);
-  number("replays", c->replays);
-  text("replay_reason", c->replay_reason);
-  number("completed_seq", c->completed_seq);
-  number("created_ms", c->created_ms);
-  number("updated_ms", c->updated_ms);
-  if (!ok) return Status::Corruption("command " + c->command_key + " has a malformed number");
-  auto parsed = ParseCommandState(state);
-  if (!parsed) return Status::Corruption("command has unknown state '" + state + "'");
-  c->state = *parsed;
-  c->escalated = escalated == "1";
-  if (!evidence.empty()) {
-    c->evidence = nlohmann::json::parse(evidence, nullptr, false);
-    if (c->evidence.is_discarded()) return Status::Corruption("command evidence is not JSON");
   }
+  if (!ok) return Status::Corruption("command " + c.command_key + " has a malformed number");
+  if (have_state || need_state) {
+    const std::string none;
+    auto parsed = ParseCommandState(state != nullptr ? *state : none);
+    if (!parsed) {
+      return Status::Corruption("command has unknown state '" + (state ? *state : none) + "'");
+    }
+    c.state = *parsed;
+  }
+  if (evidence != nullptr && !evidence->empty()) {
+    c.evidence = nlohmann::json::parse(*evidence, nullptr, false);
+    if (c.evidence.is_discarded()) return Status::Corruption("command evidence is not JSON");
+  }
+  return Status::Ok();
+}
+
+Status CheckFieldList(const Reply& r, const std::string& what) {
+  if (!r.is_array() || r.elements().size() % 2 != 0) {
+    return Status::Corruption(what + ": expected a field list, got " + r.Describe());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Command> DecodeHash(const Reply& r, const std::string& what, SpecCache* cache) {
+  return DecodeHash(r, what, [cache](const std::string& spec) {
+    return cache != nullptr ? cache->Decode(spec) : DecodeSpec(spec);
+  });
+}
+
+Result<Command> DecodeHash(const Reply& r, const std::string& what,
+                           const std::function<Result<Command>(const std::string&)>& spec_of) {
+  if (Status s = CheckFieldList(r, what); !s.ok()) return s;
+  const auto& e = r.elements();
+  const std::string* spec = nullptr;
+  for (size_t i = 0; i + 1 < e.size() && spec == nullptr; i += 2) {
+    if (e[i].str() == "spec") spec = &e[i + 1].str();
+  }
+  if (spec == nullptr) return Status::Corruption("command hash has no spec");
+  auto c = spec_of(*spec);
+  if (!c) return c;
+  c->escalated = false;  // "1" in the hash when escalated; absent: not
+  if (Status s = ApplyFieldList(e, *c, /*need_state=*/true); !s.ok()) return s;
   return c;
+}
+
+Status ApplyHashFields(const Reply& r, const std::string& what, Command& c) {
+  if (Status s = CheckFieldList(r, what); !s.ok()) return s;
+  return ApplyFieldList(r.elements(), c, /*need_state=*/false);
 }
 
 Result<RunRecord> DecodeRun(const RunId& id, const Fields& f) {

@@ -195,8 +195,9 @@ local function reserve(keys, args)
 end
 
 -- A new command reserved already leased: what reserve and then the lease
--- transition would write, as one HSET (same fields, values and order), and
--- the hash as HGETALL would list it, without reading it (and its spec) back.
+-- transition would write, as one HSET (the same fields and values:
+-- tests/commands/command_redis_fused_test.cc), and the hash's fields and
+-- values, without reading it (and its spec) back.
 -- REQUIRES: the command does not exist, args[3] (its initial state) is a
 -- lease source, and owner and lease_ms passed the lease's own checks.
 local function reserve_leased(keys, args, lease_now, owner, lease_ms)

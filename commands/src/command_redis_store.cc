@@ -7,12 +7,15 @@
 // tenant's run index is a key of its own (another slot, so it cannot join
 // tlc_reserve's FCALL). The store remembers the runs it has indexed: a write
 // pays the index's round trip once per run and process, not once per call.
-// A write's transitions reply with the spec its reservation decoded: the
-// store parses it once (internal::SpecCache), and a fenced transition of a
-// command it leased gets back only the fields it wrote (internal::LeasedHashes).
-// Thread-safe: every call takes
-// its own connection from the router's pools; the set of indexed runs and the
-// spec cache have their own mutexes.
+// The write path avoids work per call: the spec text is written straight
+// from the Command (internal::WriteCommandSpec), a reply holding the spec
+// just sent decodes to that Command without parsing (other specs go through
+// internal::SpecCache), hashes are decoded from the reply field by field,
+// and a fenced transition of a command this store leased gets back only the
+// fields it wrote, applied to the Command its lease left
+// (internal::LeasedHashes). Thread-safe: every call takes its own connection
+// from the router's pools; the set of indexed runs, the spec cache and the
+// leased commands have their own mutexes.
 #include "taskledger/commands/redis_command_store.h"
 
 #include <algorithm>
@@ -22,6 +25,7 @@
 #include "internal/command_encoding.h"
 #include "internal/command_redis_decode.h"
 #include "internal/command_redis_functions.h"
+#include "internal/command_spec_text.h"
 #include "taskledger/commands/command_transition.h"
 #include "taskledger/redis/client.h"
 #include "taskledger/redis/router.h"
@@ -30,7 +34,7 @@ namespace taskledger {
 namespace {
 
 using internal::Argv;
-using internal::DecodeFields;
+using internal::DecodeHash;
 using internal::DecodeJournal;
 using internal::DecodeRun;
 using internal::Reply;
@@ -88,14 +92,14 @@ class RedisCommandStore final : public CommandStore {
   }
 
   // A fenced transition of a command this store leased asks for the fields it
-  // writes only and applies them to the hash its lease left (LeasedHashes):
+  // writes only and applies them to the command its lease left (LeasedHashes):
   // the reply then carries no spec. A full reply (a library that does not
   // answer deltas) applies the same way.
   Result<Command> Apply(const TransitionRequest& r) override {
     auto keys = internal::KeysOfRun(r.run);
     const std::string key = keys.Command(r.command_key);
     std::string function = "tlc_" + std::string(TransitionName(r.transition));
-    std::optional<internal::Fields> base;
+    std::optional<Command> base;
     if (TransitionNeedsFencingToken(r.transition)) base = leased_.Take(key, r.fencing_token);
     auto reply =
         FCall(function, {key, keys.meta},
@@ -108,17 +112,13 @@ class RedisCommandStore final : public CommandStore {
                base ? "delta" : ""},
               std::string(TransitionName(r.transition)) + " " + r.command_key);
     if (!reply) return reply.error();
-    auto fields = ToFields(*reply, function);
-    if (!fields) return fields.error();
     if (base) {
-      for (auto& [name, value] : *fields) (*base)[name] = std::move(value);
-      *fields = std::move(*base);
+      if (Status s = internal::ApplyHashFields(*reply, function, *base); !s.ok()) return s;
+      leased_.Update(key, *base);
+      return std::move(*base);
     }
-    auto c = DecodeFields(*fields, &specs_);
-    if (c) {
-      leased_.Update(key, c->state == CommandState::kLeased, c->fencing_token,
-                     std::move(fields).value());
-    }
+    auto c = DecodeHash(*reply, function, &specs_);
+    if (c) leased_.Update(key, *c);
     return c;
   }
 
@@ -126,13 +126,11 @@ class RedisCommandStore final : public CommandStore {
     auto keys = internal::KeysOfRun(run);
     auto reply = Call({"HGETALL", keys.Command(command_key)}, "get");
     if (!reply) return reply.error();
-    auto fields = ToFields(*reply, "get");
-    if (!fields) return fields.error();
-    if (fields->empty()) {
+    if (reply->is_array() && reply->elements().empty()) {
       return Status::NotFound("no command " + std::string(command_key) + " in run " + run.tenant +
                               "/" + run.run);
     }
-    return DecodeFields(*fields, nullptr);
+    return DecodeHash(*reply, "get", nullptr);
   }
 
   Result<std::vector<Command>> ListCommands(const RunId& run) override {
@@ -147,10 +145,8 @@ class RedisCommandStore final : public CommandStore {
     if (!replies) return replies.error();
     for (const Reply& r : *replies) {
       if (r.is_error()) return internal::CommandErrorToStatus(r, "list");
-      auto fields = ToFields(r, "list");
-      if (!fields) return fields.error();
-      if (fields->empty()) continue;  // dropped concurrently
-      auto c = DecodeFields(*fields, nullptr);
+      if (r.is_array() && r.elements().empty()) continue;  // dropped concurrently
+      auto c = DecodeHash(r, "list", nullptr);
       if (!c) return c.error();
       out.push_back(std::move(c).value());
     }
@@ -240,17 +236,15 @@ class RedisCommandStore final : public CommandStore {
     if (!known) {
       if (Status s = Index(initial.run); !s.ok()) return s;
     }
-    // The spec as sent; when that text reads back as this very JSON, the
-    // reply's spec (the same text, unless another writer reserved the key
-    // first) is decoded from the JSON in hand instead of being parsed.
-    const nlohmann::json spec = EncodeCommand(initial);
+    // The spec as sent, written without a JSON tree. When that text reads
+    // back exactly (`lossless`), a reply holding the same text (not another
+    // writer's earlier reservation) decodes to `initial` itself
+    // (DecodeCommand of EncodeCommand(initial)) instead of being parsed.
     std::string spec_text;
-    if (internal::DumpLossless(spec, spec_text)) {
-      if (auto decoded = DecodeCommand(spec)) specs_.Remember(spec_text, *std::move(decoded));
-    } else {
-      spec_text = Json(spec);
-    }
+    const bool lossless = internal::WriteCommandSpec(initial, spec_text);
+    if (!lossless) spec_text = Json(EncodeCommand(initial));
     std::vector<std::string> args, fkeys;
+    const size_t spec_at = commit != nullptr ? 5 : 1;  // spec_text's place in args
     if (commit != nullptr) {
       args = {std::string(commit->base), std::string(commit->retention), std::string(commit->turn),
               std::string(commit->snapshot)};
@@ -272,13 +266,20 @@ class RedisCommandStore final : public CommandStore {
       return Status::Corruption("reserve: unexpected reply " + reply->Describe());
     }
     if (commit != nullptr) carried->committed = e[3].integer() > 0;
-    auto fields = ToFields(e[1], "reserve");
-    if (!fields) return fields.error();
-    auto c = DecodeFields(*fields, &specs_);
-    if (!c) return c.error();
     const bool leased = size >= 3 && e[2].integer() == 1;
-    leased_.Update(keys.Command(initial.command_key), leased, c->fencing_token,
-                   std::move(fields).value());
+    bool sent = false;  // the reply's spec is the one sent
+    auto c = DecodeHash(e[1], "reserve", [&](const std::string& spec) -> Result<Command> {
+      sent = lossless && spec == args[spec_at];
+      return sent ? initial : specs_.Decode(spec);
+    });
+    if (!c) return c.error();
+    if (leased) {
+      leased_.Update(keys.Command(initial.command_key), *c);
+    } else {
+      leased_.Forget(keys.Command(initial.command_key));
+      // Its lease, if it comes, is a transition whose reply holds this spec.
+      if (sent) specs_.Remember(args[spec_at], initial);
+    }
     const bool created = e[0].integer() == 1;
     if (known && c->seq == 1 && created) {
       // The run's first command, yet this process had indexed the run: it was
@@ -383,7 +384,7 @@ class RedisCommandStore final : public CommandStore {
   std::mutex indexed_mu_;
   std::set<std::string> indexed_;  // IndexedName of the runs indexed by this store
   internal::SpecCache specs_;  // the last command spec decoded (a write's reserve, then its settle)
-  internal::LeasedHashes leased_;  // the hashes of the commands this store leased
+  internal::LeasedHashes leased_;  // the commands this store leased, as their lease left them
 };
 
 }  // namespace

@@ -116,23 +116,14 @@ TEST_CASE("redis command store: a settle through a store that did not lease gets
   }
   SECTION("a lease taken over by another worker fences the first holder") {
     Command d = Leased(*leaser, run, "t", /*fused=*/true);
-    auto expire = ValidRequest(d, T::kExpireLease);
-    expire.owner = "worker-b";
-    expire.now_ms = kNow + kLeaseMs + 1;
-    REQUIRE(other->Apply(expire).has_value());
-    auto released = other->Apply(ValidRequest(*other->Get(run, d.command_key), T::kRelease));
-    REQUIRE(released.has_value());
-    auto lease_b = ValidRequest(*released, T::kLease);
-    lease_b.owner = "worker-b";
-    auto leased_b = other->Apply(lease_b);
-    REQUIRE(leased_b.has_value());
-    CHECK(leased_b->fencing_token == d.fencing_token + 1);
+    Command leased_b = TakeOver(*other, d, "worker-b", kNow + kLeaseMs + 1);
+    CHECK(leased_b.fencing_token == d.fencing_token + 1);
     auto stale = leaser->Apply(ValidRequest(d, T::kSucceed));
     REQUIRE_FALSE(stale.has_value());
     CHECK(stale.error().code() == StatusCode::kConflict);
     auto read_b = other->Get(run, d.command_key);
     REQUIRE(read_b.has_value());
-    CHECK(*read_b == *leased_b);
+    CHECK(*read_b == leased_b);
   }
 }
 

@@ -121,16 +121,9 @@ TEST_CASE("a worker whose lease was taken over cannot record an outcome", "[comm
   auto early = store->Apply(expire);
   REQUIRE_FALSE(early.has_value());
   CHECK(early.error().code() == StatusCode::kFailedPrecondition);  // still A's live lease
-  expire.now_ms = a.lease_expires_ms;
-  REQUIRE(store->Apply(expire).has_value());
-  auto released = store->Apply(ValidRequest(*store->Get(run, a.command_key), Transition::kRelease));
-  REQUIRE(released.has_value());
-  TransitionRequest lease_b = ValidRequest(*released, Transition::kLease);
-  lease_b.owner = "worker-b";
-  auto b = store->Apply(lease_b);
-  REQUIRE(b.has_value());
-  CHECK(b->fencing_token == 2);
-  CHECK(b->attempts == 2);
+  Command b = TakeOver(*store, a, "worker-b", a.lease_expires_ms);
+  CHECK(b.fencing_token == 2);
+  CHECK(b.attempts == 2);
 
   // A comes back with its old token: fenced, nothing changes.
   for (Transition t :
@@ -141,10 +134,10 @@ TEST_CASE("a worker whose lease was taken over cannot record an outcome", "[comm
     INFO(TransitionName(t));
     REQUIRE_FALSE(refused.has_value());
     CHECK(refused.error().code() == StatusCode::kConflict);
-    CHECK(*store->Get(run, a.command_key) == *b);
+    CHECK(*store->Get(run, a.command_key) == b);
   }
   // B's outcome is accepted.
-  auto done = store->Apply(ValidRequest(*b, Transition::kSucceed));
+  auto done = store->Apply(ValidRequest(b, Transition::kSucceed));
   REQUIRE(done.has_value());
   CHECK(done->state == S::kSucceeded);
   CHECK(done->external_id == "ext-1");

@@ -1,8 +1,9 @@
 // Shared fixtures of the command tests: the two CommandStore implementations
 // behind one factory (so every contract case runs on both, and on a Redis
 // Cluster in the cluster build: "cluster"), unique runs per
-// test (the Redis tests share one server), and a helper that drives a fresh
-// command into any state through allowed transitions only.
+// test (the Redis tests share one server), a helper that drives a fresh
+// command into any state through allowed transitions only, and one that takes
+// a leased command over for another worker.
 // Not thread-safe (test main thread only).
 #pragma once
 
@@ -118,6 +119,25 @@ inline Command DriveTo(CommandStore& store, const RunId& run, CommandState state
   }
   REQUIRE(c.state == state);
   return c;
+}
+
+// Another worker `owner` takes over `leased` (a command in state leased) the
+// way a reclaimer does: expire the lease at `now` (at or after its expiry),
+// release the now-uncertain command, lease it again. Returns the new lease.
+inline Command TakeOver(CommandStore& store, const Command& leased, const std::string& owner,
+                        int64_t now) {
+  TransitionRequest expire = ValidRequest(leased, Transition::kExpireLease);
+  expire.owner = owner;
+  expire.now_ms = now;
+  REQUIRE(store.Apply(expire).has_value());
+  auto released =
+      store.Apply(ValidRequest(*store.Get(leased.run, leased.command_key), Transition::kRelease));
+  REQUIRE(released.has_value());
+  TransitionRequest lease = ValidRequest(*released, Transition::kLease);
+  lease.owner = owner;
+  auto taken = store.Apply(lease);
+  REQUIRE(taken.has_value());
+  return *taken;
 }
 
 }  // namespace taskledger::testing

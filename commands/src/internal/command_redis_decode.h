@@ -7,6 +7,7 @@
 // has its own mutex; the functions are pure.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -21,8 +22,8 @@ namespace taskledger::internal {
 
 using Fields = std::map<std::string, std::string>;
 
-// A field list reply (HGETALL, a tlc_* function's reply) as a map; Corruption
-// naming `what` for anything else.
+// A field list reply (a run's meta hash) as a map; Corruption naming `what`
+// for anything else.
 Result<Fields> ToFields(const Reply& r, const std::string& what);
 
 // The command decoded from its spec text alone (DecodeCommand of the parsed
@@ -33,7 +34,8 @@ class SpecCache {
  public:
   Result<Command> Decode(const std::string& spec);
   // Remembers `decoded` as the decoding of `spec`. REQUIRES: `spec` is the
-  // text DumpLossless gave for the JSON `decoded` was decoded from.
+  // text WriteCommandSpec gave for `decoded` (the text DumpLossless gives
+  // for EncodeCommand(decoded), whose DecodeCommand is `decoded`).
   void Remember(std::string spec, Command decoded);
 
  private:
@@ -42,28 +44,29 @@ class SpecCache {
   Command decoded_;
 };
 
-// The hashes of the commands this store holds leases on, as their lease (or
-// a later fenced transition) left them: a fenced transition (succeed, fail,
-// ...) with the same token asks its function for the fields it writes only
-// ("delta") and applies them to this copy, instead of reading back the whole
-// hash with its spec. Sound because nothing but the holder of a lease token
-// changes a command while that token stands (every other transition starts
-// from another state, and a new lease takes a new token). Bounded: past
-// kMax commands it starts again (a forgotten one costs a full reply).
-// Thread-safe (own mutex).
+// The commands this store holds leases on, as their lease (or a later fenced
+// transition) left them, decoded: a fenced transition (succeed, fail, ...)
+// with the same token asks its function for the fields it writes only
+// ("delta") and applies them to this copy (ApplyHashFields), instead of
+// reading back the whole hash with its spec. Sound because nothing but the
+// holder of a lease token changes a command while that token stands (every
+// other transition starts from another state, and a new lease takes a new
+// token). Bounded: past kMax commands it starts again (a forgotten one costs
+// a full reply). Thread-safe (own mutex).
 class LeasedHashes {
  public:
   static constexpr size_t kMax = 1024;
-  // The hash of `key` when it was remembered with this fencing token, taken
-  // out (the transition that uses it puts back what it left, via Update).
-  std::optional<Fields> Take(const std::string& key, uint64_t token);
-  // Remembers `fields` as `key`'s hash under `token`; forgets `key` when
-  // `leased` is false (the command left its lease).
-  void Update(const std::string& key, bool leased, uint64_t token, Fields fields);
+  // The command `key` holds when it was remembered with this fencing token,
+  // taken out (the transition that uses it puts back what it left, via Update).
+  std::optional<Command> Take(const std::string& key, uint64_t token);
+  // Remembers `command` as `key`'s under its fencing token while it is
+  // leased; forgets `key` otherwise (the command left its lease).
+  void Update(const std::string& key, const Command& command);
+  void Forget(const std::string& key);
 
  private:
   std::mutex mu_;
-  std::map<std::string, std::pair<uint64_t, Fields>, std::less<>> hashes_;
+  std::map<std::string, std::pair<uint64_t, Command>, std::less<>> hashes_;
 };
 
 // `j` as compact JSON text in `out`; true when parsing that text gives `j`
@@ -71,8 +74,18 @@ class LeasedHashes {
 // false (and `out` unspecified) otherwise.
 bool DumpLossless(const nlohmann::json& j, std::string& out);
 
-// The command a hash holds. `cache` (may be null) decodes its spec.
-Result<Command> DecodeFields(const Fields& f, SpecCache* cache);
+// The command a hash holds, read from its field list reply (HGETALL, a
+// tlc_* function's) without building a map; Corruption naming `what` for
+// anything that is not a field list or not a command. `cache` (may be null)
+// decodes its spec.
+Result<Command> DecodeHash(const Reply& r, const std::string& what, SpecCache* cache);
+// The same with the spec decoded by `spec_of` (its own text -> its Command).
+Result<Command> DecodeHash(const Reply& r, const std::string& what,
+                           const std::function<Result<Command>(const std::string&)>& spec_of);
+// The mutable fields of a field list reply (a delta, or a whole hash whose
+// spec is ignored) applied onto `c`, as DecodeHash reads them; a state only
+// if the reply has one.
+Status ApplyHashFields(const Reply& r, const std::string& what, Command& c);
 
 Result<RunRecord> DecodeRun(const RunId& id, const Fields& f);
 Result<JournalEntry> DecodeJournal(const std::string& text);

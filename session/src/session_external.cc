@@ -34,7 +34,9 @@ ContextToolExecutor Replay(const ExternalOutcome& outcome) {
 }  // namespace
 
 CallClass Session::ClassOf(const std::string& tool) const {
-  return session_internal::ClassOf(*checker_, *pack_, tool);
+  // The checker holds the session's pack (Open checked the version; a
+  // borrowed one keeps it, SessionOptions::checker), so its plan is the pack's.
+  return checker_->ClassOf(tool);
 }
 
 CallResult Session::ProposeExternal(const ProposedCall& call) {

@@ -142,6 +142,10 @@ rule {
   auto second = Session::Open(*store, conv, *pack, options);
   REQUIRE(second.has_value());
   CHECK((*second)->Check(Ship("c2")).decision.allowed());
+  // The class a session answers is the shared checker's plan for its pack.
+  CHECK((*second)->ClassOf("ship") == CallClass{ToolClass::kWrites, false});
+  CHECK((*second)->ClassOf("ship") == (*checker)->ClassOf("ship"));
+  CHECK((*second)->ClassOf("launch_rocket") == CallClass{ToolClass::kUnknown, false});
 }
 
 TEST_CASE("external: an output recorded or reported keeps the class of its tool") {

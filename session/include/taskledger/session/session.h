@@ -194,7 +194,9 @@ struct SessionOptions {
   // building a checker (a lua_State running the pack) and compiling
   // extract.json cost more than a short conversation. Both must be for the
   // session's pack (same version) or Open fails with InvalidArgument. The
-  // checker is borrowed: it must outlive the session and stay on its thread.
+  // checker is borrowed: it must outlive the session, stay on its thread and
+  // keep the session's pack while the session lives (no SetPack to another
+  // version): the session's decisions and ClassOf both come from it.
   // Sessions sharing it stay isolated: rules cannot keep state between checks.
   PolicyChecker* checker = nullptr;
   std::shared_ptr<const ExtractionRules> extraction_rules;

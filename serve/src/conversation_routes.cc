@@ -50,7 +50,8 @@ nlohmann::json DecisionJson(const CallResult& r, const RulePack& pack) {
           {"reason", d.reason},
           {"pack_version", d.pack_version},
           {"pack_name", pack.name()},
-          {"read_only", d.read_only}};
+          {"read_only", d.read_only},
+          {"egress", d.egress}};
 }
 
 }  // namespace

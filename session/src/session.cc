@@ -238,8 +238,7 @@ Status Session::RecordOutput(const ProposedCall& call, const ToolOutput& output,
   NoteProvenance(provenance_.AddToolOutput(static_cast<int64_t>(ledger_->turn()), call.tool,
                                            call.id, output.output),
                  call.tool + "(" + call.id + ")");
-  ledger_->StageCall(CallRecord{ledger_->turn(), call.id, call.tool, call.arguments, writes,
-                                output.error ? "error" : "ok"});
+  StageCallRecord(call, writes, output.error ? "error" : "ok");
   if (writes) ConsumeConfirmation(call);
   return staged;
 }

@@ -60,6 +60,8 @@ void Session::FinishAuthorize(const ProposedCall& call, CallResult& result) {
   if (!result.decision.allowed()) StageCallRecord(call, writes, "denied");
 }
 
+// The one place the session builds a CallRecord: denied, run, reported and
+// settled calls alike.
 void Session::StageCallRecord(const ProposedCall& call, bool writes, std::string outcome) {
   ledger_->StageCall(
       CallRecord{ledger_->turn(), call.id, call.tool, call.arguments, writes, std::move(outcome)});

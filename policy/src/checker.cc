@@ -125,8 +125,9 @@ const PolicyChecker::Impl::ToolPlan& PolicyChecker::Impl::PlanFor(const std::str
   if (it != plans.end()) return it->second;
   if (plans.size() >= kRuleCacheEntries) plans.clear();
   ToolPlan plan;
-  plan.tool_class = pack->Classify(tool);
-  plan.egress = pack->IsEgress(tool);
+  const CallClass cls = PackClassOf(*pack, tool);
+  plan.tool_class = cls.tool_class;
+  plan.egress = cls.egress;
   for (size_t i = 0; i < runtime->compiled->rules.size(); ++i) {
     for (const std::string& glob : runtime->compiled->rules[i].info.tools) {
       if (GlobMatch(glob, tool)) {

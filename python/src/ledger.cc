@@ -15,6 +15,7 @@
 #include "taskledger/ledger/extraction_error.h"
 #include "taskledger/ledger/memory_store.h"
 #include "taskledger/ledger/redis_store.h"
+#include "taskledger/policy/call_class.h"
 #include "taskledger/render/state_block.h"
 #include "taskledger/render/visibility.h"
 
@@ -181,7 +182,7 @@ void RegisterLedger(py::module_& m) {
       .def(
           "classify",
           [](const PyPack& p, const std::string& tool) {
-            return std::string(ToolClassName(p.pack->Classify(tool)));
+            return std::string(ToolClassName(PackClassOf(*p.pack, tool).tool_class));
           },
           "tool"_a, "\"read_only\", \"writes\" or \"unknown\".")
       .def("__repr__", [](const PyPack& p) {

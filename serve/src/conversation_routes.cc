@@ -50,7 +50,8 @@ nlohmann::json DecisionJson(const CallResult& r, const RulePack& pack) {
           {"reason", d.reason},
           {"pack_version", d.pack_version},
           {"pack_name", pack.name()},
-          {"read_only", d.read_only}};
+          {"read_only", d.read_only},
+          {"egress", d.egress}};
 }
 
 }  // namespace
@@ -102,9 +103,11 @@ Result<nlohmann::json> ProposeCall(const RouteContext& ctx) {
   if (!call) return call.error();
   if (call->id.empty()) return Status::InvalidArgument("\"call.id\" is required");
   Metrics& m = ctx.service.metrics;
-  const bool writes = ctx.loaded->pack->Classify(call->tool) != ToolClass::kReadOnly;
+  // Only a call that may become a command (a write, not egress) opens the
+  // command store and runs its startup guard.
+  const bool command = ctx.loaded->ClassOf(call->tool).command();
   return WithSession(
-      ctx, *id, writes ? CommandUse::kGuarded : CommandUse::kNone,
+      ctx, *id, command ? CommandUse::kGuarded : CommandUse::kNone,
       [&](Session& s) -> Result<nlohmann::json> {
         CallResult r = s.ProposeExternal(*call);
         if (r.decision.rule_id == kStateConflictRule) {

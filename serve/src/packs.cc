@@ -3,7 +3,7 @@
 // their reloads (a pack that fails keeps its old version serving and
 // remembers why, for /readyz and the reload log), the set of tenants a
 // SIGHUP re-reads (SetTenants), and the pool of policy
-// checkers each loaded pack keeps. Thread-safe: the map of packs is guarded
+// checkers and the tool classes each loaded pack keeps. Thread-safe: the map of packs is guarded
 // by Impl::pack_mu, each pool by its own mutex.
 #include <iterator>
 #include <utility>
@@ -74,6 +74,16 @@ Result<std::unique_ptr<PolicyChecker>> LoadedPack::Borrow() const {
 void LoadedPack::Return(std::unique_ptr<PolicyChecker> checker) const {
   std::lock_guard<std::mutex> lock(mu_);
   idle_.push_back(std::move(checker));
+}
+
+CallClass LoadedPack::ClassOf(const std::string& tool) const {
+  // Tool names come from clients: the cache starts over rather than grow
+  // without bound.
+  constexpr size_t kMaxClasses = 4096;
+  std::lock_guard<std::mutex> lock(classes_mu_);
+  if (auto it = classes_.find(tool); it != classes_.end()) return it->second;
+  if (classes_.size() >= kMaxClasses) classes_.clear();
+  return classes_.emplace(tool, PackClassOf(*pack, tool)).first->second;
 }
 
 Status InitPacks(Service::Impl& impl) {

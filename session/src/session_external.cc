@@ -1,5 +1,6 @@
 // Session, the half for a client that runs calls itself (taskledger serve):
-// ProposeExternal gates a call and, for a write under the command ledger,
+// ProposeExternal gates a call and, for a write under the command ledger
+// (not an egress tool: that is gated like a write but is no command),
 // reserves, writes ahead and leases its command without running it;
 // ReportOutcome records what the client's call did, through the same
 // ExecutePlain path HandleToolCall uses, and settles the leased command.
@@ -34,13 +35,18 @@ ContextToolExecutor Replay(const ExternalOutcome& outcome) {
 }  // namespace
 
 CallClass Session::ClassOf(const std::string& tool) const {
-  return session_internal::ClassOf(*checker_, *pack_, tool);
+  // The checker holds the session's pack (Open checked the version; a
+  // borrowed one keeps it, SessionOptions::checker), so its plan is the pack's.
+  return checker_->ClassOf(tool);
 }
 
 CallResult Session::ProposeExternal(const ProposedCall& call) {
   CallResult result = Check(call);
   const bool writes = !result.decision.read_only;
-  if (writes && commands_ &&
+  // As in HandleToolCall: an egress tool is gated and recorded like a write
+  // (Authorize's write-ahead commit, a call record that writes) but is not a
+  // command: it changes nothing to reconcile, it only sends data out.
+  if (writes && commands_ && !result.decision.egress &&
       (result.decision.allowed() || result.decision.outcome == Outcome::kRequireApproval)) {
     ProposeCommand(call, result);
     return result;

@@ -154,6 +154,8 @@ TEST_CASE("the decision says whether the tool is egress, worked out with its cla
       // ClassOf answers what the decision carries.
       CHECK(checker->ClassOf(e.tool) == CallClass{d.tool_class, d.egress});
       CHECK(checker->ClassOf(e.tool).writes() == !d.read_only);
+      // So does the pack's own answer, for callers without a checker.
+      CHECK(PackClassOf(**pack, e.tool) == CallClass{d.tool_class, d.egress});
     }
   }
 }

@@ -2,7 +2,8 @@
 // calls itself (taskledger serve): a write is reserved, written ahead and
 // leased but not run; the reported outcome settles it once, a repeated report
 // changes nothing, a stale lease is refused with nothing staged; and sessions
-// sharing one checker on the same conversation never see each other's view.
+// sharing one checker on the same conversation never see each other's view;
+// an egress tool is gated and recorded like a write but gets no command.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -142,6 +143,10 @@ rule {
   auto second = Session::Open(*store, conv, *pack, options);
   REQUIRE(second.has_value());
   CHECK((*second)->Check(Ship("c2")).decision.allowed());
+  // The class a session answers is the shared checker's plan for its pack.
+  CHECK((*second)->ClassOf("ship") == CallClass{ToolClass::kWrites, false});
+  CHECK((*second)->ClassOf("ship") == (*checker)->ClassOf("ship"));
+  CHECK((*second)->ClassOf("launch_rocket") == CallClass{ToolClass::kUnknown, false});
 }
 
 TEST_CASE("external: an output recorded or reported keeps the class of its tool") {
@@ -170,4 +175,34 @@ TEST_CASE("external: an output recorded or reported keeps the class of its tool"
   }
   CHECK(recorded == std::vector<std::string>{"r1:ok:reads", "w1:ok:writes", "r2:error:reads",
                                              "w2:uncertain:writes", "u1:uncertain:writes"});
+}
+
+TEST_CASE("external: an egress call is gated and recorded like a write but is no command") {
+  auto pack = RulePack::FromFiles({{"pack.json", R"({"name": "web", "tools": {
+      "writes": ["ship"], "egress": ["get_webpage"]}})"}});
+  REQUIRE(pack.has_value());
+  Fixture f("memory");
+  SessionOptions options;
+  options.commands.store = f.commands.get();
+  auto opened = Session::Open(*f.ledger_store, f.conv, *pack, options);
+  REQUIRE(opened.has_value());
+  Session& s = **opened;
+  const ProposedCall page{"p1", "get_webpage", {{"url", "https://docs.example.org/"}}};
+  CallResult proposed = s.ProposeExternal(page);
+  CHECK(proposed.decision.allowed());
+  CHECK(proposed.decision.egress);
+  CHECK_FALSE(proposed.command);
+  CHECK(s.ledger().version() == 1);  // written ahead, as a write is
+  ExternalOutcome ok;
+  ok.output = "the page";
+  REQUIRE(s.ReportOutcome(page, ok).has_value());
+  REQUIRE(Calls(s).size() == 1);
+  CHECK(Calls(s).back().writes);
+  CHECK(Calls(s).back().outcome == "ok");
+  // A write of the same session is still a command.
+  CHECK(s.ProposeExternal(Ship("w1")).command);
+  auto listed = f.commands->ListCommands(f.run());
+  REQUIRE(listed.has_value());
+  REQUIRE(listed->size() == 1);
+  CHECK(listed->front().tool == "ship");
 }

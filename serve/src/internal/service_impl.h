@@ -13,11 +13,13 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "taskledger/base/status.h"
+#include "taskledger/policy/call_class.h"
 #include "taskledger/policy/checker.h"
 #include "taskledger/render/visibility.h"
 #include "taskledger/serve/service.h"
@@ -51,10 +53,16 @@ struct LoadedPack {
   // A checker of this pack for one request; given back with Return.
   Result<std::unique_ptr<PolicyChecker>> Borrow() const;
   void Return(std::unique_ptr<PolicyChecker> checker) const;
+  // How this pack classes `tool` (PackClassOf, what its checkers' decisions
+  // carry), worked out once per tool name: a request asks it before it opens
+  // a session, to know whether the call may become a command.
+  CallClass ClassOf(const std::string& tool) const;
 
  private:
   mutable std::mutex mu_;
   mutable std::vector<std::unique_ptr<PolicyChecker>> idle_;  // guarded by mu_
+  mutable std::mutex classes_mu_;
+  mutable std::unordered_map<std::string, CallClass> classes_;  // guarded by classes_mu_
 };
 
 // The packs of a service: the default one and those of named tenants, each

@@ -95,14 +95,6 @@ std::string OutputText(const nlohmann::json& output);
 // "approved", but the approval stands).
 bool OperatorApproved(const Command& c);
 
-// How the session's pack classes `tool`: through `checker`'s per-tool plan
-// (the class its decisions carry) when it holds the same pack version, else
-// from `pack` itself (a shared checker switched to another version).
-inline CallClass ClassOf(PolicyChecker& checker, const RulePack& pack, const std::string& tool) {
-  if (checker.pack()->version() == pack.version()) return checker.ClassOf(tool);
-  return CallClass{pack.Classify(tool), pack.IsEgress(tool)};
-}
-
 // The call id a command was reserved for (its decision record names it);
 // empty when the record names none.
 std::string CallIdOf(const Command& c);

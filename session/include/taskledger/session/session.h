@@ -194,7 +194,9 @@ struct SessionOptions {
   // building a checker (a lua_State running the pack) and compiling
   // extract.json cost more than a short conversation. Both must be for the
   // session's pack (same version) or Open fails with InvalidArgument. The
-  // checker is borrowed: it must outlive the session and stay on its thread.
+  // checker is borrowed: it must outlive the session, stay on its thread and
+  // keep the session's pack while the session lives (no SetPack to another
+  // version): the session's decisions and ClassOf both come from it.
   // Sessions sharing it stay isolated: rules cannot keep state between checks.
   PolicyChecker* checker = nullptr;
   std::shared_ptr<const ExtractionRules> extraction_rules;
@@ -329,10 +331,11 @@ class Session {
   CallResult Authorize(const ProposedCall& call);
 
   // Authorize, then (only if allowed) execute, record the output and the call.
-  // Under the command ledger an environment-changing call goes through its
-  // command instead (see the file comment): reserved, leased, executed with
-  // its idempotency key and settled; a require_approval decision reserves it
-  // blocked; a command already settled returns its recorded outcome.
+  // Under the command ledger an environment-changing call that is not egress
+  // (CallClass::command()) goes through its command instead (see the file
+  // comment): reserved, leased, executed with its idempotency key and
+  // settled; a require_approval decision reserves it blocked; a command
+  // already settled returns its recorded outcome.
   CallResult HandleToolCall(const ProposedCall& call, const ToolExecutor& execute);
   CallResult HandleToolCall(const ProposedCall& call, const ContextToolExecutor& execute);
 
@@ -351,9 +354,12 @@ class Session {
   // For a client that runs calls itself, in another process or request
   // (taskledger serve; session_external.cc). ProposeExternal is Authorize,
   // except that under the command ledger an environment-changing call the
-  // policy allows is reserved, written ahead and leased, not run: the result
-  // holds the leased command (command->state kLeased, its idempotency_key and
-  // fencing_token) and `executed` stays false; the caller runs the call with
+  // policy allows (not an egress tool: as in HandleToolCall, that is gated
+  // and recorded like a write but is no command, so the result has no
+  // command and the call is reported without a command key) is reserved,
+  // written ahead and leased, not run: the result holds the leased command
+  // (command->state kLeased, its idempotency_key and fencing_token) and
+  // `executed` stays false; the caller runs the call with
   // that key and reports it with ReportOutcome before the lease expires
   // (SessionCommandOptions::lease_ms). A require_approval decision reserves it
   // blocked, a settled command returns its recorded outcome, as

@@ -312,9 +312,19 @@ Status ProvenanceIndex::AddToolOutput(std::int64_t turn, std::string_view tool,
   // A leaf's own source plus at most one token per byte of its text; a key
   // byte per text byte for the field and one for its tokens (normalisation
   // never lengthens a value), with a margin.
-  if (const Bound b{m.leaves + m.bytes, 4 * m.bytes, m.fits}; Fits(b)) {
+  Bound b{m.leaves + m.bytes, 4 * m.bytes, m.fits};
+  bool tight = false;
+  if (b.fits && !Fits(b)) {
+    // Count the places a token can start instead, for the queue and for it.
+    TightenQueue();
+    b.sources = std::min(
+        b.sources,
+        detail::SourceBound(std::string_view(p.text).substr(p.tool_bytes + p.call_id_bytes)));
+    tight = true;
+  }
+  if (Fits(b)) {
     if (p.text.capacity() - p.text.size() > kFlatSlack) p.text.shrink_to_fit();
-    Queue(std::move(p), b);
+    Queue(std::move(p), b, tight);
     return Status::Ok();
   }
   // It could reach a limit: walk now, after what came before it, so the
@@ -349,8 +359,15 @@ Status ProvenanceIndex::AddUserMessage(std::int64_t turn, std::string_view text)
                               " bytes, not indexed; calls that need provenance are denied"));
   }
   // The message, its tokens (at most one per byte) and the message's own source.
-  if (const Bound b{text.size() + 2, 4 * text.size(), true}; Fits(b)) {
-    Queue(Pending{turn, 0, 0, std::string(text)}, b);
+  Bound b{text.size() + 2, 4 * text.size(), true};
+  bool tight = false;
+  if (!Fits(b)) {
+    TightenQueue();
+    b.sources = 2 + detail::TokenStartBound(text);
+    tight = true;
+  }
+  if (Fits(b)) {
+    Queue(Pending{turn, 0, 0, std::string(text)}, b, tight);
     return Status::Ok();
   }
   Flush();

@@ -1,10 +1,12 @@
 // ProvenanceIndex's lazy side: the queue of outputs and messages not walked
 // yet, the bound of what it can add, and the questions that walk it first.
 // The walk itself is in index.cc.
+#include <algorithm>
 #include <memory>
 #include <utility>
 
 #include "internal/flat_json.h"
+#include "internal/leaf_text.h"
 #include "taskledger/provenance/index.h"
 
 namespace taskledger::provenance {
@@ -14,10 +16,31 @@ bool ProvenanceIndex::Fits(const Bound& b) const {
          key_bytes_ + pending_bound_.key_bytes + b.key_bytes <= limits_.max_key_bytes;
 }
 
-void ProvenanceIndex::Queue(Pending p, const Bound& b) {
+void ProvenanceIndex::Queue(Pending p, const Bound& b, bool tight) {
+  p.sources = b.sources;
+  p.tight = tight;
   pending_.push_back(std::move(p));
   pending_bound_.sources += b.sources;
   pending_bound_.key_bytes += b.key_bytes;
+}
+
+std::size_t ProvenanceIndex::TightSources(const Pending& p) {
+  const std::string_view text = p.text;
+  // A message: itself, its tokens and the message's own source.
+  if (p.tool_bytes == 0) return 2 + detail::TokenStartBound(text);
+  return detail::SourceBound(text.substr(p.tool_bytes + p.call_id_bytes));
+}
+
+void ProvenanceIndex::TightenQueue() {
+  for (Pending& p : pending_) {
+    if (p.tight) continue;
+    const std::size_t tight = std::min(TightSources(p), p.sources);
+    // A token start is a text byte, so this never passes the cheap bound and
+    // the sum only shrinks.
+    pending_bound_.sources -= p.sources - tight;
+    p.sources = tight;
+    p.tight = true;
+  }
 }
 
 void ProvenanceIndex::Flush() const {

@@ -144,6 +144,13 @@ class ProvenanceIndex {
 
  private:
   struct Walk;
+  // What an Add* may add at most; `fits` false when it could hit a limit of
+  // its own (too many bytes, too deep, a value of unknown size).
+  struct Bound {
+    std::size_t sources = 0;
+    std::size_t key_bytes = 0;
+    bool fits = true;
+  };
   // A message or output queued for the walk.
   struct Pending {
     std::int64_t turn = 0;
@@ -153,17 +160,20 @@ class ProvenanceIndex {
     std::size_t tool_bytes = 0;
     std::size_t call_id_bytes = 0;
     std::string text;
-  };
-  // What an Add* may add at most; `fits` false when it could hit a limit of
-  // its own (too many bytes, too deep, a value of unknown size).
-  struct Bound {
+    // Its share of pending_bound_.sources: the cheap bound measured on Add
+    // (one per text byte), or, once `tight`, SourceBound's (one per place a
+    // token can start).
     std::size_t sources = 0;
-    std::size_t key_bytes = 0;
-    bool fits = true;
+    bool tight = false;
   };
   // True when `b` together with the queue stays inside the limits.
   bool Fits(const Bound& b) const;
-  void Queue(Pending p, const Bound& b);
+  void Queue(Pending p, const Bound& b, bool tight);
+  // An Add whose cheap bound does not fit first tightens the queue's: every
+  // queued item not yet tightened is counted again by SourceBound (each once),
+  // so a long conversation of outputs nobody asks about stays queued.
+  void TightenQueue();
+  static std::size_t TightSources(const Pending& p);
   // Walks the queue (the state below is mutable for this: a question on a
   // const index walks what was added before it).
   void Flush() const;

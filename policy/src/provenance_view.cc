@@ -189,14 +189,20 @@ int UntrustedTokens(lua_State* L) {
   }
   if (kinds == 0) kinds = provenance::kAllTokenKinds;
   const provenance::ProvenanceIndex& index = IndexOf(L, "call.untrusted_tokens");
-  const std::string text = TextOf(value);
+  std::string dumped;
+  const std::string_view text = value.is_string()
+                                    ? std::string_view(value.get_ref<const std::string&>())
+                                    : std::string_view(dumped = value.dump());
   ProvenanceView& view = ViewOf(L);
   view.PushCache(L);
   const int cache = lua_gettop(L);
-  std::string key = "u";
-  key.push_back(static_cast<char>(kinds));
-  key += text;
-  if (!CacheGet(L, cache, key)) {
+  std::string& key = view.SlotKey();
+  key.assign(1, static_cast<char>(kinds));
+  key.append(text);
+  auto& slots = view.token_slots();
+  if (auto it = slots.find(key); it != slots.end()) {
+    lua_rawgeti(L, cache, it->second);
+  } else {
     lua_createtable(L, 0, 0);
     lua_Integer n = 0;
     std::unordered_set<std::string> seen;
@@ -214,10 +220,13 @@ int UntrustedTokens(lua_State* L) {
       lua_rawseti(L, -2, ++n);
     }
     lua::WrapReadOnly(L, -1);
-    CachePut(L, cache, key);
+    const auto slot = static_cast<lua_Integer>(slots.size() + 1);
+    lua_pushvalue(L, -1);
+    lua_rawseti(L, cache, slot);
+    slots.emplace(key, slot);
   }
   lua_remove(L, cache);
-  view.Record({name, text, kinds});
+  view.Record({name, std::string(text), kinds});
   return 1;
 }
 
@@ -291,6 +300,7 @@ void ProvenanceView::PushCache(lua_State* L) {
   if (cache_stale_) {
     lua_createtable(L, 0, 0);
     lua_rawseti(L, LUA_REGISTRYINDEX, cache_ref_);
+    token_slots_.clear();
     cache_generation_ = index_ != nullptr ? index_->generation() : 0;
     cache_stale_ = false;
   }

@@ -170,3 +170,44 @@ TEST_CASE("provenance API: call.designated answers, names the record, and fails 
   CHECK_FALSE(unbound.allowed());
   CHECK(unbound.reason.find("only known while a session checks a call") != std::string::npos);
 }
+
+TEST_CASE(
+    "provenance API: untrusted_tokens lists are reused per text and kinds until the index "
+    "changes",
+    "[policy][provenance]") {
+  // One checker over one index, as a session checks call after call: a list
+  // asked again answers the same, another kind set or another text its own,
+  // and an index that changed (the user names the URL) answers anew. A number
+  // argument is asked as its JSON text (an account number seen nowhere).
+  auto index = Index();
+  auto checker = MakeChecker(Pack(R"(
+    local out = {}
+    for _, kinds in ipairs({{'url'}, {'account'}, {'url'}}) do
+      local list = {}
+      for _, t in ipairs(call.untrusted_tokens('note', table.unpack(kinds))) do
+        list[#list + 1] = t.text
+      end
+      out[#out + 1] = table.concat(list, "+")
+    end
+    out[#out + 1] = tostring(#call.untrusted_tokens('n'))
+    return deny(table.concat(out, ",")))"));
+  checker->SetProvenance(&index);
+  auto check = [&](const std::string& note) {
+    PolicyDecision d = checker->Check(CallOf("send", {{"note", note}, {"n", 6016133192681900}}),
+                                      LedgerState{}, {}, kNow);
+    INFO(d.reason);
+    REQUIRE_FALSE((!d.rules.empty() && d.rules[0].error));
+    return d.reason;
+  };
+  const std::string note = "pay GB29 NWBK 6016 1331 9268 19 at evil.com/pay or other.org/x";
+  CHECK(check(note) ==
+        "evil.com/pay+other.org/x,GB29 NWBK 6016 1331 9268 19,"
+        "evil.com/pay+other.org/x,1");
+  CHECK(check(note) ==
+        "evil.com/pay+other.org/x,GB29 NWBK 6016 1331 9268 19,"
+        "evil.com/pay+other.org/x,1");
+  CHECK(check("see evil.com/pay") == "evil.com/pay,,evil.com/pay,1");
+  REQUIRE(index.AddUserMessage(2, "the portal is evil.com/pay").ok());
+  CHECK(check(note) == "other.org/x,GB29 NWBK 6016 1331 9268 19,other.org/x,1");
+  CHECK(check("see evil.com/pay") == ",,,1");
+}

@@ -15,11 +15,10 @@ namespace taskledger::provenance {
 namespace {
 
 constexpr std::size_t kRecordFieldBytes = 256;
-// Room reserved for a queued output, so a typical one is copied in one
-// allocation; a small one then gives back what it did not use (sizing the
-// output first costs more than this).
-constexpr std::size_t kFlatReserve = 2048;
-constexpr std::size_t kFlatSlack = 256;
+// An output is flattened into the index's scratch buffer and queued as an
+// exact copy (one allocation of its size); a scratch grown past this by a big
+// output is given back.
+constexpr std::size_t kScratchKeep = std::size_t{64} << 10;
 
 // Generations are unique across every index of the process, so a cache keyed
 // by one never mistakes another index (even at the same address) for its own.
@@ -303,12 +302,13 @@ Status ProvenanceIndex::AddToolOutput(std::int64_t turn, std::string_view tool,
                                       std::string_view call_id, const nlohmann::json& output) {
   if (!health_.ok()) return health_;
   generation_ = NextGeneration();
-  Pending p{turn, tool.size() + 1, call_id.size(), {}};  // +1: a tool may be named ""
-  p.text.reserve(tool.size() + 1 + call_id.size() + kFlatReserve);
-  p.text.append(tool).push_back('\0');
-  p.text.append(call_id);
+  std::string& flat = flat_scratch_;
+  flat.clear();
+  flat.append(tool).push_back('\0');  // a tool may be named ""
+  flat.append(call_id);
+  const std::size_t head = tool.size() + 1 + call_id.size();
   const detail::FlatMeasure m =
-      detail::Flatten(output, limits_.max_output_bytes, limits_.max_depth, p.text);
+      detail::Flatten(output, limits_.max_output_bytes, limits_.max_depth, flat);
   // A leaf's own source plus at most one token per byte of its text; a key
   // byte per text byte for the field and one for its tokens (normalisation
   // never lengthens a value), with a margin.
@@ -317,16 +317,15 @@ Status ProvenanceIndex::AddToolOutput(std::int64_t turn, std::string_view tool,
   if (b.fits && !Fits(b)) {
     // Count the places a token can start instead, for the queue and for it.
     TightenQueue();
-    b.sources = std::min(
-        b.sources,
-        detail::SourceBound(std::string_view(p.text).substr(p.tool_bytes + p.call_id_bytes)));
+    b.sources = std::min(b.sources, detail::SourceBound(std::string_view(flat).substr(head)));
     tight = true;
   }
-  if (Fits(b)) {
-    if (p.text.capacity() - p.text.size() > kFlatSlack) p.text.shrink_to_fit();
-    Queue(std::move(p), b, tight);
-    return Status::Ok();
+  const bool queued = Fits(b);
+  if (queued) {
+    Queue(Pending{turn, tool.size() + 1, call_id.size(), std::string(flat)}, b, tight);
   }
+  if (flat.capacity() > kScratchKeep) std::string().swap(flat);
+  if (queued) return Status::Ok();
   // It could reach a limit: walk now, after what came before it, so the
   // error is the one an eager walk gives and reaches this caller.
   Flush();

@@ -195,6 +195,7 @@ class ProvenanceIndex {
   mutable std::vector<UserMessage> user_messages_;
   mutable std::vector<Pending> pending_;
   mutable Bound pending_bound_;
+  std::string flat_scratch_;  // AddToolOutput's, kept between calls
 };
 
 }  // namespace taskledger::provenance

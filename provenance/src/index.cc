@@ -42,6 +42,8 @@ void AppendEscapedSegment(std::string& out, std::string_view s) {
 
 }  // namespace
 
+std::uint64_t ProvenanceIndex::InstanceId::New() { return NextGeneration(); }
+
 std::string CleanUtf8Prefix(std::string_view s, std::size_t max) {
   std::string out;
   out.reserve(std::min(s.size(), max));

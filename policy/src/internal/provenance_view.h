@@ -54,6 +54,13 @@ class ProvenanceView {
   // most of a check, and its garbage the check's tail. `SlotKey` is scratch.
   std::unordered_map<std::string, lua_Integer>& token_slots() { return token_slots_; }
   std::string& SlotKey() { return slot_key_; }
+  // Pushes the table of read-only single-source tables (by SourceId + 1) of
+  // index `instance`. A source never changes once added, so its table
+  // outlives the index's generations: the lookups after a new output reuse
+  // the tables of every source they had seen. A fresh table when another
+  // index is bound, or once it holds kMaxSourceTables (bounded Lua memory).
+  void PushSourceTables(lua_State* L, std::uint64_t instance);
+  void NoteSourceTable() { ++source_tables_count_; }
 
  private:
   const provenance::ProvenanceIndex* index_ = nullptr;
@@ -65,6 +72,9 @@ class ProvenanceView {
 
   std::unordered_map<std::string, lua_Integer> token_slots_;
   std::string slot_key_;
+  int source_tables_ref_ = LUA_NOREF;
+  std::uint64_t source_tables_instance_ = 0;
+  std::size_t source_tables_count_ = 0;
 };
 
 // call.designated (designation_view.cc): a C closure whose upvalue 1 is the

@@ -141,6 +141,15 @@ class ProvenanceIndex {
   // index of the process: derived answers cached under one stay right while
   // it holds.
   std::uint64_t generation() const { return generation_; }
+  // Unique per index object across the process (a copy or a moved-to index
+  // gets a new one), fixed for its life: with SourceId, a key under which a
+  // caller may cache what it derived from one Source, which never changes
+  // once added.
+  std::uint64_t instance() const { return instance_.value; }
+  // The position of `s` (from SourcesOf of this index) among its sources.
+  std::size_t SourceId(const Source& s) const {
+    return static_cast<std::size_t>(&s - sources_.data());
+  }
 
  private:
   struct Walk;
@@ -185,8 +194,20 @@ class ProvenanceIndex {
   Status AddKey(const std::string& key, Source source) const;
   Status Fail(Status error) const;
 
+  struct InstanceId {
+    std::uint64_t value = New();
+    InstanceId() = default;
+    InstanceId(const InstanceId& /*other*/) : value(New()) {}
+    InstanceId& operator=(const InstanceId& /*other*/) {
+      value = New();
+      return *this;
+    }
+    ~InstanceId() = default;
+    static std::uint64_t New();
+  };
   TrustPolicy trust_;
   IndexLimits limits_;
+  InstanceId instance_;
   std::uint64_t generation_ = 0;
   mutable Status health_;
   mutable std::vector<Source> sources_;

@@ -15,10 +15,6 @@ namespace taskledger::provenance {
 namespace {
 
 constexpr std::size_t kRecordFieldBytes = 256;
-// An output is flattened into the index's scratch buffer and queued as an
-// exact copy (one allocation of its size); a scratch grown past this by a big
-// output is given back.
-constexpr std::size_t kScratchKeep = std::size_t{64} << 10;
 
 // Generations are unique across every index of the process, so a cache keyed
 // by one never mistakes another index (even at the same address) for its own.
@@ -300,42 +296,6 @@ struct ProvenanceIndex::Walk {
   }
 };
 
-Status ProvenanceIndex::AddToolOutput(std::int64_t turn, std::string_view tool,
-                                      std::string_view call_id, const nlohmann::json& output) {
-  if (!health_.ok()) return health_;
-  generation_ = NextGeneration();
-  std::string& flat = flat_scratch_;
-  flat.clear();
-  flat.append(tool).push_back('\0');  // a tool may be named ""
-  flat.append(call_id);
-  const std::size_t head = tool.size() + 1 + call_id.size();
-  const detail::FlatMeasure m =
-      detail::Flatten(output, limits_.max_output_bytes, limits_.max_depth, flat);
-  // A leaf's own source plus at most one token per byte of its text; a key
-  // byte per text byte for the field and one for its tokens (normalisation
-  // never lengthens a value), with a margin.
-  Bound b{m.leaves + m.bytes, 4 * m.bytes, m.fits};
-  bool tight = false;
-  if (b.fits && !Fits(b)) {
-    // Count the places a token can start instead, for the queue and for it.
-    TightenQueue();
-    b.sources = std::min(b.sources, detail::SourceBound(std::string_view(flat).substr(head)));
-    tight = true;
-  }
-  const bool queued = Fits(b);
-  if (queued) {
-    Queue(Pending{turn, tool.size() + 1, call_id.size(), std::string(flat)}, b, tight);
-  }
-  if (flat.capacity() > kScratchKeep) std::string().swap(flat);
-  if (queued) return Status::Ok();
-  // It could reach a limit: walk now, after what came before it, so the
-  // error is the one an eager walk gives and reaches this caller.
-  Flush();
-  if (!health_.ok()) return health_;
-  // The records of its objects keep their own copy.
-  return IndexOutput(turn, tool, call_id, std::make_shared<const nlohmann::json>(output));
-}
-
 Status ProvenanceIndex::IndexOutput(std::int64_t turn, std::string_view tool,
                                     std::string_view call_id,
                                     std::shared_ptr<const nlohmann::json> output) const {
@@ -349,31 +309,6 @@ Status ProvenanceIndex::IndexOutput(std::int64_t turn, std::string_view tool,
   Status s = walk.Node(root, nullptr, 0);
   walk.Finish();
   return s;
-}
-
-Status ProvenanceIndex::AddUserMessage(std::int64_t turn, std::string_view text) {
-  if (!health_.ok()) return health_;
-  generation_ = NextGeneration();
-  if (text.size() > limits_.max_output_bytes) {
-    return Fail(
-        Status::LimitExceeded("user message over " + std::to_string(limits_.max_output_bytes) +
-                              " bytes, not indexed; calls that need provenance are denied"));
-  }
-  // The message, its tokens (at most one per byte) and the message's own source.
-  Bound b{text.size() + 2, 4 * text.size(), true};
-  bool tight = false;
-  if (!Fits(b)) {
-    TightenQueue();
-    b.sources = 2 + detail::TokenStartBound(text);
-    tight = true;
-  }
-  if (Fits(b)) {
-    Queue(Pending{turn, 0, 0, std::string(text)}, b, tight);
-    return Status::Ok();
-  }
-  Flush();
-  if (!health_.ok()) return health_;
-  return IndexUserMessage(turn, text);
 }
 
 Status ProvenanceIndex::IndexUserMessage(std::int64_t turn, std::string_view text) const {

@@ -3,6 +3,8 @@
 // 2,000-entry ledger, with the provenance index fed by a user message and 50
 // tool outputs of 4 KB of text each (URLs, addresses, names, numbers). The
 // call is allowed after the rule ran. Goal p50 <= 3 us, p99 <= 15 us.
+// "provenance_check_miss_*" is the same check right after the index changed
+// (nothing cached: the body tokenised, each token looked up).
 // A second check times intent binding: call.designated on a URL found in one
 // of those 50 outputs (designated by its channel, which the user named), with
 // the same index ("designated_check_*").
@@ -107,6 +109,22 @@ inline nlohmann::json ProvenanceNumbers(int iterations,
   };
   std::vector<double> us;
   time_check(call, us);
+  // The first check after the index changed (in a session: after every tool
+  // output or user message), so nothing is cached: a copy of the index that
+  // takes a constant nobody asks about before each check.
+  provenance::ProvenanceIndex changing = index;
+  checker.value()->SetProvenance(&changing);
+  std::vector<double> miss;
+  for (int i = 0; i < iterations / 10 + 50; ++i) {
+    if (!changing.AddConstant("bench", "unasked").ok()) return nullptr;
+    auto t0 = std::chrono::steady_clock::now();
+    PolicyDecision d = checker.value()->Check(call, state, {"prov", 1}, 1'700'000'000'000);
+    auto t1 = std::chrono::steady_clock::now();
+    if (!d.allowed()) return nullptr;
+    if (i >= 50) miss.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+  }
+  std::vector<double> miss_copy = miss;
+  checker.value()->SetProvenance(&index);
   const ProposedCall open{"s2", "open_page", {{"url", "https://site7.com/p/0/"}}};
   std::vector<double> designated;
   time_check(open, designated);
@@ -114,6 +132,8 @@ inline nlohmann::json ProvenanceNumbers(int iterations,
   std::vector<double> copy = us;
   return {{"provenance_check_p50_us", percentile(us, 0.5)},
           {"provenance_check_p99_us", percentile(copy, 0.99)},
+          {"provenance_check_miss_p50_us", percentile(miss, 0.5)},
+          {"provenance_check_miss_p99_us", percentile(miss_copy, 0.99)},
           {"designated_check_p50_us", percentile(designated, 0.5)},
           {"designated_check_p99_us", percentile(designated_copy, 0.99)},
           {"provenance_index_sources", index.source_count()},

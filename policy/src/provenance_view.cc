@@ -22,6 +22,9 @@ constexpr size_t kEvidenceLookups = 20;
 constexpr size_t kEvidenceSources = 10;
 constexpr size_t kEvidenceValueBytes = 200;
 constexpr size_t kExplainSources = 3;
+// Source tables kept across the index's generations (each a few hundred
+// bytes of Lua memory with its record).
+constexpr size_t kMaxSourceTables = 4096;
 
 ProvenanceView& ViewOf(lua_State* L) {
   return *static_cast<ProvenanceView*>(lua_touserdata(L, lua_upvalueindex(1)));
@@ -95,15 +98,27 @@ void PushSource(lua_State* L, const Source& s) {
   }
 }
 
-// A read-only list of read-only source tables (they are cached and shared).
-void PushSources(lua_State* L, const std::vector<const Source*>& sources) {
+// A read-only list of read-only source tables (they are cached and shared:
+// each source's table is made once per bound index, see PushSourceTables).
+void PushSources(lua_State* L, ProvenanceView& view, const provenance::ProvenanceIndex& index,
+                 const std::vector<const Source*>& sources) {
+  view.PushSourceTables(L, index.instance());
+  const int tables = lua_gettop(L);
   lua_createtable(L, static_cast<int>(sources.size()), 0);
   for (size_t i = 0; i < sources.size(); ++i) {
-    PushSource(L, *sources[i]);
-    lua::WrapReadOnly(L, -1);
+    const auto id = static_cast<lua_Integer>(index.SourceId(*sources[i]) + 1);
+    if (lua_rawgeti(L, tables, id) == LUA_TNIL) {
+      lua_pop(L, 1);
+      PushSource(L, *sources[i]);
+      lua::WrapReadOnly(L, -1);
+      lua_pushvalue(L, -1);
+      lua_rawseti(L, tables, id);
+      view.NoteSourceTable();
+    }
     lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
   }
   lua::WrapReadOnly(L, -1);
+  lua_remove(L, tables);
 }
 
 // Pushes cache[key] and returns true, or pushes nothing and returns false.
@@ -132,12 +147,12 @@ std::string ValueKey(char prefix, const nlohmann::json& value) {
 // Sources of `value` as a cached read-only list, pushed.
 void PushCachedSources(lua_State* L, const char* fn, const nlohmann::json& value) {
   ProvenanceView& view = ViewOf(L);
-  IndexOf(L, fn);
+  const provenance::ProvenanceIndex& index = IndexOf(L, fn);
   view.PushCache(L);
   const int cache = lua_gettop(L);
   const std::string key = ValueKey('s', value);
   if (!CacheGet(L, cache, key)) {
-    PushSources(L, Lookup(L, fn, value));
+    PushSources(L, view, index, Lookup(L, fn, value));
     CachePut(L, cache, key);
   }
   lua_remove(L, cache);
@@ -189,14 +204,20 @@ int UntrustedTokens(lua_State* L) {
   }
   if (kinds == 0) kinds = provenance::kAllTokenKinds;
   const provenance::ProvenanceIndex& index = IndexOf(L, "call.untrusted_tokens");
-  const std::string text = TextOf(value);
+  std::string dumped;
+  const std::string_view text = value.is_string()
+                                    ? std::string_view(value.get_ref<const std::string&>())
+                                    : std::string_view(dumped = value.dump());
   ProvenanceView& view = ViewOf(L);
   view.PushCache(L);
   const int cache = lua_gettop(L);
-  std::string key = "u";
-  key.push_back(static_cast<char>(kinds));
-  key += text;
-  if (!CacheGet(L, cache, key)) {
+  std::string& key = view.SlotKey();
+  key.assign(1, static_cast<char>(kinds));
+  key.append(text);
+  auto& slots = view.token_slots();
+  if (auto it = slots.find(key); it != slots.end()) {
+    lua_rawgeti(L, cache, it->second);
+  } else {
     lua_createtable(L, 0, 0);
     lua_Integer n = 0;
     std::unordered_set<std::string> seen;
@@ -208,16 +229,19 @@ int UntrustedTokens(lua_State* L) {
       lua_createtable(L, 0, 3);
       SetString(L, "text", t.text);
       SetString(L, "kind", provenance::TokenKindName(t.kind));
-      PushSources(L, r.value());
+      PushSources(L, view, index, r.value());
       lua_setfield(L, -2, "sources");
       lua::WrapReadOnly(L, -1);
       lua_rawseti(L, -2, ++n);
     }
     lua::WrapReadOnly(L, -1);
-    CachePut(L, cache, key);
+    const auto slot = static_cast<lua_Integer>(slots.size() + 1);
+    lua_pushvalue(L, -1);
+    lua_rawseti(L, cache, slot);
+    slots.emplace(key, slot);
   }
   lua_remove(L, cache);
-  view.Record({name, text, kinds});
+  view.Record({name, std::string(text), kinds});
   return 1;
 }
 
@@ -266,6 +290,8 @@ void ProvenanceView::Install(lua_State* L, int call_data) {
   call_data = lua_absindex(L, call_data);
   lua_createtable(L, 0, 0);
   cache_ref_ = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_createtable(L, 0, 0);
+  source_tables_ref_ = luaL_ref(L, LUA_REGISTRYINDEX);
   const std::pair<const char*, lua_CFunction> fns[] = {{"sources", Sources},
                                                        {"sources_of", SourcesOf},
                                                        {"trusted", Trusted},
@@ -291,10 +317,21 @@ void ProvenanceView::PushCache(lua_State* L) {
   if (cache_stale_) {
     lua_createtable(L, 0, 0);
     lua_rawseti(L, LUA_REGISTRYINDEX, cache_ref_);
+    token_slots_.clear();
     cache_generation_ = index_ != nullptr ? index_->generation() : 0;
     cache_stale_ = false;
   }
   lua_rawgeti(L, LUA_REGISTRYINDEX, cache_ref_);
+}
+
+void ProvenanceView::PushSourceTables(lua_State* L, std::uint64_t instance) {
+  if (instance != source_tables_instance_ || source_tables_count_ >= kMaxSourceTables) {
+    lua_createtable(L, 0, 0);
+    lua_rawseti(L, LUA_REGISTRYINDEX, source_tables_ref_);
+    source_tables_instance_ = instance;
+    source_tables_count_ = 0;
+  }
+  lua_rawgeti(L, LUA_REGISTRYINDEX, source_tables_ref_);
 }
 
 void ProvenanceView::Unbind() {

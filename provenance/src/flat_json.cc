@@ -2,6 +2,8 @@
 // JSON value the provenance index queues outputs in.
 #include "internal/flat_json.h"
 
+#include "internal/leaf_text.h"
+
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -14,6 +16,13 @@ namespace {
 constexpr std::size_t kIntegerBytes = 20;
 constexpr std::size_t kFloatBytes = 32;
 constexpr std::size_t kBooleanBytes = 5;
+// Upper bounds of the sources a scalar adds: the field and its tokens. A
+// token starts only at a digit or letter after a non-word byte or at the
+// text's start: "true" and "-42" have one such place, a float's text
+// ("-1.5e+20") at most three (start, after '.', after the exponent's sign).
+constexpr std::size_t kIntegerSources = 2;
+constexpr std::size_t kFloatSources = 4;
+constexpr std::size_t kBooleanSources = 2;
 
 enum Tag : char {
   kNull = 'n',
@@ -167,7 +176,62 @@ struct Reader {
   }
 };
 
+// Walks Flatten's encoding like Reader, summing the sources of its leaves.
+struct Bounder {
+  std::string_view in;
+  std::size_t at = 0;
+  std::size_t sources = 0;
+
+  std::uint32_t Count() {
+    std::uint32_t n;
+    std::memcpy(&n, in.data() + at, sizeof(n));
+    at += sizeof(n);
+    return n;
+  }
+
+  void Node() {
+    switch (in[at++]) {
+      case kObject:
+        for (std::uint32_t i = Count(); i > 0; --i) {
+          at += Count();  // the key
+          Node();
+        }
+        return;
+      case kArray:
+        for (std::uint32_t i = Count(); i > 0; --i) Node();
+        return;
+      case kString: {
+        const std::uint32_t n = Count();
+        sources += 1 + TokenStartBound(in.substr(at, n));
+        at += n;
+        return;
+      }
+      case kTrue:
+      case kFalse:
+        sources += kBooleanSources;
+        return;
+      case kInt:
+      case kUint:
+        at += sizeof(std::int64_t);
+        sources += kIntegerSources;
+        return;
+      case kFloat:
+        at += sizeof(double);
+        sources += kFloatSources;
+        return;
+      default:
+        return;
+    }
+  }
+};
+
 }  // namespace
+
+std::size_t SourceBound(std::string_view flat) {
+  Bounder b{flat};
+  b.Node();
+  return b.sources;
+}
 
 FlatMeasure Flatten(const nlohmann::json& value, std::size_t max_bytes, int max_depth,
                     std::string& out) {

@@ -15,11 +15,6 @@ namespace taskledger::provenance {
 namespace {
 
 constexpr std::size_t kRecordFieldBytes = 256;
-// Room reserved for a queued output, so a typical one is copied in one
-// allocation; a small one then gives back what it did not use (sizing the
-// output first costs more than this).
-constexpr std::size_t kFlatReserve = 2048;
-constexpr std::size_t kFlatSlack = 256;
 
 // Generations are unique across every index of the process, so a cache keyed
 // by one never mistakes another index (even at the same address) for its own.
@@ -42,6 +37,8 @@ void AppendEscapedSegment(std::string& out, std::string_view s) {
 }
 
 }  // namespace
+
+std::uint64_t ProvenanceIndex::InstanceId::New() { return NextGeneration(); }
 
 std::string CleanUtf8Prefix(std::string_view s, std::size_t max) {
   std::string out;
@@ -299,32 +296,6 @@ struct ProvenanceIndex::Walk {
   }
 };
 
-Status ProvenanceIndex::AddToolOutput(std::int64_t turn, std::string_view tool,
-                                      std::string_view call_id, const nlohmann::json& output) {
-  if (!health_.ok()) return health_;
-  generation_ = NextGeneration();
-  Pending p{turn, tool.size() + 1, call_id.size(), {}};  // +1: a tool may be named ""
-  p.text.reserve(tool.size() + 1 + call_id.size() + kFlatReserve);
-  p.text.append(tool).push_back('\0');
-  p.text.append(call_id);
-  const detail::FlatMeasure m =
-      detail::Flatten(output, limits_.max_output_bytes, limits_.max_depth, p.text);
-  // A leaf's own source plus at most one token per byte of its text; a key
-  // byte per text byte for the field and one for its tokens (normalisation
-  // never lengthens a value), with a margin.
-  if (const Bound b{m.leaves + m.bytes, 4 * m.bytes, m.fits}; Fits(b)) {
-    if (p.text.capacity() - p.text.size() > kFlatSlack) p.text.shrink_to_fit();
-    Queue(std::move(p), b);
-    return Status::Ok();
-  }
-  // It could reach a limit: walk now, after what came before it, so the
-  // error is the one an eager walk gives and reaches this caller.
-  Flush();
-  if (!health_.ok()) return health_;
-  // The records of its objects keep their own copy.
-  return IndexOutput(turn, tool, call_id, std::make_shared<const nlohmann::json>(output));
-}
-
 Status ProvenanceIndex::IndexOutput(std::int64_t turn, std::string_view tool,
                                     std::string_view call_id,
                                     std::shared_ptr<const nlohmann::json> output) const {
@@ -338,24 +309,6 @@ Status ProvenanceIndex::IndexOutput(std::int64_t turn, std::string_view tool,
   Status s = walk.Node(root, nullptr, 0);
   walk.Finish();
   return s;
-}
-
-Status ProvenanceIndex::AddUserMessage(std::int64_t turn, std::string_view text) {
-  if (!health_.ok()) return health_;
-  generation_ = NextGeneration();
-  if (text.size() > limits_.max_output_bytes) {
-    return Fail(
-        Status::LimitExceeded("user message over " + std::to_string(limits_.max_output_bytes) +
-                              " bytes, not indexed; calls that need provenance are denied"));
-  }
-  // The message, its tokens (at most one per byte) and the message's own source.
-  if (const Bound b{text.size() + 2, 4 * text.size(), true}; Fits(b)) {
-    Queue(Pending{turn, 0, 0, std::string(text)}, b);
-    return Status::Ok();
-  }
-  Flush();
-  if (!health_.ok()) return health_;
-  return IndexUserMessage(turn, text);
 }
 
 Status ProvenanceIndex::IndexUserMessage(std::int64_t turn, std::string_view text) const {

@@ -256,6 +256,23 @@ void TokenSpans(std::string_view t, TokenKinds kinds, std::vector<TokenSpan>& ou
   }
 }
 
+std::size_t TokenStartBound(std::string_view t) {
+  // TokenSpans matches only where it does not stand inside a word, and every
+  // match starts with a letter or digit (account, URL, e-mail, number), a
+  // multi-byte currency sign (0xC2: £ ¥, 0xE2: €; word bytes, so also not
+  // inside a word) or '$'. A "$12" token is counted at its first digit: '$' is
+  // not a word byte, so that digit is always a place counted here, and no
+  // other token starts there.
+  std::size_t n = 0;
+  bool after_word = false;
+  for (const char c : t) {
+    const auto b = static_cast<unsigned char>(c);
+    if (!after_word && (Alnum(c) || b == 0xC2 || b == 0xE2)) ++n;
+    after_word = WordByte(c);
+  }
+  return n;
+}
+
 }  // namespace detail
 
 std::vector<Token> Tokenize(std::string_view t, TokenKinds kinds) {

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -47,6 +48,19 @@ class ProvenanceView {
   // Pushes the cache table of the bound index's generation (a fresh one when
   // the index changed since it was filled).
   void PushCache(lua_State* L);
+  // untrusted_tokens lists of the cache's generation: the integer slot of the
+  // list in the cache table, by kinds byte + text. Looked up without making
+  // the text (a 2 KB body) a Lua string per check: copying and hashing it was
+  // most of a check, and its garbage the check's tail. `SlotKey` is scratch.
+  std::unordered_map<std::string, lua_Integer>& token_slots() { return token_slots_; }
+  std::string& SlotKey() { return slot_key_; }
+  // Pushes the table of read-only single-source tables (by SourceId + 1) of
+  // index `instance`. A source never changes once added, so its table
+  // outlives the index's generations: the lookups after a new output reuse
+  // the tables of every source they had seen. A fresh table when another
+  // index is bound, or once it holds kMaxSourceTables (bounded Lua memory).
+  void PushSourceTables(lua_State* L, std::uint64_t instance);
+  void NoteSourceTable() { ++source_tables_count_; }
 
  private:
   const provenance::ProvenanceIndex* index_ = nullptr;
@@ -55,6 +69,12 @@ class ProvenanceView {
   int cache_ref_ = LUA_NOREF;
   std::uint64_t cache_generation_ = 0;
   bool cache_stale_ = true;
+
+  std::unordered_map<std::string, lua_Integer> token_slots_;
+  std::string slot_key_;
+  int source_tables_ref_ = LUA_NOREF;
+  std::uint64_t source_tables_instance_ = 0;
+  std::size_t source_tables_count_ = 0;
 };
 
 // call.designated (designation_view.cc): a C closure whose upvalue 1 is the

@@ -27,6 +27,13 @@ struct FlatMeasure {
 FlatMeasure Flatten(const nlohmann::json& value, std::size_t max_bytes, int max_depth,
                     std::string& out);
 
+// An upper bound of the sources the index's walk adds for the value Flatten
+// wrote into `flat`, tighter than FlatMeasure's (one per leaf plus one per
+// text byte): per string leaf one plus its TokenStartBound, per number or
+// boolean a constant (its JSON text has at most three token starts). One pass
+// over `flat`, no allocation.
+std::size_t SourceBound(std::string_view flat);
+
 // The value Flatten wrote into `flat` (which must be a whole, fitting Flatten).
 nlohmann::json Unflatten(std::string_view flat);
 

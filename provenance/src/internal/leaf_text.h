@@ -25,6 +25,12 @@ struct TokenSpan {
 // Tokenize's tokens as spans of `text`, appended to `out` (cleared first).
 void TokenSpans(std::string_view text, TokenKinds kinds, std::vector<TokenSpan>& out);
 
+// An upper bound of TokenSpans(text, any kinds).size() in one cheap pass: the
+// places a token can start (an ASCII letter or digit, or the first byte of
+// £ ¥ €, where the byte before is not a word byte). Each token owns a
+// distinct such place (a "$12" its first digit).
+std::size_t TokenStartBound(std::string_view text);
+
 // Where NormalizeText(span) sits inside NormalizeText(text): [begin, end).
 // begin == kNoSlice: the span does not start and end on a character the
 // normalised text keeps apart; normalise the span itself.

@@ -141,9 +141,25 @@ class ProvenanceIndex {
   // index of the process: derived answers cached under one stay right while
   // it holds.
   std::uint64_t generation() const { return generation_; }
+  // Unique per index object across the process (a copy or a moved-to index
+  // gets a new one), fixed for its life: with SourceId, a key under which a
+  // caller may cache what it derived from one Source, which never changes
+  // once added.
+  std::uint64_t instance() const { return instance_.value; }
+  // The position of `s` (from SourcesOf of this index) among its sources.
+  std::size_t SourceId(const Source& s) const {
+    return static_cast<std::size_t>(&s - sources_.data());
+  }
 
  private:
   struct Walk;
+  // What an Add* may add at most; `fits` false when it could hit a limit of
+  // its own (too many bytes, too deep, a value of unknown size).
+  struct Bound {
+    std::size_t sources = 0;
+    std::size_t key_bytes = 0;
+    bool fits = true;
+  };
   // A message or output queued for the walk.
   struct Pending {
     std::int64_t turn = 0;
@@ -153,17 +169,20 @@ class ProvenanceIndex {
     std::size_t tool_bytes = 0;
     std::size_t call_id_bytes = 0;
     std::string text;
-  };
-  // What an Add* may add at most; `fits` false when it could hit a limit of
-  // its own (too many bytes, too deep, a value of unknown size).
-  struct Bound {
+    // Its share of pending_bound_.sources: the cheap bound measured on Add
+    // (one per text byte), or, once `tight`, SourceBound's (one per place a
+    // token can start).
     std::size_t sources = 0;
-    std::size_t key_bytes = 0;
-    bool fits = true;
+    bool tight = false;
   };
   // True when `b` together with the queue stays inside the limits.
   bool Fits(const Bound& b) const;
-  void Queue(Pending p, const Bound& b);
+  void Queue(Pending p, const Bound& b, bool tight);
+  // An Add whose cheap bound does not fit first tightens the queue's: every
+  // queued item not yet tightened is counted again by SourceBound (each once),
+  // so a long conversation of outputs nobody asks about stays queued.
+  void TightenQueue();
+  static std::size_t TightSources(const Pending& p);
   // Walks the queue (the state below is mutable for this: a question on a
   // const index walks what was added before it).
   void Flush() const;
@@ -175,8 +194,20 @@ class ProvenanceIndex {
   Status AddKey(const std::string& key, Source source) const;
   Status Fail(Status error) const;
 
+  struct InstanceId {
+    std::uint64_t value = New();
+    InstanceId() = default;
+    InstanceId(const InstanceId& /*other*/) : value(New()) {}
+    InstanceId& operator=(const InstanceId& /*other*/) {
+      value = New();
+      return *this;
+    }
+    ~InstanceId() = default;
+    static std::uint64_t New();
+  };
   TrustPolicy trust_;
   IndexLimits limits_;
+  InstanceId instance_;
   std::uint64_t generation_ = 0;
   mutable Status health_;
   mutable std::vector<Source> sources_;
@@ -185,6 +216,7 @@ class ProvenanceIndex {
   mutable std::vector<UserMessage> user_messages_;
   mutable std::vector<Pending> pending_;
   mutable Bound pending_bound_;
+  std::string flat_scratch_;  // AddToolOutput's, kept between calls
 };
 
 }  // namespace taskledger::provenance

@@ -42,7 +42,7 @@ Result<ConversationReplay> Replay(Session& session, std::span<Event> events) {
     switch (e.type) {
       case TraceEventType::kUser: {
         if (i + 1 < events.size() && events[i + 1].type == TraceEventType::kCall &&
-            session.pack().Classify(events[i + 1].tool) != ToolClass::kReadOnly) {
+            session.ClassOf(events[i + 1].tool).writes()) {
           session.ProposeAction(
               ProposedCall{events[i + 1].id, events[i + 1].tool, events[i + 1].arguments});
         }

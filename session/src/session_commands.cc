@@ -75,6 +75,23 @@ std::string Where(const Command& c) {
          c.idempotency_key;
 }
 
+// The model's text for a call whose command waits for an operator: the rule
+// that asked for approval and its reason (when the decision was one), where
+// the request is recorded, and that it is held (DenialMessage alone does not
+// say so: without a command store nothing holds it).
+std::string HeldForApproval(const std::string& tool, const PolicyDecision& decision,
+                            const std::string& where) {
+  std::string why;
+  if (decision.outcome == Outcome::kRequireApproval) {
+    why = " (" + (decision.rule_id.empty() ? std::string("policy") : decision.rule_id) +
+          "): " + (decision.reason.empty() ? std::string("no reason given") : decision.reason);
+  }
+  return "Not executed: " + tool + " needs approval by a human operator" + why +
+         ". The request is recorded (" + where +
+         ") and runs once an operator approves it. Tell the user the request is waiting for "
+         "approval.";
+}
+
 }  // namespace
 
 void Session::Commands::BindLookup(const std::string& tool) {
@@ -197,11 +214,7 @@ void Session::ReportCommand(const ProposedCall& call, const Command& c, CallResu
                          "). Do not try it again; tell the user a person will check it.";
       } else {
         outcome = "awaiting_approval";
-        result.message = (result.decision.outcome == Outcome::kRequireApproval
-                              ? DenialMessage(call, result.decision, pack_->denial_hint())
-                              : "Not executed: " + tool + " needs approval by a human operator.") +
-                         " The request is recorded (" + Where(c) +
-                         ") and runs once an operator approves it.";
+        result.message = HeldForApproval(tool, result.decision, Where(c));
       }
       break;
     case CommandState::kCancelled:
@@ -227,7 +240,7 @@ void Session::ReportCommand(const ProposedCall& call, const Command& c, CallResu
     case CommandState::kPending:
     case CommandState::kApproved:
       outcome = "awaiting_approval";
-      result.message = DenialMessage(call, result.decision, pack_->denial_hint());
+      result.message = HeldForApproval(tool, result.decision, Where(c));
       break;
   }
   StageCallRecord(call, true, std::move(outcome));

@@ -154,8 +154,11 @@ std::string DenialMessage(const ProposedCall& call, const PolicyDecision& decisi
       return "Not executed: " + call.tool + " needs the user's explicit confirmation (" + rule +
              "). Ask the user: " + reason;
     case Outcome::kRequireApproval:
+      // Nothing here says the request is held: only a session with a command
+      // store holds it, and says so itself (Session::ReportCommand).
       return "Not executed: " + call.tool + " needs approval by a human operator (" + rule +
-             "): " + reason + ". Tell the user the request is waiting for approval.";
+             "): " + reason + ". Nothing was changed; tell the user it needs an operator's " +
+             "approval.";
     case Outcome::kAllow:
       return {};
     case Outcome::kDeny:

@@ -5,6 +5,8 @@
 // exactly once, through ResumeApproved or when the model proposes it again;
 // a denial reaches the model once. A process that dies between the approval
 // and the execution, or in the middle of it, neither loses nor repeats it.
+// Where nothing holds the request (no command store, an egress tool), the
+// model is not told it waits.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -205,4 +207,52 @@ TEST_CASE("approval: an approved call found not to have happened after a crash r
   CHECK(backend.keys[0] == blocked.idempotency_key);
   CHECK(f.Only().state == CommandState::kSucceeded);
   CHECK(f.Only().attempts == 2);
+}
+
+// What the model is told when nothing holds the request for an operator: a
+// session without a command store, or an egress tool (gated like a write but
+// never a command). It must not be told the request waits.
+TEST_CASE("approval: with nothing to hold the request, the model is not told it waits") {
+  Backend backend;
+  auto not_held = [&](const CallResult& r, const std::string& tool, const std::string& reason) {
+    CHECK_FALSE(r.executed);
+    CHECK(r.decision.outcome == Outcome::kRequireApproval);
+    CHECK(r.message_is_error);
+    CHECK_FALSE(r.command.has_value());
+    CHECK_THAT(r.message, Catch::Contains(tool + " needs approval by a human operator") &&
+                              Catch::Contains(reason) && Catch::Contains("Nothing was changed"));
+    CHECK_THAT(r.message,
+               !Catch::Contains("waiting for approval") && !Catch::Contains("is recorded"));
+  };
+  SECTION("a session without a command store") {
+    Fixture f("memory");
+    auto s = Session::Open(*f.ledger_store, f.conv, RefundPack(), SessionOptions{});
+    REQUIRE(s.has_value());
+    not_held((*s)->HandleToolCall(Refund("c1", 500), backend.executor()), "refund",
+             "refunds above 100 need a manager");
+  }
+  SECTION("an egress tool in a session with a command store") {
+    auto pack = RulePack::FromFiles(
+        {{"pack.json",
+          R"({"name": "pages", "tools": {"read_only": ["get_*"], "egress": ["post_page"]},
+              "unknown_tools": "deny"})"},
+         {"pages.lua", R"(
+rule {
+  id = "pages.needs_review", tools = {"post_page"},
+  check = function(call, ledger) return require_approval("posts need a review") end,
+})"}});
+    REQUIRE(pack.has_value());
+    Fixture f("memory");
+    SessionOptions options;
+    options.commands.store = f.commands.get();
+    auto s = Session::Open(*f.ledger_store, f.conv, pack.value(), options);
+    REQUIRE(s.has_value());
+    not_held((*s)->HandleToolCall({"c1", "post_page", {{"url", "https://example.org"}}},
+                                  backend.executor()),
+             "post_page", "posts need a review");
+    auto listed = f.commands->ListCommands(f.run());
+    REQUIRE(listed.has_value());
+    CHECK(listed->empty());
+  }
+  CHECK(backend.keys.empty());
 }

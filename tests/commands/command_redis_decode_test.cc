@@ -21,12 +21,10 @@ using T = Transition;
 
 TEST_CASE("redis command store: a damaged command hash reads back as a named corruption",
           "[commands][redis]") {
-  auto server = RedisServer::Start();
-  RedisOptions options;
-  options.url = server->url();
-  auto opened = OpenRedisCommandStore(options);
-  REQUIRE(opened.has_value());
-  CommandStore& store = **opened;
+  OwnRedis own = OwnRedisCommandStore();
+  RedisServer* server = own.server.get();
+  const RedisOptions& options = own.options;
+  CommandStore& store = *own.commands;
   const RunId run = FreshRun("damaged");
   auto initial = NewCommand(SpecFor(run, "s"), kNow);
   REQUIRE(initial.has_value());

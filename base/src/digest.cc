@@ -1,11 +1,15 @@
 // SHA-256 (FIPS 180-4, written from the standard so no crypto library is
-// needed) and canonical JSON. See taskledger/digest.h.
+// needed) and canonical JSON. See taskledger/digest.h. ArgsHash, on every
+// policy decision and every entry a rule read, writes the canonical text
+// directly (CanonicalWriter) instead of building CanonicalValue's copy first.
 #include "taskledger/base/digest.h"
 
 #include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <string>
 
 namespace taskledger {
 namespace {
@@ -118,9 +122,86 @@ Result<std::string> CanonicalJson(const nlohmann::json& value) {
   }
 }
 
+namespace {
+
+// Whether a key is written by dump() exactly as its bytes: printable ASCII
+// with nothing to escape.
+bool PlainKey(std::string_view key) {
+  for (const char c : key) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u >= 0x7f || c == '"' || c == '\\') return false;
+  }
+  return true;
+}
+
+// Appends CanonicalValue(v).dump(-1, ' ', false, replace) to `out` without
+// building the canonical copy: structure is written here, every leaf by
+// nlohmann's own serializer (the same escaping, number and U+FFFD
+// formatting as dump()), which writes straight into `out`.
+class CanonicalWriter {
+ public:
+  explicit CanonicalWriter(std::string& out)
+      : out_(out),
+        leaf_(std::make_shared<nlohmann::detail::output_string_adapter<char, std::string>>(out),
+              ' ', nlohmann::json::error_handler_t::replace) {}
+
+  void Write(const nlohmann::json& v) {
+    switch (v.type()) {
+      case nlohmann::json::value_t::object: {
+        out_.push_back('{');
+        bool first = true;
+        for (const auto& [k, x] : v.get_ref<const nlohmann::json::object_t&>()) {
+          if (!first) out_.push_back(',');
+          first = false;
+          if (PlainKey(k)) {
+            out_.push_back('"');
+            out_.append(k);
+            out_.push_back('"');
+          } else {
+            leaf_.dump(nlohmann::json(k), false, false, 0);
+          }
+          out_.push_back(':');
+          Write(x);
+        }
+        out_.push_back('}');
+        return;
+      }
+      case nlohmann::json::value_t::array: {
+        out_.push_back('[');
+        bool first = true;
+        for (const auto& x : v) {
+          if (!first) out_.push_back(',');
+          first = false;
+          Write(x);
+        }
+        out_.push_back(']');
+        return;
+      }
+      case nlohmann::json::value_t::number_float: {
+        const double d = v.get<double>();
+        if (std::isfinite(d) && std::trunc(d) == d && std::fabs(d) < 9.0e15) {
+          out_.append(std::to_string(static_cast<int64_t>(d)));
+          return;
+        }
+        break;
+      }
+      default:
+        break;
+    }
+    leaf_.dump(v, false, false, 0);
+  }
+
+ private:
+  std::string& out_;
+  nlohmann::detail::serializer<nlohmann::json> leaf_;
+};
+
+}  // namespace
+
 std::string ArgsHash(const nlohmann::json& args) {
-  return Sha256Hex(
-      CanonicalValue(args).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  std::string text;
+  CanonicalWriter(text).Write(args);
+  return Sha256Hex(text);
 }
 
 }  // namespace taskledger

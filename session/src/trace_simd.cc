@@ -21,8 +21,10 @@
 // numbers the same correctly rounded doubles nlohmann's strtod gives.
 #include <simdjson.h>
 
+#include <array>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -98,6 +100,23 @@ json ToJson(dom::element e) {
   return json();
 }
 
+// The members of `obj` named in `names`, each as the last of its duplicates
+// (as nlohmann's parser keeps them); a member not present is nullopt.
+template <size_t N>
+std::array<std::optional<dom::element>, N> Members(dom::object obj,
+                                                   const std::array<std::string_view, N>& names) {
+  std::array<std::optional<dom::element>, N> found;
+  for (dom::key_value_pair kv : obj) {
+    for (size_t i = 0; i < N; ++i) {
+      if (kv.key == names[i]) {
+        found[i] = kv.value;
+        break;
+      }
+    }
+  }
+  return found;
+}
+
 // A non-empty string, as the format requires of ids, tools and the conversation.
 bool NonEmptyString(dom::element e, std::string& out) {
   std::string_view v;
@@ -107,36 +126,25 @@ bool NonEmptyString(dom::element e, std::string& out) {
 }
 
 // An optional boolean: absent or null is false.
-bool OptionalBool(const dom::element* e, bool& out) {
+bool OptionalBool(const std::optional<dom::element>& e, bool& out) {
   out = false;
-  if (e == nullptr || e->is_null()) return true;
+  if (!e || e->is_null()) return true;
   return e->get(out) == simdjson::SUCCESS;
 }
 
-bool Expectation(const dom::element* e, std::optional<TraceExpectation>& out) {
-  if (e == nullptr || e->is_null()) return true;
+bool Expectation(const std::optional<dom::element>& e, std::optional<TraceExpectation>& out) {
+  if (!e || e->is_null()) return true;
   dom::object obj;
   if (e->get(obj) != simdjson::SUCCESS) return false;
-  const dom::element* decision = nullptr;
-  const dom::element* rule = nullptr;
-  dom::element d, r;
-  for (dom::key_value_pair kv : obj) {
-    if (kv.key == "decision") {
-      d = kv.value;
-      decision = &d;
-    } else if (kv.key == "rule") {
-      r = kv.value;
-      rule = &r;
-    }
-  }
+  const auto [decision, rule] = Members<2>(obj, {"decision", "rule"});
   std::string_view name;
-  if (decision == nullptr || decision->get(name) != simdjson::SUCCESS) return false;
+  if (!decision || decision->get(name) != simdjson::SUCCESS) return false;
   if (name != "allow" && name != "deny" && name != "require_approval" && name != "confirm") {
     return false;
   }
   TraceExpectation x;
   x.decision.assign(name);
-  if (rule != nullptr && !rule->is_null()) {
+  if (rule && !rule->is_null()) {
     std::string_view text;
     if (rule->get(text) != simdjson::SUCCESS) return false;
     x.rule.assign(text);
@@ -145,73 +153,40 @@ bool Expectation(const dom::element* e, std::optional<TraceExpectation>& out) {
   return true;
 }
 
-// The members an event may have; the last of duplicates, as the reference sees them.
-struct EventFields {
-  dom::element type, text, id, tool, arguments, writes, expect, output, error;
-  bool has_type = false, has_text = false, has_id = false, has_tool = false, has_arguments = false,
-       has_writes = false, has_expect = false, has_output = false, has_error = false;
-};
+// The members an event may have, in the order of kEventMembers.
+enum EventMember : size_t { kType, kText, kId, kTool, kArguments, kWrites, kExpect, kOutput, kError };
+constexpr std::array<std::string_view, 9> kEventMembers = {
+    "type", "text", "id", "tool", "arguments", "writes", "expect", "output", "error"};
 
 bool Event(dom::element e, TraceEvent& out) {
   dom::object obj;
   if (e.get(obj) != simdjson::SUCCESS) return false;
-  EventFields f;
-  for (dom::key_value_pair kv : obj) {
-    const std::string_view k = kv.key;
-    if (k == "type") {
-      f.type = kv.value;
-      f.has_type = true;
-    } else if (k == "text") {
-      f.text = kv.value;
-      f.has_text = true;
-    } else if (k == "id") {
-      f.id = kv.value;
-      f.has_id = true;
-    } else if (k == "tool") {
-      f.tool = kv.value;
-      f.has_tool = true;
-    } else if (k == "arguments") {
-      f.arguments = kv.value;
-      f.has_arguments = true;
-    } else if (k == "writes") {
-      f.writes = kv.value;
-      f.has_writes = true;
-    } else if (k == "expect") {
-      f.expect = kv.value;
-      f.has_expect = true;
-    } else if (k == "output") {
-      f.output = kv.value;
-      f.has_output = true;
-    } else if (k == "error") {
-      f.error = kv.value;
-      f.has_error = true;
-    }
-  }
+  const auto f = Members(obj, kEventMembers);
   std::string_view type;
-  if (!f.has_type || f.type.get(type) != simdjson::SUCCESS) return false;
+  if (!f[kType] || f[kType]->get(type) != simdjson::SUCCESS) return false;
   if (type == "user") {
     out.type = TraceEventType::kUser;
     std::string_view text;
-    if (!f.has_text || f.text.get(text) != simdjson::SUCCESS) return false;
+    if (!f[kText] || f[kText]->get(text) != simdjson::SUCCESS) return false;
     out.text.assign(text);
     return true;
   }
   if (type == "call") {
     out.type = TraceEventType::kCall;
-    if (!f.has_id || !NonEmptyString(f.id, out.id)) return false;
-    if (!f.has_tool || !NonEmptyString(f.tool, out.tool)) return false;
-    if (f.has_arguments && !f.arguments.is_null()) {
-      if (!f.arguments.is_object()) return false;
-      out.arguments = ToJson(f.arguments);
+    if (!f[kId] || !NonEmptyString(*f[kId], out.id)) return false;
+    if (!f[kTool] || !NonEmptyString(*f[kTool], out.tool)) return false;
+    if (f[kArguments] && !f[kArguments]->is_null()) {
+      if (!f[kArguments]->is_object()) return false;
+      out.arguments = ToJson(*f[kArguments]);
     }
-    if (!OptionalBool(f.has_writes ? &f.writes : nullptr, out.writes)) return false;
-    return Expectation(f.has_expect ? &f.expect : nullptr, out.expect);
+    if (!OptionalBool(f[kWrites], out.writes)) return false;
+    return Expectation(f[kExpect], out.expect);
   }
   if (type == "result") {
     out.type = TraceEventType::kResult;
-    if (!f.has_id || !NonEmptyString(f.id, out.id)) return false;
-    if (f.has_output) out.output = ToJson(f.output);
-    return OptionalBool(f.has_error ? &f.error : nullptr, out.error);
+    if (!f[kId] || !NonEmptyString(*f[kId], out.id)) return false;
+    if (f[kOutput]) out.output = ToJson(*f[kOutput]);
+    return OptionalBool(f[kError], out.error);
   }
   return false;
 }
@@ -219,33 +194,18 @@ bool Event(dom::element e, TraceEvent& out) {
 std::optional<TraceConversation> Convert(dom::element doc, const TraceLimits& limits) {
   dom::object top;
   if (doc.get(top) != simdjson::SUCCESS) return std::nullopt;
-  dom::element conversation, domain, origin, events;
-  bool has_conversation = false, has_domain = false, has_origin = false, has_events = false;
-  for (dom::key_value_pair kv : top) {
-    if (kv.key == "conversation") {
-      conversation = kv.value;
-      has_conversation = true;
-    } else if (kv.key == "domain") {
-      domain = kv.value;
-      has_domain = true;
-    } else if (kv.key == "origin") {
-      origin = kv.value;
-      has_origin = true;
-    } else if (kv.key == "events") {
-      events = kv.value;
-      has_events = true;
-    }
-  }
+  const auto [conversation, domain, origin, events] =
+      Members<4>(top, {"conversation", "domain", "origin", "events"});
   TraceConversation c;
-  if (!has_conversation || !NonEmptyString(conversation, c.conversation)) return std::nullopt;
-  if (has_domain && !domain.is_null()) {
+  if (!conversation || !NonEmptyString(*conversation, c.conversation)) return std::nullopt;
+  if (domain && !domain->is_null()) {
     std::string_view d;
-    if (domain.get(d) != simdjson::SUCCESS) return std::nullopt;
+    if (domain->get(d) != simdjson::SUCCESS) return std::nullopt;
     c.domain.assign(d);
   }
-  if (has_origin) c.origin = ToJson(origin);
+  if (origin) c.origin = ToJson(*origin);
   dom::array list;
-  if (!has_events || events.get(list) != simdjson::SUCCESS) return std::nullopt;
+  if (!events || events->get(list) != simdjson::SUCCESS) return std::nullopt;
   if (list.size() > limits.max_events) return std::nullopt;
   c.events.resize(list.size());
   size_t i = 0;

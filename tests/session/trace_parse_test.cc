@@ -2,12 +2,10 @@
 // same result on every line: the simdjson path either declines or builds
 // exactly what nlohmann's reader builds, down to the number types (an
 // unsigned 5 and a signed 5 compare equal in nlohmann, so values are compared
-// here type by type). Over every trace in tests/data, the fast path must take
+// type by type: SameTrace). Over every trace in tests/data, the fast path must take
 // each line (else it would be dead weight); over hand-made lines at the edges
 // of JSON and of the format, ParseTraceLine must answer as the reference
 // does, with the same error text.
-#include <bit>
-#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -17,7 +15,6 @@
 #include "internal/trace_parse.h"
 #include "taskledger/session/trace.h"
 
-using nlohmann::json;
 using taskledger::ParseTraceLine;
 using taskledger::TraceConversation;
 using taskledger::TraceEvent;
@@ -26,50 +23,7 @@ namespace ti = taskledger::trace_internal;
 
 namespace {
 
-// Equal values of equal types, at every level (json's == mixes number types).
-bool SameTyped(const json& a, const json& b) {
-  if (a.type() != b.type()) return false;
-  if (a.is_object()) {
-    if (a.size() != b.size()) return false;
-    for (auto ia = a.begin(), ib = b.begin(); ia != a.end(); ++ia, ++ib) {
-      if (ia.key() != ib.key() || !SameTyped(*ia, *ib)) return false;
-    }
-    return true;
-  }
-  if (a.is_array()) {
-    if (a.size() != b.size()) return false;
-    for (size_t i = 0; i < a.size(); ++i) {
-      if (!SameTyped(a[i], b[i])) return false;
-    }
-    return true;
-  }
-  if (a.is_number_float()) {
-    // Bit-for-bit: -0.0 is not 0.0 here.
-    const double x = a.get<double>(), y = b.get<double>();
-    return std::bit_cast<uint64_t>(x) == std::bit_cast<uint64_t>(y) || (x != x && y != y);
-  }
-  return a == b;
-}
-
-bool SameEvent(const TraceEvent& a, const TraceEvent& b) {
-  return a.type == b.type && a.text == b.text && a.id == b.id && a.tool == b.tool &&
-         SameTyped(a.arguments, b.arguments) && a.writes == b.writes &&
-         a.expect.has_value() == b.expect.has_value() &&
-         (!a.expect ||
-          (a.expect->decision == b.expect->decision && a.expect->rule == b.expect->rule)) &&
-         SameTyped(a.output, b.output) && a.error == b.error;
-}
-
-bool SameConversation(const TraceConversation& a, const TraceConversation& b) {
-  if (a.conversation != b.conversation || a.domain != b.domain || !SameTyped(a.origin, b.origin) ||
-      a.events.size() != b.events.size()) {
-    return false;
-  }
-  for (size_t i = 0; i < a.events.size(); ++i) {
-    if (!SameEvent(a.events[i], b.events[i])) return false;
-  }
-  return true;
-}
+using ti::SameTrace;
 
 // ParseTraceLine (whichever path it took) against the reference alone.
 void CheckAgainstReference(const std::string& line) {
@@ -84,7 +38,7 @@ void CheckAgainstReference(const std::string& line) {
     CHECK_FALSE(ti::ParseWithSimdjson(line, limits).has_value());
     return;
   }
-  CHECK(SameConversation(*got, *want));
+  CHECK(SameTrace(*got, *want));
 }
 
 std::string Line(const std::string& events) {
@@ -113,7 +67,7 @@ TEST_CASE("trace parse: the simdjson path takes every line of the shipped traces
       auto want = ti::ParseWithNlohmann(line, TraceLimits{});
       REQUIRE(want.has_value());
       REQUIRE(fast.has_value());
-      REQUIRE(SameConversation(*fast, *want));
+      REQUIRE(SameTrace(*fast, *want));
     }
   }
   CHECK(lines > 1000);

@@ -9,8 +9,10 @@
 // does not take whole: invalid JSON, a line the format refuses, and the few
 // valid lines where nlohmann's reading could differ from a plain conversion
 // (see trace_simd.cc). The caller then uses the reference, so the two give the
-// same result on every line. Pure functions; thread-safe (the simdjson parser
-// is per thread).
+// same result on every line. SameTrace is the equality that promise is held
+// to (trace_parse_test, fuzz_trace): equal members and JSON values of equal
+// types (unsigned vs signed integers, floats bit for bit). Pure functions;
+// thread-safe (the simdjson parser is per thread).
 #pragma once
 
 #include <optional>
@@ -25,5 +27,7 @@ Result<TraceConversation> ParseWithNlohmann(std::string_view line, const TraceLi
 
 std::optional<TraceConversation> ParseWithSimdjson(std::string_view line,
                                                    const TraceLimits& limits);
+
+bool SameTrace(const TraceConversation& a, const TraceConversation& b);
 
 }  // namespace taskledger::trace_internal

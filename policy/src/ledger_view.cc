@@ -370,46 +370,4 @@ int LedgerView::Confirmed(lua_State* L) {
   return 1;
 }
 
-int LedgerView::Calls(lua_State* L) {
-  LedgerView& v = Self(L);
-  std::string_view tool = CheckKey(L, 1, "ledger.calls");
-  bool by_arg = !lua_isnoneornil(L, 2);
-  std::string_view arg;
-  nlohmann::json want;
-  // A string value (the common case: an id) is compared as it is, without
-  // a JSON copy per check; it must be valid UTF-8 as ToJson requires.
-  std::string_view want_text;
-  bool text = false;
-  if (by_arg) {
-    arg = CheckKey(L, 2, "ledger.calls");
-    if (lua_type(L, 3) == LUA_TSTRING) {
-      size_t n = 0;
-      const char* s = lua_tolstring(L, 3, &n);
-      if (!ValidUtf8(s, n)) luaL_error(L, "string is not valid UTF-8");
-      want_text = std::string_view(s, n);
-      text = true;
-    } else {
-      want = ToJson(L, 3);
-    }
-  }
-  lua_Integer n = 0;
-  // Newest first: a count needs no order, and this walk allocates nothing.
-  v.state_->calls.ForEachNewestFirst([&](const CallRecord& c) {
-    if (c.outcome != "ok" || !GlobMatch(tool, c.tool)) return true;
-    if (by_arg) {
-      if (!c.arguments.is_object()) return true;
-      auto it = c.arguments.find(arg);
-      if (it == c.arguments.end()) return true;
-      if (text ? !(it->is_string() && it->get_ref<const std::string&>() == want_text)
-               : *it != want) {
-        return true;
-      }
-    }
-    ++n;
-    return true;
-  });
-  lua_pushinteger(L, n);
-  return 1;
-}
-
 }  // namespace taskledger::policy_internal

@@ -20,10 +20,32 @@ local templates = {
   modify_user_address = "change the default address of user {user_id}",
 }
 
+-- Each template split once, at load, into its text and the argument names in
+-- between ({"cancel order ", "order_id", " (reason: ", "reason", ")"}), so a
+-- denial concatenates instead of running string.gsub with a callback (about
+-- 0.7 us of a denied cancel_pending_order check, bench_turn).
+local parts = {}
+for tool, template in pairs(templates) do
+  local list, at = {}, 1
+  for first, name, after in string.gmatch(template, "(){([%w_]+)}()") do
+    list[#list + 1] = string.sub(template, at, first - 1)
+    list[#list + 1] = name
+    at = after
+  end
+  list[#list + 1] = string.sub(template, at)
+  parts[tool] = list
+end
+
 local function describe(call)
-  return (string.gsub(templates[call.tool] or call.tool, "{([%w_]+)}", function(name)
-    return tostring(call.args[name])
-  end))
+  local list = parts[call.tool]
+  if list == nil then  -- a tool without a template: its name, filled the same way
+    return (string.gsub(call.tool, "{([%w_]+)}", function(name)
+      return tostring(call.args[name])
+    end))
+  end
+  local args, text = call.args, list[1]
+  for i = 2, #list, 2 do text = text .. tostring(args[list[i]]) .. list[i + 1] end
+  return text
 end
 
 require("shared").rule("retail.explicit_confirmation", {"*"}, 10,

@@ -13,7 +13,9 @@
 //   values (and absences) ledger.fact()/identifier()/... already looked up,
 //   so a repeated lookup is one Lua table read.
 // - the reverse value index of ledger.find() (internal/value_index.h),
-//   followed to each bound state by diffing in the same way.
+//   followed to each bound state by diffing in the same way;
+// - the counts ledger.calls() answered (internal/call_counts.h), followed
+//   along the call history as it grows.
 // The record API (ledger.record/each/find/provenance) is in record_view.cc.
 // Not thread-safe: belongs to one Sandbox.
 #pragma once
@@ -25,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "internal/call_counts.h"
 #include "internal/check_memo.h"
 #include "internal/value_index.h"
 #include "lua.hpp"
@@ -104,7 +107,7 @@ class LedgerView {
   static int Keys(lua_State* L);
   static int Observed(lua_State* L);
   static int Confirmed(lua_State* L);
-  static int Calls(lua_State* L);
+  static int Calls(lua_State* L);  // history_view.cc
   // The record API (record_view.cc).
   static int Record(lua_State* L);
   static int Each(lua_State* L);
@@ -167,6 +170,7 @@ class LedgerView {
   std::vector<size_t> rule_ends_;     // per closed rule: the end of its reads
   std::vector<size_t> rule_dropped_;  // per closed rule: reads beyond kMaxReads
   CheckMemo memo_;                    // ledger.memo: values kept for one check
+  CallCounts call_counts_;            // ledger.calls, followed from check to check
 };
 
 }  // namespace taskledger::policy_internal

@@ -33,8 +33,8 @@ end
 --                  order's facts: status, owner (user_id), original (the original
 --                  payment method), status_known, owner_known
 --   method         tostring(payment_method_id) ("nil" without one), and for the
---                  conversation's user: source (nil if not one of their methods),
---                  source_known, balance (gift cards)
+--                  conversation's user: source (nil if not one of their methods,
+--                  or without a payment_method_id), source_known, balance (gift cards)
 -- The value is one table, F, refilled whole by every call (every field, nil
 -- included), so a check allocates no table for it: rules only see it through
 -- the checker's read-only proxy, pointed at it anew each check. (A fresh table
@@ -51,7 +51,9 @@ local function call_facts(call, ledger)
     status, status_known, owner, owner_known, original =
       ledger.fields("fact", order, "status", "user_id", "original_payment_method")
   end
-  if user then
+  -- Without a payment_method_id there is no method to look up: no read of a
+  -- key named "...payment.nil.source" (it would be listed in the decision's reads).
+  if user and args.payment_method_id ~= nil then
     local pm = key("user", user, "payment", method)  -- fields: no key built in Lua
     source, source_known = ledger.fields("fact", pm, "source")
     if source == "gift_card" then balance = ledger.fields("fact", pm, "balance") end

@@ -37,8 +37,8 @@ TEST_CASE("session commands: an allowed write is a command with its decision and
   REQUIRE(backend.keys.size() == 1);
   CHECK(backend.keys[0] == stored.idempotency_key);
   CHECK_FALSE(stored.idempotency_key.empty());
-  CHECK(stored.decision["call_id"] == "c1");
-  CHECK(stored.decision["decision"] == "allow");
+  CHECK(stored.decision.Text("call_id") == "c1");
+  CHECK(stored.decision.Text("decision") == "allow");
   CHECK(stored.evidence["output"]["ok"] == true);
   CHECK(stored.pack_version == session->pack().version());
   REQUIRE(Calls(*session).size() == 1);

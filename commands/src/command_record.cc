@@ -1,14 +1,17 @@
 // Command records: state and run-status names, canonical arguments, command and idempotency
-// keys, the initial record of a reservation, and the JSON codec of a record.
-// Pure functions; thread-safe.
+// keys, the initial record of a reservation, the JSON codec of a record and
+// the two forms of its decision record (CommandDecision). Pure functions;
+// thread-safe.
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "internal/command_encoding.h"
 #include "taskledger/commands/command.h"
 #include "taskledger/commands/command_store.h"
+#include "taskledger/ledger/codec.h"
 #include "taskledger/redis/keys.h"
 
 namespace taskledger {
@@ -18,6 +21,40 @@ constexpr std::string_view kStateNames[kCommandStateCount] = {
     "pending", "blocked", "approved", "leased", "succeeded", "failed", "uncertain", "cancelled"};
 
 }  // namespace
+
+nlohmann::json CommandDecision::Json() const { return record_ ? EncodeDecision(*record_) : json_; }
+
+std::string CommandDecision::Text(std::string_view member) const {
+  if (!record_) {
+    auto it = json_.is_object() ? json_.find(member) : json_.end();
+    return it != json_.end() && it->is_string() ? it->get<std::string>() : std::string();
+  }
+  const DecisionRecord& d = *record_;
+  for (const auto& [name, value] :
+       {std::pair<std::string_view, const std::string*>{"conversation", &d.conversation},
+        {"tool", &d.tool},
+        {"call_id", &d.call_id},
+        {"args_hash", &d.args_hash},
+        {"decision", &d.decision},
+        {"rule", &d.rule},
+        {"reason", &d.reason},
+        {"pack_version", &d.pack_version}}) {
+    if (name == member) return *value;
+  }
+  for (std::string_view other :
+       {"turn", "version_seen", "staged_seen", "rules", "read_only", "latency_us"}) {
+    if (other == member) return {};  // known, and not a string
+  }
+  // EncodeDecision writes the known members over extra ones of the same name.
+  auto it = d.extra.is_object() ? d.extra.find(member) : d.extra.end();
+  return it != d.extra.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+bool CommandDecision::operator==(const CommandDecision& other) const {
+  if (record_ && other.record_) return record_ == other.record_ || *record_ == *other.record_;
+  if (!record_ && !other.record_) return json_ == other.json_;
+  return Json() == other.Json();
+}
 
 namespace internal {
 
@@ -114,7 +151,7 @@ nlohmann::json EncodeCommand(const Command& c) {
                       {"tool", c.tool},
                       {"target", c.target},
                       {"arguments", c.arguments},
-                      {"decision", c.decision},
+                      {"decision", c.decision.Json()},
                       {"pack_version", c.pack_version},
                       {"compensates", c.compensates},
                       {"state", CommandStateName(c.state)},
@@ -196,7 +233,7 @@ Result<Command> DecodeCommand(const nlohmann::json& j) {
   TL_READ("updated_ms", c.updated_ms);
 #undef TL_READ
   if (auto it = j.find("arguments"); it != j.end()) c.arguments = *it;
-  if (auto it = j.find("decision"); it != j.end()) c.decision = *it;
+  if (auto it = j.find("decision"); it != j.end()) c.decision = CommandDecision(*it);
   if (auto it = j.find("evidence"); it != j.end()) c.evidence = *it;
   if (auto it = j.find("compensation"); it != j.end() && it->is_object()) {
     CompensationSpec comp;

@@ -2,8 +2,10 @@
 // EncodeCommand's object in the order nlohmann's std::map keeps them (byte
 // order of the keys), strings escaped as nlohmann's serializer escapes them
 // with ensure_ascii off, nested JSON values (arguments, decision, evidence)
-// dumped by DumpLossless itself; one member list for both spellings (the
-// compact one skips a member holding its default). Pure.
+// dumped by DumpLossless itself, except a typed decision record, written
+// from its members as EncodeDecision and DumpLossless would; one member list
+// for both spellings (the compact one skips a member holding its default).
+// Pure.
 #include "internal/command_spec_text.h"
 
 #include <cstdint>
@@ -102,6 +104,105 @@ void Key(const char* key, std::string& out) {
   out += "\":";
 }
 
+// Helpers for one JSON object's members, written in key order.
+struct Members {
+  std::string& out;
+  bool ok = true;
+  void Text(const char* key, std::string_view value) {
+    Key(key, out);
+    ok = String(value, out) && ok;
+  }
+  void Bool(const char* key, bool value) {
+    Key(key, out);
+    out += value ? "true" : "false";
+  }
+  template <class N>
+  void Number(const char* key, N value) {
+    Key(key, out);
+    out += std::to_string(value);
+  }
+};
+
+// An entry a rule read, as EncodeRead has it (decision_codec.cc): members
+// in key order, a missing entry's description left out.
+void ReadText(const EntryRead& r, std::string& out, bool& ok) {
+  out += '{';
+  Members m{out};
+  m.Text("category", CategoryName(r.category));
+  if (r.present) m.Text("digest", r.digest);
+  m.Text("key", r.key);
+  m.Bool("present", r.present);
+  if (r.present) {
+    if (!r.rule.empty()) m.Text("rule", r.rule);
+    m.Text("source", SourceKindName(r.source));
+    if (!r.source_id.empty()) m.Text("source_id", r.source_id);
+    m.Number("turn", r.turn);
+    m.Bool("verified", r.verified);
+  }
+  out += '}';
+  ok = m.ok && ok;
+}
+
+// A rule's result, as EncodeRule has it.
+void RuleText(const RuleResult& r, std::string& out, bool& ok) {
+  out += '{';
+  Members m{out};
+  if (r.error) m.Bool("error", true);
+  m.Text("id", r.id);
+  if (!r.log.empty()) {
+    Key("log", out);
+    out += '[';
+    for (size_t i = 0; i < r.log.size(); ++i) {
+      if (i > 0) out += ',';
+      m.ok = String(r.log[i], out) && m.ok;
+    }
+    out += ']';
+  }
+  m.Text("outcome", r.outcome);
+  if (!r.reads.empty()) {
+    Key("reads", out);
+    out += '[';
+    for (size_t i = 0; i < r.reads.size(); ++i) {
+      if (i > 0) out += ',';
+      ReadText(r.reads[i], out, m.ok);
+    }
+    out += ']';
+  }
+  m.Text("reason", r.reason);
+  out += '}';
+  ok = m.ok && ok;
+}
+
+// The text of EncodeDecision(d) as DumpLossless writes it, for a record with
+// no member this version does not know (those interleave in key order: the
+// caller writes the tree's text instead). False where DumpLossless is.
+bool DecisionText(const DecisionRecord& d, std::string& out) {
+  out += '{';
+  Members m{out};
+  m.Text("args_hash", d.args_hash);
+  m.Text("call_id", d.call_id);
+  m.Text("conversation", d.conversation);
+  m.Text("decision", d.decision);
+  m.Number("latency_us", d.latency_us);
+  m.Text("pack_version", d.pack_version);
+  m.Bool("read_only", d.read_only);
+  m.Text("reason", d.reason);
+  m.Text("rule", d.rule);
+  Key("rules", out);
+  out += '[';
+  for (size_t i = 0; i < d.rules.size(); ++i) {
+    if (i > 0) out += ',';
+    RuleText(d.rules[i], out, m.ok);
+  }
+  out += ']';
+  m.Number("staged_seen", d.staged_seen);
+  m.Text("tool", d.tool);
+  m.Number("turn", d.turn);
+  m.Number("version_seen", d.version_seen);
+  out += '}';
+  return m.ok;
+}
+
 // The members of one spec text, in the spelling asked for: a compact text
 // leaves out a member equal to its default (the value a default-constructed
 // Command holds, which DecodeCommand keeps for an absent member).
@@ -132,6 +233,17 @@ class SpecWriter {
     std::string text;
     ok_ = DumpLossless(value, text) && ok_;
     out_ += text;
+  }
+  // A decision record: a typed one written straight from its members (no
+  // JSON tree), unless it has members this version does not know.
+  void Decision(const char* key, const CommandDecision& value) {
+    const DecisionRecord* typed = value.typed();
+    if (typed == nullptr || (typed->extra.is_object() && !typed->extra.empty())) {
+      Json(key, value.Json(), nlohmann::json::object());
+      return;
+    }
+    Key(key, out_);
+    ok_ = DecisionText(*typed, out_) && ok_;
   }
   // A member every spelling writes (DecodeCommand needs it).
   void Always(const char* key, std::string_view value) {
@@ -177,7 +289,7 @@ bool WriteCommandSpec(const Command& c, SpecSpelling spelling, std::string& out)
   }
   w.Number("completed_seq", c.completed_seq);
   w.Number("created_ms", c.created_ms);
-  w.Json("decision", c.decision, d.decision);
+  w.Decision("decision", c.decision);
   w.Bool("escalated", c.escalated);
   w.Text("escalation_reason", c.escalation_reason, d.escalation_reason);
   w.Json("evidence", c.evidence, d.evidence);

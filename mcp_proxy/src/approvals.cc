@@ -18,12 +18,6 @@
 namespace taskledger::mcp {
 namespace {
 
-std::string StringField(const nlohmann::json& record, const char* name) {
-  if (!record.is_object()) return {};
-  auto it = record.find(name);
-  return it != record.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 // The client has been given the settled outcome of held call `call_id`.
 bool OutcomeGiven(const Session& session, const Command& c, const std::string& call_id) {
   size_t deduplicated = 0, cancelled = 0;
@@ -60,8 +54,8 @@ std::optional<std::string> GatingProxy::Impl::HeldCallFor(const ToolCall& call) 
   for (auto it = listed->rbegin(); it != listed->rend(); ++it) {  // newest first
     const Command& c = *it;
     if (c.tool != call.tool || c.arguments != call.arguments || !c.compensates.empty()) continue;
-    if (StringField(c.decision, "decision") != "require_approval") continue;
-    const std::string held = StringField(c.decision, "call_id");
+    if (c.decision.Text("decision") != "require_approval") continue;
+    const std::string held = c.decision.Text("call_id");
     if (held.empty() || held == call.id) continue;
     if (!OutcomeGiven(session, c, held)) return held;
   }

@@ -40,7 +40,8 @@ std::optional<Command> Session::Commands::ReserveReady(Session& s, const Propose
   spec.tool = call.tool;
   spec.target = TargetOf(cmd.options, call);
   spec.arguments = call.arguments;
-  spec.decision = result.decision_record;
+  // The record Check just staged, typed and shared (not re-encoded here).
+  spec.decision = CommandDecision(s.last_record_);
   spec.pack_version = s.pack_->version();
   spec.requires_approval = result.decision.outcome == Outcome::kRequireApproval;
   // An allowed call reserves and leases in one store call (with the

@@ -48,10 +48,7 @@ bool OperatorApproved(const Command& c) {
          (c.state == CommandState::kPending && !c.approver.empty());
 }
 
-std::string CallIdOf(const Command& c) {
-  auto it = c.decision.find("call_id");
-  return it != c.decision.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
+std::string CallIdOf(const Command& c) { return c.decision.Text("call_id"); }
 
 }  // namespace session_internal
 
@@ -276,7 +273,7 @@ Result<std::vector<CallResult>> Session::ResumeApproved(const ContextToolExecuto
       }
       if (told) continue;
       CallResult r;
-      r.decision_record = c.decision;
+      r.decision_record = c.decision.Json();
       r.decision.outcome = Outcome::kDeny;
       r.decision.rule_id = std::string(kApprovalRule);
       r.decision.reason = "denied by " + c.approver + ": " + c.approval_reason;

@@ -5,6 +5,7 @@
 // and words every denial for the model (DenialMessage). The loop around it
 // (HandleToolCall) and what a call's output does to the ledger are in
 // session.cc. Contracts in session.h; not thread-safe, like Session.
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -115,16 +116,18 @@ void Session::StageDecisionRecord(const ProposedCall& call, const PolicyDecision
 }
 
 void Session::StageDecision(DecisionRecord record, CallResult& result) {
-  // The command ledger records the decision with the command (ReserveReady).
-  if (call_result_texts_ || commands_) result.decision_record = EncodeDecision(record);
-  last_record_ = record;
+  if (call_result_texts_) result.decision_record = EncodeDecision(record);
+  // One copy: the turn keeps `record`; last_decision() and the command a
+  // write reserves (ReserveReady) share this one, typed.
+  last_record_ = std::make_shared<const DecisionRecord>(record);
+  last_encoded_ = false;
   ledger_->StageDecision(std::move(record));
 }
 
 const nlohmann::json& Session::last_decision() const {
-  if (last_record_) {
+  if (last_record_ && !last_encoded_) {
     last_decision_ = EncodeDecision(*last_record_);
-    last_record_.reset();
+    last_encoded_ = true;
   }
   return last_decision_;
 }

@@ -9,6 +9,7 @@
 // Single-threaded.
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "command_test_support.h"
 #include "internal/command_redis_decode.h"
 #include "internal/command_spec_text.h"
+#include "taskledger/ledger/codec.h"
 
 namespace taskledger::testing {
 namespace {
@@ -195,6 +197,123 @@ TEST_CASE("command spec text: refused exactly where the tree's lossless text is"
   c.decision = {{"inf", std::numeric_limits<double>::infinity()}};
   CHECK_FALSE(internal::WriteCommandSpec(c, internal::SpecSpelling::kFull, text));
   CHECK_FALSE(internal::WriteCommandSpec(c, internal::SpecSpelling::kCompact, text));
+}
+
+namespace {
+
+// A decision record as a session stages it: rules with what they read, and
+// a member a newer writer added (kept in `extra`).
+std::shared_ptr<const DecisionRecord> TypedRecord() {
+  auto d = std::make_shared<DecisionRecord>();
+  d->conversation = "conv-1";
+  d->turn = 4;
+  d->version_seen = 3;
+  d->tool = "refund_order";
+  d->call_id = "c9";
+  d->args_hash = "ab12";
+  d->decision = "require_approval";
+  d->rule = "retail.refund_cap";
+  d->reason = "over the cap: \"120\" \xc3\xa9";
+  d->pack_version = "p1";
+  d->latency_us = 17;
+  EntryRead seen{Category::kFact,
+                 "order.#W1.total",
+                 true,
+                 "00ff00ff00ff00ff",
+                 2,
+                 SourceKind::kToolOutput,
+                 "get_order_details#c3",
+                 "order_total",
+                 true};
+  d->rules = {
+      {"retail.auth", "allow", "", false, {}, {}},
+      {"retail.refund_cap", "require_approval", "over the cap", false, {"total 120"}, {seen}}};
+  EntryRead claimed{Category::kIdentifier,
+                    "user\x01"
+                    "id",
+                    true,
+                    "1234567890abcdef",
+                    1,
+                    SourceKind::kUserMessage,
+                    "",
+                    "",
+                    false};
+  EntryRead absent{
+      Category::kCondition, "confirmation", false, "", 0, SourceKind::kAgent, "", "", false};
+  d->rules.push_back({"retail.broken",
+                      "deny",
+                      "policy error\n\ttab \\ \x7f",
+                      true,
+                      {"line 1", "line \"2\""},
+                      {claimed, absent}});
+  return d;
+}
+
+// The same with members a newer writer added (kept in `extra`).
+std::shared_ptr<const DecisionRecord> TypedRecordWithExtra() {
+  auto d = std::make_shared<DecisionRecord>(*TypedRecord());
+  d->extra = {{"zone", "eu"}, {"turn", "not the turn"}};
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("command decision: a typed record is kept and written as its JSON would be",
+          "[commands]") {
+  const bool with_extra = GENERATE(false, true);
+  INFO("with members this version does not know: " << with_extra);
+  const std::shared_ptr<const DecisionRecord> record =
+      with_extra ? TypedRecordWithExtra() : TypedRecord();
+  Command typed = Sample();
+  Command as_json = typed;
+  typed.decision = CommandDecision(record);
+  as_json.decision = EncodeDecision(*record);
+  REQUIRE(typed.decision.typed() == record.get());
+  REQUIRE(as_json.decision.typed() == nullptr);
+
+  // The same spec bytes in both spellings: what a store keeps does not
+  // depend on the form, so earlier readers read it as before.
+  CHECK(Written(typed) == Written(as_json));
+  CHECK(Compact(typed) == Compact(as_json));
+  CHECK(Written(typed) == TreeText(typed));
+  CHECK(EncodeCommand(typed) == EncodeCommand(as_json));
+  // Equal across forms, and read back (as JSON) equal to the typed one.
+  CHECK(typed == as_json);
+  CheckBothDecodeTo(typed);
+  Command other = typed;
+  auto changed = std::make_shared<DecisionRecord>(*record);
+  changed->reason = "another reason";
+  other.decision = CommandDecision(std::shared_ptr<const DecisionRecord>(changed));
+  CHECK_FALSE(other == typed);
+  CHECK_FALSE(other == as_json);
+
+  // Members read without the JSON tree, the same from both forms.
+  for (const char* member : {"call_id", "decision", "rule", "reason", "tool", "conversation",
+                             "args_hash", "pack_version", "zone", "turn", "rules", "absent"}) {
+    INFO(member);
+    CHECK(typed.decision.Text(member) == as_json.decision.Text(member));
+  }
+  CHECK(typed.decision.Text("call_id") == "c9");
+  CHECK(typed.decision.Text("decision") == "require_approval");
+  CHECK(typed.decision.Text("zone") == (with_extra ? "eu" : ""));
+  CHECK(typed.decision.Text("turn").empty());  // a number, not the extra member's string
+  // A record given as JSON that is not an object has no members.
+  CHECK(CommandDecision(nlohmann::json::array({"call_id"})).Text("call_id").empty());
+  CHECK(CommandDecision().Json() == nlohmann::json::object());
+}
+
+TEST_CASE("command decision: a typed record that is not valid UTF-8 is refused as its tree is",
+          "[commands]") {
+  auto record = std::make_shared<DecisionRecord>(*TypedRecord());
+  record->rules[1].reads[0].source_id = "bad \xff byte";
+  Command c = Sample();
+  c.decision = CommandDecision(std::shared_ptr<const DecisionRecord>(record));
+  std::string text;
+  CHECK_FALSE(internal::DumpLossless(EncodeCommand(c), text));
+  for (auto spelling : {internal::SpecSpelling::kFull, internal::SpecSpelling::kCompact}) {
+    std::string out;
+    CHECK_FALSE(internal::WriteCommandSpec(c, spelling, out));
+  }
 }
 
 }  // namespace taskledger::testing

@@ -87,8 +87,8 @@ TEST_CASE("mcp-proxy on Redis: a proxied write is a command naming its rule, its
     CHECK(c.target == target);
     CHECK(c.state == CommandState::kSucceeded);
     CHECK(c.attempts == 1);
-    CHECK(c.decision["decision"] == "allow");
-    CHECK(c.decision["rule"] == "fake.no_forbidden");
+    CHECK(c.decision.Text("decision") == "allow");
+    CHECK(c.decision.Text("rule") == "fake.no_forbidden");
     CHECK_FALSE(c.idempotency_key.empty());
     CHECK(saw.find(c.idempotency_key) != std::string::npos);
   }

@@ -44,8 +44,8 @@ Command AskForLargeRefund(Session& session, Backend& backend, Fixture& f) {
   CHECK(Calls(session).back().outcome == "awaiting_approval");
   Command c = f.Only();
   CHECK(c.state == CommandState::kBlocked);
-  CHECK(c.decision["decision"] == "require_approval");
-  CHECK(c.decision["rule"] == "refunds.large_needs_approval");
+  CHECK(c.decision.Text("decision") == "require_approval");
+  CHECK(c.decision.Text("rule") == "refunds.large_needs_approval");
   REQUIRE(session.EndTurn().has_value());
   return c;
 }

@@ -17,6 +17,7 @@
 #include "session/confirmed_write_support.h"
 #include "session/session_support.h"
 #include "taskledger/commands/command_ledger.h"
+#include "taskledger/ledger/codec.h"
 #include "taskledger/ledger/memory_store.h"
 #include "taskledger/session/session.h"
 
@@ -37,13 +38,26 @@ TEST_CASE("session commands: an allowed write is a command with its decision and
   REQUIRE(backend.keys.size() == 1);
   CHECK(backend.keys[0] == stored.idempotency_key);
   CHECK_FALSE(stored.idempotency_key.empty());
-  CHECK(stored.decision["call_id"] == "c1");
-  CHECK(stored.decision["decision"] == "allow");
+  CHECK(stored.decision.Text("call_id") == "c1");
+  CHECK(stored.decision.Text("decision") == "allow");
   CHECK(stored.evidence["output"]["ok"] == true);
   CHECK(stored.pack_version == session->pack().version());
   REQUIRE(Calls(*session).size() == 1);
   CHECK(Calls(*session)[0].outcome == "ok");
   REQUIRE(session->EndTurn().has_value());
+  // The command keeps the very record the turn committed, member for member
+  // (the typed record the session staged, not a second encoding of it).
+  auto turns = f.ledger_store->ReadTurns(f.conv, 1, session->ledger().version());
+  REQUIRE(turns.has_value());
+  std::vector<DecisionRecord> committed;
+  for (const TurnRecord& t : *turns) {
+    for (const DecisionRecord& d : t.decisions) {
+      if (d.call_id == "c1") committed.push_back(d);
+    }
+  }
+  REQUIRE(committed.size() == 1);
+  CHECK(stored.decision.Json() == EncodeDecision(committed[0]));
+  CHECK(stored.decision.Json() == session->last_decision());
 }
 
 TEST_CASE("session commands: the same call proposed again returns the recorded outcome") {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,6 +21,7 @@
 
 #include "taskledger/base/digest.h"
 #include "taskledger/base/status.h"
+#include "taskledger/ledger/decision_record.h"
 
 namespace taskledger {
 
@@ -58,6 +60,38 @@ struct CompensationSpec {
   bool operator==(const CompensationSpec&) const = default;
 };
 
+// A command's policy decision record, in one of two forms: typed, as a
+// Session reserves it (shared and immutable: copying a Command or a spec
+// does not copy the record, and no JSON tree is built for it on the write
+// path), or the JSON a caller gave or a store read back. Both forms show as
+// the same JSON (Json(): EncodeDecision of a typed record, codec.h), which is
+// what stores keep and EncodeCommand shows, and two decisions are equal when
+// their JSON is. Built from JSON implicitly, like the nlohmann::json member
+// it replaces (`spec.decision = {{"decision", "allow"}}`). Immutable value;
+// thread-compatible.
+class CommandDecision {
+ public:
+  CommandDecision() = default;
+  CommandDecision(nlohmann::json json) : json_(std::move(json)) {}  // NOLINT: implicit by design
+  CommandDecision(nlohmann::json::initializer_list_t init) : json_(init) {}  // NOLINT: as json's
+  explicit CommandDecision(std::shared_ptr<const DecisionRecord> record)
+      : record_(std::move(record)) {}
+
+  // The record as JSON: EncodeDecision of a typed one (a tree built per call).
+  nlohmann::json Json() const;
+  // The typed record; null for one given or read as JSON.
+  const DecisionRecord* typed() const { return record_.get(); }
+  // A string member of the record ("call_id", "decision", "rule"...): read
+  // from the typed record without building its JSON; empty when the record
+  // has no such string member.
+  std::string Text(std::string_view member) const;
+  bool operator==(const CommandDecision& other) const;
+
+ private:
+  nlohmann::json json_ = nlohmann::json::object();  // when record_ is null
+  std::shared_ptr<const DecisionRecord> record_;
+};
+
 // What the caller asks to reserve: a call the policy allowed.
 struct CommandSpec {
   RunId run;
@@ -65,8 +99,8 @@ struct CommandSpec {
   std::string tool;    // "issue_refund"
   std::string target;  // the natural key of what it changes ("order:A17")
   nlohmann::json arguments = nlohmann::json::object();
-  nlohmann::json decision = nlohmann::json::object();  // the policy decision record
-  std::string pack_version;                            // the rule pack that decided
+  CommandDecision decision;        // the policy decision record
+  std::string pack_version;        // the rule pack that decided
   bool requires_approval = false;  // the decision was require_approval: starts blocked
   std::optional<CompensationSpec> compensation;
   std::string compensates;  // for a compensating command: the command_key it undoes
@@ -79,7 +113,7 @@ struct Command {
   std::string idempotency_key;
   std::string step, tool, target;
   nlohmann::json arguments = nlohmann::json::object();  // normalized (canonical)
-  nlohmann::json decision = nlohmann::json::object();
+  CommandDecision decision;
   std::string pack_version;
   std::optional<CompensationSpec> compensation;
   std::string compensates;

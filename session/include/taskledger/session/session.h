@@ -484,8 +484,9 @@ class Session {
   void ProposeCommand(const ProposedCall& call, CallResult& result);
   Status RecoverCommands();
   void StageDecisionRecord(const ProposedCall& call, const PolicyDecision& d, CallResult& result);
-  // Stages `record`, keeps it for last_decision() and, when the caller reads
-  // it (call_result_texts, or a command records it), encodes it into `result`.
+  // Stages `record`, keeps it for last_decision() and the command a write
+  // reserves (last_record_), and, when the caller reads it
+  // (call_result_texts), encodes it into `result`.
   void StageDecision(DecisionRecord record, CallResult& result);
   void StageCallRecord(const ProposedCall& call, bool writes, std::string outcome);
 
@@ -502,9 +503,11 @@ class Session {
   bool call_result_texts_;
   bool wrote_ahead_ = false;  // a write-ahead commit happened since the last EndTurn
   uint64_t view_epoch_ = 0;   // unique per session: part of the checker's ViewKey
-  // last_decision(): the record as checked, encoded into last_decision_ on
-  // first use (then reset).
-  mutable std::optional<DecisionRecord> last_record_;
+  // The record of the last check as staged (shared with the command a
+  // write reserves: ReserveReady); last_decision() encodes it into
+  // last_decision_ on first use after each check.
+  std::shared_ptr<const DecisionRecord> last_record_;
+  mutable bool last_encoded_ = false;
   mutable nlohmann::json last_decision_;
   struct Commands;
   std::unique_ptr<Commands> commands_;  // null without a command store

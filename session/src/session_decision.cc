@@ -19,7 +19,7 @@ CallResult Session::Check(const ProposedCall& call) {
   ViewKey key{ledger_->id().tenant + "\x1f" + ledger_->id().conversation + "\x1f" +
                   std::to_string(view_epoch_),
               ledger_->generation()};
-  checker_->SetProvenance(&provenance_);  // the checker may be shared: bound per check
+  checker_->SetProvenance(provenance_.get());  // the checker may be shared: bound per check
   result.decision = checker_->Check(call, ledger_->working(), key, clock_->NowMs());
   checker_->SetProvenance(nullptr);
   // The evidence of each rule, for the decision record; right after the check

@@ -116,6 +116,11 @@ class ProvenanceIndex {
                        const nlohmann::json& output);
   // A value the pack itself names (`name` says which constant).
   Status AddConstant(std::string_view name, std::string_view value);
+  // Makes the index incomplete with `why` (not ok; kept only if the index is
+  // still healthy), as an Add* that hits a limit does: every lookup returns
+  // it from now on. For an index rebuilt from a conversation's persisted
+  // sources, where a source this index refused was kept as its error alone.
+  void MarkIncomplete(Status why);
 
   // Where `value` was seen, in arrival order: index hits, then user messages
   // that contain it as a word (token = true). Empty: seen nowhere. An error

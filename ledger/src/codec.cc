@@ -1,6 +1,6 @@
 // JSON encoding and validating decoding of entries, updates, calls, turns
-// (with their provenance sources), states and diffs. Provenance is flattened into its entry or update to keep
-// stored records small: {"value","turn","source","source_id","verified",
+// (with their provenance sources), states and diffs. Provenance is flattened into its entry or
+// update to keep stored records small: {"value","turn","source","source_id","verified",
 // "rule","pack","expires_at_turn","expires_at_ms"}.
 #include "taskledger/ledger/codec.h"
 

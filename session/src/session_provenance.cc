@@ -49,7 +49,8 @@ void Session::IndexToolOutput(const ProposedCall& call, const nlohmann::json& ou
   source.turn = turn;
   source.tool = call.tool;
   source.call_id = call.id;
-  Status indexed = provenance_->AddToolOutput(static_cast<int64_t>(turn), call.tool, call.id, output);
+  Status indexed =
+      provenance_->AddToolOutput(static_cast<int64_t>(turn), call.tool, call.id, output);
   if (indexed.ok()) {
     source.content = output;
   } else {

@@ -234,10 +234,10 @@ TEST_CASE("redis records: provenance sources are byte-identical to the codec's C
   t.sources.clear();
   CHECK_FALSE(json::from_cbor(internal::TurnRecordBytes(t)).contains("sources"));
   // Malformed sources are Corruption, not a crash or a silent drop.
-  for (const char* bad : {R"({"kind":"robot","turn":1})", R"({"kind":"user","turn":1})",
-                          R"({"kind":"user","text":7,"turn":1})",
-                          R"({"kind":"tool","tool":"t","turn":1})",
-                          R"({"kind":"tool","tool":"t","id":"c","turn":1})", R"("text")"}) {
+  for (const char* bad :
+       {R"({"kind":"robot","turn":1})", R"({"kind":"user","turn":1})",
+        R"({"kind":"user","text":7,"turn":1})", R"({"kind":"tool","tool":"t","turn":1})",
+        R"({"kind":"tool","tool":"t","id":"c","turn":1})", R"("text")"}) {
     json turn = {{"turn", 1}, {"updates", json::array()}, {"sources", {json::parse(bad)}}};
     auto r = DecodeTurn(turn);
     REQUIRE_FALSE(r.has_value());

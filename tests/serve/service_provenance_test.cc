@@ -6,8 +6,8 @@
 // request takes its conversation's index out of the cache (or rebuilds it from
 // the store) and puts back what its session hands on; with the cache off every
 // request rebuilds, with the same answers.
-#include <catch2/catch.hpp>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -66,20 +66,24 @@ int Run(size_t cache, int threads, int rounds, uint64_t* hits) {
     workers.emplace_back([&, t] {
       for (int r = 0; r < rounds; ++r) {
         // Two conversations every thread shares, and one of its own.
-        const std::string conv = r % 3 == 2 ? "own-" + std::to_string(t) : "shared-" +
-                                                                              std::to_string(r % 2);
-        const std::string url = "www.site-" + std::to_string(t) + "-" + std::to_string(r) +
-                                ".example";
+        const std::string conv =
+            r % 3 == 2 ? "own-" + std::to_string(t) : "shared-" + std::to_string(r % 2);
+        const std::string url =
+            "www.site-" + std::to_string(t) + "-" + std::to_string(r) + ".example";
         json m = Post(**service, "/v1/message",
                       {{"conversation", conv}, {"text", "please read " + url}});
         json ok = Post(**service, "/v1/propose",
                        {{"conversation", conv},
-                        {"call", {{"id", "a" + std::to_string(r)}, {"tool", "get_webpage"},
-                                  {"arguments", {{"url", "https://" + url + "/"}}}}}});
+                        {"call",
+                         {{"id", "a" + std::to_string(r)},
+                          {"tool", "get_webpage"},
+                          {"arguments", {{"url", "https://" + url + "/"}}}}}});
         json no = Post(**service, "/v1/propose",
                        {{"conversation", conv},
-                        {"call", {{"id", "b" + std::to_string(r)}, {"tool", "get_webpage"},
-                                  {"arguments", {{"url", "www.never.example"}}}}}});
+                        {"call",
+                         {{"id", "b" + std::to_string(r)},
+                          {"tool", "get_webpage"},
+                          {"arguments", {{"url", "www.never.example"}}}}}});
         // A conflict (409) after every retry is an answer too; a wrong decision is not.
         if (m["status"] != 200 && m["status"] != 409) ++wrong;
         const bool asked = m["status"] == 200;  // else the user's message is not there

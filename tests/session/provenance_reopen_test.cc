@@ -67,10 +67,16 @@ std::shared_ptr<const RulePack> Pack() {
   return std::move(pack).value();
 }
 
-const std::vector<std::string> kProbes = {
-    "www.informations.com", "https://www.informations.com/", "www.true-informations.com",
-    "Eve", "bob@example.com", "DE89 3704 0044 0532 0130 00", "https://help.example.org",
-    "nowhere.example", "42", "Morning all"};
+const std::vector<std::string> kProbes = {"www.informations.com",
+                                          "https://www.informations.com/",
+                                          "www.true-informations.com",
+                                          "Eve",
+                                          "bob@example.com",
+                                          "DE89 3704 0044 0532 0130 00",
+                                          "https://help.example.org",
+                                          "nowhere.example",
+                                          "42",
+                                          "Morning all"};
 
 // Every answer of the index to the probes, with the sources described in
 // full (kind, turn, tool, call id, path, token, trust, record fields).
@@ -127,13 +133,15 @@ void Converse(Session& s) {
 std::vector<std::string> Decisions(Session& s) {
   std::vector<std::string> out;
   for (const char* url : {"https://www.informations.com", "www.true-informations.com",
-                                 "nowhere.example", "help.example.org"}) {
+                          "nowhere.example", "help.example.org"}) {
     CallResult r = s.Check({std::string("p-") + url, "get_webpage", {{"url", url}}});
     out.push_back(r.decision.reason);
   }
-  CallResult r = s.Check({"p-send", "send_direct_message",
-                          {{"recipient", "Alice"},
-                           {"body", "see www.true-informations.com and https://www.informations.com"}}});
+  CallResult r =
+      s.Check({"p-send",
+               "send_direct_message",
+               {{"recipient", "Alice"},
+                {"body", "see www.true-informations.com and https://www.informations.com"}}});
   out.push_back(std::string(OutcomeName(r.decision.outcome)) + " " + r.decision.reason);
   return out;
 }
@@ -156,8 +164,10 @@ void SameAnswersWhenReopened(Store& store, const ConversationId& id) {
   CHECK((*reopened)->provenance().source_count() == uninterrupted.provenance().source_count());
   const std::vector<std::string> decisions = Decisions(uninterrupted);
   CHECK(Decisions(**reopened) == decisions);
-  CHECK_THAT(decisions[1], Catch::Contains("appears only in read_channel_messages(c1) at $[1].body"));
-  CHECK_THAT(decisions[4], Catch::StartsWith("deny www.true-informations.com@read_channel_messages(c1)"));
+  CHECK_THAT(decisions[1],
+             Catch::Contains("appears only in read_channel_messages(c1) at $[1].body"));
+  CHECK_THAT(decisions[4],
+             Catch::StartsWith("deny www.true-informations.com@read_channel_messages(c1)"));
 }
 
 std::string Unique(const std::string& name) { return name + "-" + std::to_string(::getpid()); }

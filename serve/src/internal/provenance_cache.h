@@ -39,7 +39,7 @@ class ProvenanceCache {
   using Lru = std::list<std::shared_ptr<ProvenanceCarry>>;  // most recent first
   std::size_t capacity_;
   mutable std::mutex mu_;
-  Lru lru_;                                     // guarded by mu_
+  Lru lru_;                                        // guarded by mu_
   std::map<ConversationId, Lru::iterator> by_id_;  // guarded by mu_
 };
 

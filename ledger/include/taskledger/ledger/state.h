@@ -5,10 +5,10 @@
 // Version N is the state after N committed turns; version 0 is empty. A turn
 // record carries everything the turn did: the entry updates, the tool calls
 // made (so rules can count them), the policy decisions taken, any extraction
-// errors and the provenance sources (user messages, tool outputs), so that an auditor reading version N sees exactly what the agent saw.
-// All functions here are pure and deterministic (wall-clock expiry is judged by
-// the turn's own committed_at_ms), so any version can be rebuilt exactly from a
-// snapshot plus the turns after it. Thread-compatible.
+// errors and the provenance sources (user messages, tool outputs), so that an auditor reading
+// version N sees exactly what the agent saw. All functions here are pure and deterministic
+// (wall-clock expiry is judged by the turn's own committed_at_ms), so any version can be rebuilt
+// exactly from a snapshot plus the turns after it. Thread-compatible.
 #pragma once
 
 #include <array>

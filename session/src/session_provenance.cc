@@ -25,8 +25,9 @@ void Session::NoteProvenance(const Status& indexed, std::string_view what) {
 }
 
 void Session::IndexUserMessage(std::string_view text) {
-  // An incomplete index keeps nothing more: neither does the record.
-  if (!provenance_->health().ok()) return;
+  // An incomplete index keeps nothing more: neither does the record. Not
+  // health(): that walks the queue, and every Add would be eager.
+  if (provenance_->incomplete()) return;
   const uint64_t turn = ledger_->turn();
   SourceRecord source;
   source.kind = SourceRecord::Kind::kUserMessage;
@@ -42,7 +43,7 @@ void Session::IndexUserMessage(std::string_view text) {
 }
 
 void Session::IndexToolOutput(const ProposedCall& call, const nlohmann::json& output) {
-  if (!provenance_->health().ok()) return;
+  if (provenance_->incomplete()) return;
   const uint64_t turn = ledger_->turn();
   SourceRecord source;
   source.kind = SourceRecord::Kind::kToolOutput;

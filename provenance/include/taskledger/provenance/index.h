@@ -135,6 +135,12 @@ class ProvenanceIndex {
   const TrustPolicy& trust() const { return trust_; }
   // Ok, or the LimitExceeded that made the index incomplete.
   const Status& health() const;
+  // True once the index is incomplete (an Add* hit a limit, or
+  // MarkIncomplete): the same answer as !health().ok(), but without walking
+  // the queue (a queued item is within the limits, so the walk never makes
+  // the index incomplete). O(1); for a writer deciding whether to keep a
+  // source, where health() would make every Add eager.
+  bool incomplete() const { return !health_.ok(); }
   std::size_t source_count() const;
   // Heap bytes held by the queue of outputs and messages not walked yet: what
   // a conversation whose rules never ask provenance keeps (about each

@@ -301,4 +301,28 @@ TEST_CASE("provenance reopen: a handed-on index is taken only for the head it wa
   REQUIRE((*after)->EndTurn().has_value());
   CHECK((*after)->TakeProvenance() == nullptr);
 }
+
+// Keeping a source must not walk the index (#16: outputs nobody asks about
+// stay queued, flat): before this was fixed, each Add asked health(), which
+// walked everything queued before it, so only the last source ever stayed
+// queued and every output was walked eagerly.
+TEST_CASE("provenance reopen: the sources a session keeps stay queued until a question",
+          "[provenance]") {
+  auto store = NewMemoryStore();
+  auto opened = Session::Open(*store, {"t", "lazy"}, Pack());
+  REQUIRE(opened.has_value());
+  Session& s = **opened;
+  const std::string message(2000, 'm');
+  REQUIRE(s.RecordUserMessage(message).ok());
+  for (const char* id : {"p1", "p2", "p3"}) {
+    ProposedCall page{id, "get_webpage", {{"url", "www.informations.com"}}};
+    REQUIRE(s.RecordToolOutput(page, ToolOutput{std::string(2000, 'x'), false}).ok());
+  }
+  // The message and all three pages are still queued: none was walked.
+  CHECK(s.provenance().queued_bytes() >= 4 * 2000);
+  REQUIRE(s.EndTurn().has_value());
+  // The first question walks them.
+  CHECK(s.provenance().health().ok());
+  CHECK(s.provenance().queued_bytes() < 2000);
+}
 #endif

@@ -62,6 +62,7 @@ int Run(size_t cache, int threads, int rounds, uint64_t* hits) {
   REQUIRE(service.has_value());
   std::atomic<int> wrong{0};
   std::vector<std::thread> workers;
+  workers.reserve(static_cast<std::size_t>(threads));
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([&, t] {
       for (int r = 0; r < rounds; ++r) {

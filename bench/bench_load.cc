@@ -47,8 +47,7 @@ struct Options {
   int sessions = 8;
   double seconds = 10;
   int share = 2;
-  std::string rules =
-      (std::filesystem::path(__FILE__).parent_path() / ".." / "rules" / "retail").string();
+  std::string rules = (std::filesystem::path(TASKLEDGER_SOURCE_DIR) / "rules" / "retail").string();
   int timeout_ms = 2000;
   int think_ms = 0;
 };

@@ -106,7 +106,7 @@ Result<Run> Replay(const std::shared_ptr<const RulePack>& pack, const TraceConve
 
 int main(int argc, char** argv) {
   int calls = 4000;
-  const std::filesystem::path root = std::filesystem::path(__FILE__).parent_path() / "..";
+  const std::filesystem::path root = std::filesystem::path(TASKLEDGER_SOURCE_DIR);
   std::string trace = (root / "tests" / "data" / "tau-bench-retail" / "retail_gold.jsonl").string();
   std::string rules = (root / "rules" / "retail").string();
   for (int i = 1; i < argc; ++i) {

@@ -248,7 +248,7 @@ nlohmann::json RunPeers(int iterations, std::string& why) {
     why = "node or npm is not installed";
     return nullptr;
   }
-  fs::path src = fs::path(__FILE__).parent_path() / "peers";
+  fs::path src = fs::path(TASKLEDGER_SOURCE_DIR) / "bench" / "peers";
   fs::path dir = fs::read_symlink("/proc/self/exe").parent_path() / "policy-peers";
   std::error_code ec;
   fs::create_directories(dir, ec);

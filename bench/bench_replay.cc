@@ -97,7 +97,7 @@ int Fail(const Status& s) {
 
 int main(int argc, char** argv) {
   int rounds = 5;
-  const std::filesystem::path root = std::filesystem::path(__FILE__).parent_path() / "..";
+  const std::filesystem::path root = std::filesystem::path(TASKLEDGER_SOURCE_DIR);
   std::string trace = (root / "tests" / "data" / "tau-bench-retail" / "retail_gold.jsonl").string();
   std::string rules = (root / "rules" / "retail").string();
   for (int i = 1; i < argc; ++i) {

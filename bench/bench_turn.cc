@@ -229,8 +229,7 @@ Result<double> StateBytesPerVersion(size_t entries) {
 
 int main(int argc, char** argv) {
   int turns = 300;
-  std::string rules =
-      (std::filesystem::path(__FILE__).parent_path() / ".." / "rules" / "retail").string();
+  std::string rules = (std::filesystem::path(TASKLEDGER_SOURCE_DIR) / "rules" / "retail").string();
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--turns" && i + 1 < argc) {

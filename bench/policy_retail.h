@@ -90,15 +90,7 @@ inline nlohmann::json RetailNumbers(int iterations,
                                     double (*percentile)(std::vector<double>&, double),
                                     std::filesystem::path dir = {}) {
   if (dir.empty()) {
-    // __FILE__ is relative to the build folder when Ninja compiles; from any
-    // other working directory (scripts/bench runs from the caller's), find the
-    // pack from the executable: <root>/build-bench/bench/bench_policy.
-    dir = std::filesystem::path(__FILE__).parent_path() / ".." / "rules" / "retail";
-    std::error_code ec;
-    if (!std::filesystem::exists(dir, ec)) {
-      dir = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / ".." / ".." /
-            "rules" / "retail";
-    }
+    dir = std::filesystem::path(TASKLEDGER_SOURCE_DIR) / "rules" / "retail";
   }
   auto pack = RulePack::Load(dir);
   if (!pack) {

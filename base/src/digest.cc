@@ -1,11 +1,21 @@
 // SHA-256 (FIPS 180-4, written from the standard so no crypto library is
-// needed) and canonical JSON. See taskledger/digest.h.
+// needed; on x86-64 CPUs with the SHA extensions the compression runs on
+// them, chosen once at run time) and canonical JSON. See taskledger/digest.h. ArgsHash, on every
+// policy decision and every entry a rule read, writes the canonical text
+// directly (CanonicalWriter) instead of building CanonicalValue's copy first.
 #include "taskledger/base/digest.h"
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
 
 #include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <string>
 
 namespace taskledger {
 namespace {
@@ -60,8 +70,74 @@ void Compress(std::array<uint32_t, 8>& h, const unsigned char* block) {
   h[7] += k;
 }
 
-// Integral doubles become integers so 2.0 and 2 hash alike; recursion keeps
-// object member order (nlohmann objects are sorted maps).
+#if defined(__x86_64__)
+// SHA-256 compression with the x86 SHA extensions (SHA-NI), for CPUs that
+// have them; the same state update as Compress, four rounds per step.
+__attribute__((target("sha,sse4.1"))) void CompressNi(std::array<uint32_t, 8>& h,
+                                                      const unsigned char* data, size_t blocks) {
+  const __m128i kByteSwap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
+  __m128i tmp = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&h[0]));     // DCBA
+  __m128i state1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&h[4]));  // HGFE
+  tmp = _mm_shuffle_epi32(tmp, 0xB1);                                         // CDAB
+  state1 = _mm_shuffle_epi32(state1, 0x1B);                                   // EFGH
+  __m128i state0 = _mm_alignr_epi8(tmp, state1, 8);                           // ABEF
+  state1 = _mm_blend_epi16(state1, tmp, 0xF0);                                // CDGH
+  for (; blocks > 0; --blocks, data += 64) {
+    const __m128i abef = state0;
+    const __m128i cdgh = state1;
+    __m128i w[4];
+    for (int i = 0; i < 16; ++i) {
+      if (i < 4) {
+        w[i] = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(data + 16 * i)),
+                                kByteSwap);
+      }
+      __m128i msg = _mm_add_epi32(
+          w[i % 4], _mm_loadu_si128(reinterpret_cast<const __m128i*>(&kRound[4 * i])));
+      state1 = _mm_sha256rnds2_epu32(state1, state0, msg);
+      if (i >= 3 && i <= 14) {
+        __m128i& next = w[(i + 1) % 4];
+        next = _mm_add_epi32(next, _mm_alignr_epi8(w[i % 4], w[(i + 3) % 4], 4));
+        next = _mm_sha256msg2_epu32(next, w[i % 4]);
+      }
+      msg = _mm_shuffle_epi32(msg, 0x0E);
+      state0 = _mm_sha256rnds2_epu32(state0, state1, msg);
+      if (i >= 1 && i <= 12) {
+        w[(i + 3) % 4] = _mm_sha256msg1_epu32(w[(i + 3) % 4], w[i % 4]);
+      }
+    }
+    state0 = _mm_add_epi32(state0, abef);
+    state1 = _mm_add_epi32(state1, cdgh);
+  }
+  tmp = _mm_shuffle_epi32(state0, 0x1B);        // FEBA
+  state1 = _mm_shuffle_epi32(state1, 0xB1);     // DCHG
+  state0 = _mm_blend_epi16(tmp, state1, 0xF0);  // DCBA
+  state1 = _mm_alignr_epi8(state1, tmp, 8);     // HGFE
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(&h[0]), state0);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(&h[4]), state1);
+}
+
+// Whether this CPU has the SHA extensions (CPUID leaf 7, EBX bit 29) and
+// SSE4.1 (leaf 1, ECX bit 19), which CompressNi also uses.
+bool HasShaNi() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(1, &a, &b, &c, &d) == 0 || (c & (1u << 19)) == 0) return false;
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return false;
+  return (b & (1u << 29)) != 0;
+}
+#endif
+
+// Compresses `blocks` consecutive 64-byte blocks: with the SHA extensions
+// when the CPU has them (about 5x faster), else portably. Same result.
+void CompressBlocks(std::array<uint32_t, 8>& h, const unsigned char* data, size_t blocks) {
+#if defined(__x86_64__)
+  static const bool kShaNi = HasShaNi();
+  if (kShaNi) {
+    CompressNi(h, data, blocks);
+    return;
+  }
+#endif
+  for (size_t i = 0; i < blocks; ++i) Compress(h, data + 64 * i);
+}
 
 }  // namespace
 
@@ -71,7 +147,7 @@ std::string Sha256Hex(std::string_view data) {
   const auto* p = reinterpret_cast<const unsigned char*>(data.data());
   size_t n = data.size();
   size_t full = n / 64;
-  for (size_t i = 0; i < full; ++i) Compress(h, p + 64 * i);
+  CompressBlocks(h, p, full);
   unsigned char tail[128] = {0};
   size_t rest = n - full * 64;
   if (rest) std::memcpy(tail, p + full * 64, rest);
@@ -79,8 +155,7 @@ std::string Sha256Hex(std::string_view data) {
   size_t tail_len = rest < 56 ? 64 : 128;
   uint64_t bits = static_cast<uint64_t>(n) * 8;
   for (int i = 0; i < 8; ++i) tail[tail_len - 1 - i] = static_cast<unsigned char>(bits >> (8 * i));
-  Compress(h, tail);
-  if (tail_len == 128) Compress(h, tail + 64);
+  CompressBlocks(h, tail, tail_len / 64);
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out(64, '0');
   for (int i = 0; i < 8; ++i) {
@@ -118,9 +193,86 @@ Result<std::string> CanonicalJson(const nlohmann::json& value) {
   }
 }
 
+namespace {
+
+// Whether a key is written by dump() exactly as its bytes: printable ASCII
+// with nothing to escape.
+bool PlainKey(std::string_view key) {
+  for (const char c : key) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u >= 0x7f || c == '"' || c == '\\') return false;
+  }
+  return true;
+}
+
+// Appends CanonicalValue(v).dump(-1, ' ', false, replace) to `out` without
+// building the canonical copy: structure is written here, every leaf by
+// nlohmann's own serializer (the same escaping, number and U+FFFD
+// formatting as dump()), which writes straight into `out`.
+class CanonicalWriter {
+ public:
+  explicit CanonicalWriter(std::string& out)
+      : out_(out),
+        leaf_(std::make_shared<nlohmann::detail::output_string_adapter<char, std::string>>(out),
+              ' ', nlohmann::json::error_handler_t::replace) {}
+
+  void Write(const nlohmann::json& v) {
+    switch (v.type()) {
+      case nlohmann::json::value_t::object: {
+        out_.push_back('{');
+        bool first = true;
+        for (const auto& [k, x] : v.get_ref<const nlohmann::json::object_t&>()) {
+          if (!first) out_.push_back(',');
+          first = false;
+          if (PlainKey(k)) {
+            out_.push_back('"');
+            out_.append(k);
+            out_.push_back('"');
+          } else {
+            leaf_.dump(nlohmann::json(k), false, false, 0);
+          }
+          out_.push_back(':');
+          Write(x);
+        }
+        out_.push_back('}');
+        return;
+      }
+      case nlohmann::json::value_t::array: {
+        out_.push_back('[');
+        bool first = true;
+        for (const auto& x : v) {
+          if (!first) out_.push_back(',');
+          first = false;
+          Write(x);
+        }
+        out_.push_back(']');
+        return;
+      }
+      case nlohmann::json::value_t::number_float: {
+        const double d = v.get<double>();
+        if (std::isfinite(d) && std::trunc(d) == d && std::fabs(d) < 9.0e15) {
+          out_.append(std::to_string(static_cast<int64_t>(d)));
+          return;
+        }
+        break;
+      }
+      default:
+        break;
+    }
+    leaf_.dump(v, false, false, 0);
+  }
+
+ private:
+  std::string& out_;
+  nlohmann::detail::serializer<nlohmann::json> leaf_;
+};
+
+}  // namespace
+
 std::string ArgsHash(const nlohmann::json& args) {
-  return Sha256Hex(
-      CanonicalValue(args).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  std::string text;
+  CanonicalWriter(text).Write(args);
+  return Sha256Hex(text);
 }
 
 }  // namespace taskledger

@@ -236,12 +236,12 @@ class RedisCommandStore final : public CommandStore {
     if (!known) {
       if (Status s = Index(initial.run); !s.ok()) return s;
     }
-    // The spec as sent, written without a JSON tree. When that text reads
+    // The spec as sent, compact and without a JSON tree. When that text reads
     // back exactly (`lossless`), a reply holding the same text (not another
-    // writer's earlier reservation) decodes to `initial` itself
-    // (DecodeCommand of EncodeCommand(initial)) instead of being parsed.
+    // writer's earlier reservation) decodes to `initial` itself instead of being parsed.
     std::string spec_text;
-    const bool lossless = internal::WriteCommandSpec(initial, spec_text);
+    const bool lossless =
+        internal::WriteCommandSpec(initial, internal::SpecSpelling::kCompact, spec_text);
     if (!lossless) spec_text = Json(EncodeCommand(initial));
     std::vector<std::string> args, fkeys;
     const size_t spec_at = commit != nullptr ? 5 : 1;  // spec_text's place in args

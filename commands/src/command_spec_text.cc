@@ -2,7 +2,8 @@
 // EncodeCommand's object in the order nlohmann's std::map keeps them (byte
 // order of the keys), strings escaped as nlohmann's serializer escapes them
 // with ensure_ascii off, nested JSON values (arguments, decision, evidence)
-// dumped by DumpLossless itself. Pure.
+// dumped by DumpLossless itself; one member list for both spellings (the
+// compact one skips a member holding its default). Pure.
 #include "internal/command_spec_text.h"
 
 #include <cstdint>
@@ -101,71 +102,104 @@ void Key(const char* key, std::string& out) {
   out += "\":";
 }
 
-bool Text(const char* key, std::string_view value, std::string& out) {
-  Key(key, out);
-  return String(value, out);
-}
+// The members of one spec text, in the spelling asked for: a compact text
+// leaves out a member equal to its default (the value a default-constructed
+// Command holds, which DecodeCommand keeps for an absent member).
+class SpecWriter {
+ public:
+  SpecWriter(SpecSpelling spelling, std::string& out)
+      : compact_(spelling == SpecSpelling::kCompact), out_(out) {}
 
-template <class N>
-void Number(const char* key, N value, std::string& out) {
-  Key(key, out);
-  out += std::to_string(value);
-}
+  void Text(const char* key, std::string_view value, std::string_view fallback) {
+    if (compact_ && value == fallback) return;
+    Key(key, out_);
+    ok_ = String(value, out_) && ok_;
+  }
+  template <class N>
+  void Number(const char* key, N value) {
+    if (compact_ && value == 0) return;
+    Key(key, out_);
+    out_ += std::to_string(value);
+  }
+  void Bool(const char* key, bool value) {
+    if (compact_ && !value) return;
+    Key(key, out_);
+    out_ += value ? "true" : "false";
+  }
+  void Json(const char* key, const nlohmann::json& value, const nlohmann::json& fallback) {
+    if (compact_ && value == fallback) return;
+    Key(key, out_);
+    std::string text;
+    ok_ = DumpLossless(value, text) && ok_;
+    out_ += text;
+  }
+  // A member every spelling writes (DecodeCommand needs it).
+  void Always(const char* key, std::string_view value) {
+    Key(key, out_);
+    ok_ = String(value, out_) && ok_;
+  }
+  bool ok() const { return ok_; }
 
-bool Json(const char* key, const nlohmann::json& value, std::string& out) {
-  Key(key, out);
-  std::string text;
-  if (!DumpLossless(value, text)) return false;
-  out += text;
-  return true;
-}
+ private:
+  const bool compact_;
+  std::string& out_;
+  bool ok_ = true;
+};
 
 }  // namespace
 
-bool WriteCommandSpec(const Command& c, std::string& out) {
+bool WriteCommandSpec(const Command& c, SpecSpelling spelling, std::string& out) {
+  static const Command kDefault;
+  static const CompensationSpec kNoCompensation;
+  const Command& d = kDefault;
   const size_t start = out.size();
   out += '{';
+  SpecWriter w(spelling, out);
+  bool compensation_ok = true;
   // Members in EncodeCommand's object order (its keys sorted bytewise).
-  bool ok = Text("approval_reason", c.approval_reason, out);
-  ok = ok && Text("approver", c.approver, out);
-  ok = ok && Json("arguments", c.arguments, out);
-  Number("attempts", c.attempts, out);
-  ok = ok && Text("cancel_reason", c.cancel_reason, out);
-  ok = ok && Text("command_key", c.command_key, out);
-  ok = ok && Text("compensates", c.compensates, out);
+  w.Text("approval_reason", c.approval_reason, d.approval_reason);
+  w.Text("approver", c.approver, d.approver);
+  w.Json("arguments", c.arguments, d.arguments);
+  w.Number("attempts", c.attempts);
+  w.Text("cancel_reason", c.cancel_reason, d.cancel_reason);
+  w.Text("command_key", c.command_key, d.command_key);
+  w.Text("compensates", c.compensates, d.compensates);
   if (c.compensation) {
+    // Every member of a compensation that is there, in either spelling.
     Key("compensation", out);
     out += '{';
-    ok = ok && Json("arguments", c.compensation->arguments, out);
-    ok = ok && Text("target", c.compensation->target, out);
-    ok = ok && Text("tool", c.compensation->tool, out);
+    SpecWriter inner(SpecSpelling::kFull, out);
+    inner.Json("arguments", c.compensation->arguments, kNoCompensation.arguments);
+    inner.Text("target", c.compensation->target, kNoCompensation.target);
+    inner.Text("tool", c.compensation->tool, kNoCompensation.tool);
     out += '}';
+    compensation_ok = inner.ok();
   }
-  Number("completed_seq", c.completed_seq, out);
-  Number("created_ms", c.created_ms, out);
-  ok = ok && Json("decision", c.decision, out);
-  Key("escalated", out);
-  out += c.escalated ? "true" : "false";
-  ok = ok && Text("escalation_reason", c.escalation_reason, out);
-  ok = ok && Json("evidence", c.evidence, out);
-  ok = ok && Text("external_id", c.external_id, out);
-  Number("fencing_token", c.fencing_token, out);
-  ok = ok && Text("idempotency_key", c.idempotency_key, out);
-  ok = ok && Text("last_error", c.last_error, out);
-  Number("lease_expires_ms", c.lease_expires_ms, out);
-  ok = ok && Text("lease_owner", c.lease_owner, out);
-  ok = ok && Text("pack_version", c.pack_version, out);
-  ok = ok && Text("replay_reason", c.replay_reason, out);
-  Number("replays", c.replays, out);
-  ok = ok && Text("run", c.run.run, out);
-  Number("seq", c.seq, out);
-  ok = ok && Text("state", CommandStateName(c.state), out);
-  ok = ok && Text("step", c.step, out);
-  ok = ok && Text("target", c.target, out);
-  ok = ok && Text("tenant", c.run.tenant, out);
-  ok = ok && Text("tool", c.tool, out);
-  Number("updated_ms", c.updated_ms, out);
+  w.Number("completed_seq", c.completed_seq);
+  w.Number("created_ms", c.created_ms);
+  w.Json("decision", c.decision, d.decision);
+  w.Bool("escalated", c.escalated);
+  w.Text("escalation_reason", c.escalation_reason, d.escalation_reason);
+  w.Json("evidence", c.evidence, d.evidence);
+  w.Text("external_id", c.external_id, d.external_id);
+  w.Number("fencing_token", c.fencing_token);
+  w.Text("idempotency_key", c.idempotency_key, d.idempotency_key);
+  w.Text("last_error", c.last_error, d.last_error);
+  w.Number("lease_expires_ms", c.lease_expires_ms);
+  w.Text("lease_owner", c.lease_owner, d.lease_owner);
+  w.Text("pack_version", c.pack_version, d.pack_version);
+  w.Text("replay_reason", c.replay_reason, d.replay_reason);
+  w.Number("replays", c.replays);
+  w.Text("run", c.run.run, d.run.run);
+  w.Number("seq", c.seq);
+  w.Always("state", CommandStateName(c.state));
+  w.Text("step", c.step, d.step);
+  w.Text("target", c.target, d.target);
+  w.Text("tenant", c.run.tenant, d.run.tenant);
+  w.Text("tool", c.tool, d.tool);
+  w.Number("updated_ms", c.updated_ms);
   out += '}';
+  const bool ok = w.ok() && compensation_ok;
   if (!ok) out.resize(start);
   return ok;
 }

@@ -52,7 +52,16 @@ Status Ledger::StageAll(std::vector<Update> updates) {
   }
   working_ = std::move(next);
   clock_dependent_ = clock_dependent_ || clock_dependent;
-  for (Update& u : updates) pending_.updates.push_back(std::move(u));
+  if (pending_.updates.empty()) {
+    // Most turns stage one batch: it becomes the turn's list without moving
+    // each (large) Update through a growing vector, and without the spare
+    // room an extractor reserved, which a stored turn would keep.
+    pending_.updates = std::move(updates);
+    pending_.updates.shrink_to_fit();
+  } else {
+    pending_.updates.reserve(pending_.updates.size() + updates.size());
+    for (Update& u : updates) pending_.updates.push_back(std::move(u));
+  }
   ++generation_;
   return Status::Ok();
 }

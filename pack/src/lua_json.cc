@@ -244,6 +244,15 @@ void Push(lua_State* L, const nlohmann::json& v, int depth) {
   if constexpr (kReadOnly) WrapTop(L, false);  // its tables are proxies already
 }
 
+std::string NumberText(double d) {
+  if (std::isfinite(d) && std::trunc(d) == d && std::fabs(d) < 9.0e15) {
+    return std::to_string(static_cast<int64_t>(d));
+  }
+  return nlohmann::json(d).dump();
+}
+
+}  // namespace
+
 bool ValidUtf8(const char* s, size_t n) {
   size_t i = 0;
   while (i < n) {
@@ -261,15 +270,6 @@ bool ValidUtf8(const char* s, size_t n) {
   }
   return true;
 }
-
-std::string NumberText(double d) {
-  if (std::isfinite(d) && std::trunc(d) == d && std::fabs(d) < 9.0e15) {
-    return std::to_string(static_cast<int64_t>(d));
-  }
-  return nlohmann::json(d).dump();
-}
-
-}  // namespace
 
 void RaiseError(lua_State* L, const std::string& message) {
   luaL_where(L, 1);

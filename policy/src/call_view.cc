@@ -84,7 +84,7 @@ void CallView::PushName(lua_State* L, std::string_view s) {
   lua_pushlstring(L, s.data(), s.size());
   // Only short names: Lua interns (hashes) just those, and the few kept
   // strings stay small whatever names a call brings.
-  if (names_.size() < kNamesKept && s.size() <= kNameMaxBytes) {
+  if (names_.size() - declared_ < kNamesKept && s.size() <= kNameMaxBytes) {
     lua_pushvalue(L, -1);
     names_.push_back(KeptName{std::string(s), luaL_ref(L, LUA_REGISTRYINDEX)});
   }
@@ -127,7 +127,18 @@ void CallView::KeepArguments(const nlohmann::json& arguments) {
   flat_valid_ = true;
 }
 
-void CallView::Install(lua_State* L) {
+bool CallView::Keeps(std::string_view s) const {
+  return std::any_of(names_.begin(), names_.end(), [&](const KeptName& n) { return n.text == s; });
+}
+
+void CallView::Install(lua_State* L, const std::vector<std::string>& declared) {
+  for (const std::string& name : declared) {
+    if (declared_ == kDeclaredKept) break;
+    if (name.size() > kNameMaxBytes || Keeps(name)) continue;
+    lua_pushlstring(L, name.data(), name.size());
+    names_.push_back(KeptName{name, luaL_ref(L, LUA_REGISTRYINDEX)});
+    ++declared_;
+  }
   lua_createtable(L, 0, 3);
   lua_pushvalue(L, -1);
   call_data_ref_ = luaL_ref(L, LUA_REGISTRYINDEX);

@@ -376,9 +376,21 @@ int LedgerView::Calls(lua_State* L) {
   bool by_arg = !lua_isnoneornil(L, 2);
   std::string_view arg;
   nlohmann::json want;
+  // A string value (the common case: an id) is compared as it is, without
+  // a JSON copy per check; it must be valid UTF-8 as ToJson requires.
+  std::string_view want_text;
+  bool text = false;
   if (by_arg) {
     arg = CheckKey(L, 2, "ledger.calls");
-    want = ToJson(L, 3);
+    if (lua_type(L, 3) == LUA_TSTRING) {
+      size_t n = 0;
+      const char* s = lua_tolstring(L, 3, &n);
+      if (!ValidUtf8(s, n)) luaL_error(L, "string is not valid UTF-8");
+      want_text = std::string_view(s, n);
+      text = true;
+    } else {
+      want = ToJson(L, 3);
+    }
   }
   lua_Integer n = 0;
   // Newest first: a count needs no order, and this walk allocates nothing.
@@ -387,7 +399,11 @@ int LedgerView::Calls(lua_State* L) {
     if (by_arg) {
       if (!c.arguments.is_object()) return true;
       auto it = c.arguments.find(arg);
-      if (it == c.arguments.end() || *it != want) return true;
+      if (it == c.arguments.end()) return true;
+      if (text ? !(it->is_string() && it->get_ref<const std::string&>() == want_text)
+               : *it != want) {
+        return true;
+      }
     }
     ++n;
     return true;

@@ -10,6 +10,7 @@
 -- (see identity.lua). Pure functions of call and ledger.
 
 local rule_of, string_list = require("shared").rule, require("shared").string_list
+local key = std.key  -- a local: no global and proxy lookup per call
 
 -- Who a tool output showed owning `method`: `user` if it paid one of their
 -- orders (found through the value index), else the first other user whose
@@ -75,7 +76,7 @@ rule_of("retail.gift_card_sufficient_balance", {"modify_pending_order_payment",
     -- A payment change pays the order total (read here: no helper call on this hot path).
     local due, balance = nil, f.balance
     if call.tool == "modify_pending_order_payment" then
-      due = ledger.fact(std.key("order", f.order, "total"))
+      due = ledger.fact(key("order", f.order, "total"))
     else
       due = items_due(call, ledger, f)
     end

@@ -59,9 +59,6 @@ Result<ConversationReplay> Replay(Session& session, std::span<Event> events) {
             kMayTake && recorded != nullptr && --found->second.calls_left == 0;
         bool taken = false;
         ReplayedCall rc;
-        rc.call_id = e.id;
-        rc.tool = e.tool;
-        rc.arguments = e.arguments;
         rc.expect = e.expect;
         rc.has_result = recorded != nullptr;
         rc.version_seen = session.ledger().version();
@@ -94,9 +91,9 @@ Result<ConversationReplay> Replay(Session& session, std::span<Event> events) {
           rc.recorded_despite_denial = true;
         }
         rc.outcome = r.decision.outcome;
-        rc.rule_id = r.decision.rule_id;
+        rc.rule_id = std::move(r.decision.rule_id);
         rc.rules_evaluated = r.decision.rules.size();
-        rc.reason = r.decision.reason;
+        rc.reason = std::move(r.decision.reason);
         rc.evaluations.reserve(r.decision.rules.size());
         for (const RuleEvaluation& ev : r.decision.rules) {
           rc.evaluations.emplace_back(ev.rule_id, ev.outcome);
@@ -108,6 +105,10 @@ Result<ConversationReplay> Replay(Session& session, std::span<Event> events) {
         rc.read_only = r.decision.read_only;
         rc.executed = r.executed;
         rc.latency_us = r.decision.latency_us;
+        // The session is done with the call: its copies become the result's.
+        rc.call_id = std::move(call.id);
+        rc.tool = std::move(call.tool);
+        rc.arguments = std::move(call.arguments);
         out.calls.push_back(std::move(rc));
         count_errors();
         auto committed = session.EndTurn();

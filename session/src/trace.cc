@@ -1,8 +1,12 @@
 // ParseTraceLine / EncodeTraceLine (see trace.h). The nesting depth is checked
 // by a linear scan before the JSON parser sees the bytes, so a hostile line
-// cannot make the parser or the destructor recurse deeply.
+// cannot make the parser or the destructor recurse deeply. A line is read by
+// simdjson first (trace_simd.cc); any line that path does not take whole, an
+// invalid one above all, is read here with nlohmann's parser, which is the
+// reference for what a line means and words every error.
 #include "taskledger/session/trace.h"
 
+#include "internal/trace_parse.h"
 #include "taskledger/base/json_depth.h"
 
 namespace taskledger {
@@ -124,6 +128,13 @@ Result<TraceConversation> ParseTraceLine(std::string_view line, const TraceLimit
   if (JsonNestsDeeperThan(line, limits.max_depth)) {
     return Status::LimitExceeded("JSON nested deeper than " + std::to_string(limits.max_depth));
   }
+  if (auto fast = trace_internal::ParseWithSimdjson(line, limits)) return std::move(*fast);
+  return trace_internal::ParseWithNlohmann(line, limits);
+}
+
+namespace trace_internal {
+
+Result<TraceConversation> ParseWithNlohmann(std::string_view line, const TraceLimits& limits) {
   json doc;
   try {
     doc = json::parse(line.begin(), line.end());
@@ -162,6 +173,8 @@ Result<TraceConversation> ParseTraceLine(std::string_view line, const TraceLimit
   }
   return c;
 }
+
+}  // namespace trace_internal
 
 std::string EncodeTraceLine(const TraceConversation& c) {
   json events = json::array();

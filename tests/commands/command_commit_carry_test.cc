@@ -121,10 +121,11 @@ redis.register_function('tl_commit', commit)
 
 TEST_CASE("a conversation written by the previous tl_commit continues through the carried commit",
           "[commands][redis]") {
-  auto server = RedisServer::Start();
-  RedisOptions options;
-  options.url = server->url();
-  options.store.snapshot_every = 2;  // snapshots written by the old function too
+  RedisOptions snapshots;
+  snapshots.store.snapshot_every = 2;  // snapshots written by the old function too
+  OwnRedis own = OwnRedisServer(snapshots);
+  RedisServer* server = own.server.get();
+  const RedisOptions& options = own.options;
   auto turns = OpenRedisStore(options);
   REQUIRE(turns.has_value());
   // The server goes back to the previous library; five turns are written with it.

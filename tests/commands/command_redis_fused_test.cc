@@ -80,12 +80,10 @@ void CheckSameHash(const Hash& fused, const Hash& stepwise, const Command& fused
 
 TEST_CASE("redis command store: a command reserved already leased is stored as reserve then lease",
           "[commands][redis]") {
-  auto server = RedisServer::Start();
-  RedisOptions options;
-  options.url = server->url();
-  auto opened = OpenRedisCommandStore(options);
-  REQUIRE(opened.has_value());
-  CommandStore& store = **opened;
+  OwnRedis own = OwnRedisCommandStore();
+  const RedisServer& server = *own.server;
+  const RedisOptions& options = own.options;
+  CommandStore& store = *own.commands;
   const RunId fused_run = FreshRun("fused"), carried_run = FreshRun("carried");
   const RunId stepwise_run = FreshRun("stepwise");
 
@@ -97,7 +95,7 @@ TEST_CASE("redis command store: a command reserved already leased is stored as r
   REQUIRE(reserved->created);
   auto stepwise = store.Apply(ValidRequest(reserved->command, T::kLease));
   REQUIRE(stepwise.has_value());
-  const Hash stepwise_hash = ReadHash(*server, *stepwise);
+  const Hash stepwise_hash = ReadHash(server, *stepwise);
   REQUIRE(stepwise_hash.size() == 10);
 
   SECTION("tlc_reserve_lease") {
@@ -107,7 +105,7 @@ TEST_CASE("redis command store: a command reserved already leased is stored as r
     REQUIRE(fused.has_value());
     REQUIRE(fused->created);
     REQUIRE(fused->leased);
-    CheckSameHash(ReadHash(*server, fused->command), stepwise_hash, fused->command, *stepwise);
+    CheckSameHash(ReadHash(server, fused->command), stepwise_hash, fused->command, *stepwise);
   }
   SECTION("tlc_commit_reserve_lease") {
     auto turns = OpenRedisStore(options);
@@ -133,7 +131,7 @@ TEST_CASE("redis command store: a command reserved already leased is stored as r
     REQUIRE(carried.has_value());
     REQUIRE(carried->reserve.created);
     REQUIRE(carried->reserve.leased);
-    CheckSameHash(ReadHash(*server, carried->reserve.command), stepwise_hash,
+    CheckSameHash(ReadHash(server, carried->reserve.command), stepwise_hash,
                   carried->reserve.command, *stepwise);
   }
 }

@@ -1,13 +1,16 @@
 // WriteCommandSpec (commands/src/internal/command_spec_text.h) writes the
-// spec text a Redis command hash stores without building a JSON tree: it must
-// give exactly the bytes DumpLossless(EncodeCommand(c)) gives, for every
-// member and every kind of string and number, so hashes written before and
-// after read the same; and refuse exactly where DumpLossless refuses (invalid
-// UTF-8, a non-finite number), so the caller falls back the same way.
+// spec text a Redis command hash stores without building a JSON tree. Its
+// full spelling must give exactly the bytes DumpLossless(EncodeCommand(c))
+// gives (what earlier releases stored), for every member and every kind of
+// string and number; its compact spelling (what the store writes now) must
+// decode to the same Command with the members holding defaults left out.
+// Both refuse exactly where DumpLossless refuses (invalid UTF-8, a
+// non-finite number), so the caller falls back the same way.
 // Single-threaded.
 #include <cmath>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -24,10 +27,23 @@ std::string TreeText(const Command& c) {
   return text;
 }
 
-std::string Written(const Command& c) {
+std::string Written(const Command& c,
+                    internal::SpecSpelling spelling = internal::SpecSpelling::kFull) {
   std::string text;
-  REQUIRE(internal::WriteCommandSpec(c, text));
+  REQUIRE(internal::WriteCommandSpec(c, spelling, text));
   return text;
+}
+
+std::string Compact(const Command& c) { return Written(c, internal::SpecSpelling::kCompact); }
+
+// The command each spelling's text decodes to: both must be `c`.
+void CheckBothDecodeTo(const Command& c) {
+  for (const std::string& text : {Written(c), Compact(c)}) {
+    INFO("spec text " << text);
+    auto decoded = DecodeCommand(nlohmann::json::parse(text));
+    REQUIRE(decoded.has_value());
+    CHECK(*decoded == c);
+  }
 }
 
 Command Sample() {
@@ -71,6 +87,7 @@ TEST_CASE("command spec text: written directly, it is the tree's text byte for b
     c.compensation = CompensationSpec{"refund", "order:1", {{"amount", 12.5}, {"why", "undo"}}};
     c.pack_version = "";
     CHECK(Written(c) == TreeText(c));
+    CheckBothDecodeTo(c);
   }
   SECTION("strings with every escape, control bytes, DEL and multi-byte UTF-8") {
     std::string odd = "q\" b\\ \b\f\n\r\t";
@@ -87,11 +104,65 @@ TEST_CASE("command spec text: written directly, it is the tree's text byte for b
                    {"f", 0.1},
                    {"e", 1e300}};
     CHECK(Written(c) == TreeText(c));
+    CheckBothDecodeTo(c);
   }
   SECTION("an empty compensation and empty strings throughout") {
     c.compensation = CompensationSpec{};
     c.step = c.tool = c.target = c.idempotency_key = "";
     CHECK(Written(c) == TreeText(c));
+    CheckBothDecodeTo(c);
+  }
+}
+
+TEST_CASE("command spec text: the compact spelling leaves out defaults and decodes the same",
+          "[commands]") {
+  Command c = Sample();
+  SECTION("a reservation: only what the call is, none of its mutable attributes") {
+    const nlohmann::json compact = nlohmann::json::parse(Compact(c));
+    std::vector<std::string> keys;
+    for (const auto& [key, value] : compact.items()) keys.push_back(key);
+    CHECK(keys == std::vector<std::string>{"arguments", "command_key", "created_ms", "decision",
+                                           "idempotency_key", "pack_version", "run", "state",
+                                           "step", "target", "tenant", "tool", "updated_ms"});
+    // What is left is the full text's, member for member.
+    const nlohmann::json full = nlohmann::json::parse(Written(c));
+    for (const auto& [key, value] : compact.items()) CHECK(full.at(key) == value);
+    CHECK(Written(c).size() - Compact(c).size() > 250);
+    CheckBothDecodeTo(c);
+  }
+  SECTION("a blocked command keeps its state") {
+    c.state = CommandState::kBlocked;
+    CHECK(nlohmann::json::parse(Compact(c))["state"] == "blocked");
+    CheckBothDecodeTo(c);
+  }
+  SECTION("values that only look empty are not defaults") {
+    // A tenant's default is "default": an empty tenant must be written.
+    c.run.tenant = "";
+    c.run.run = "";
+    c.arguments = nullptr;  // the default is {}
+    c.decision = nlohmann::json::array();
+    c.evidence = nlohmann::json::object();  // the default is null
+    c.lease_expires_ms = -1;
+    CheckBothDecodeTo(c);
+    const nlohmann::json compact = nlohmann::json::parse(Compact(c));
+    CHECK(compact.at("tenant").get<std::string>().empty());
+    CHECK(compact.at("evidence") == nlohmann::json::object());
+  }
+  SECTION("the default tenant and empty arguments are left out and read back") {
+    c.run.tenant = "default";
+    c.arguments = nlohmann::json::object();
+    c.decision = nlohmann::json::object();
+    const nlohmann::json compact = nlohmann::json::parse(Compact(c));
+    CHECK_FALSE(compact.contains("tenant"));
+    CHECK_FALSE(compact.contains("arguments"));
+    CheckBothDecodeTo(c);
+  }
+  SECTION("a compensation is written whole, its empty members too") {
+    c.compensation = CompensationSpec{};
+    const nlohmann::json compact = nlohmann::json::parse(Compact(c));
+    CHECK(compact.at("compensation") ==
+          nlohmann::json{{"arguments", nlohmann::json::object()}, {"target", ""}, {"tool", ""}});
+    CheckBothDecodeTo(c);
   }
 }
 
@@ -105,18 +176,25 @@ TEST_CASE("command spec text: refused exactly where the tree's lossless text is"
     Command c = Sample();
     c.target = bad;
     CHECK_FALSE(internal::DumpLossless(EncodeCommand(c), text));
-    CHECK_FALSE(internal::WriteCommandSpec(c, text));
+    CHECK_FALSE(internal::WriteCommandSpec(c, internal::SpecSpelling::kFull, text));
+    CHECK_FALSE(internal::WriteCommandSpec(c, internal::SpecSpelling::kCompact, text));
     c = Sample();
     c.arguments = {{"note", bad}};
-    CHECK_FALSE(internal::WriteCommandSpec(c, text));
+    CHECK_FALSE(internal::WriteCommandSpec(c, internal::SpecSpelling::kFull, text));
+    CHECK_FALSE(internal::WriteCommandSpec(c, internal::SpecSpelling::kCompact, text));
+    c = Sample();
+    c.compensation = CompensationSpec{"undo", bad, {}};
+    CHECK_FALSE(internal::WriteCommandSpec(c, internal::SpecSpelling::kCompact, text));
   }
   Command c = Sample();
   c.arguments = {{"x", std::nan("")}};
   CHECK_FALSE(internal::DumpLossless(EncodeCommand(c), text));
-  CHECK_FALSE(internal::WriteCommandSpec(c, text));
+  CHECK_FALSE(internal::WriteCommandSpec(c, internal::SpecSpelling::kFull, text));
+  CHECK_FALSE(internal::WriteCommandSpec(c, internal::SpecSpelling::kCompact, text));
   c = Sample();
   c.decision = {{"inf", std::numeric_limits<double>::infinity()}};
-  CHECK_FALSE(internal::WriteCommandSpec(c, text));
+  CHECK_FALSE(internal::WriteCommandSpec(c, internal::SpecSpelling::kFull, text));
+  CHECK_FALSE(internal::WriteCommandSpec(c, internal::SpecSpelling::kCompact, text));
 }
 
 }  // namespace taskledger::testing

@@ -1,15 +1,17 @@
 // Shared fixtures of the command tests: the two CommandStore implementations
 // behind one factory (so every contract case runs on both, and on a Redis
-// Cluster in the cluster build: "cluster"), unique runs per
-// test (the Redis tests share one server), a helper that drives a fresh
-// command into any state through allowed transitions only, and one that takes
-// a leased command over for another worker.
+// Cluster in the cluster build: "cluster"), a private redis-server with a
+// store on it, unique runs per test (the Redis tests share one server), a
+// helper that drives a fresh command into any state through allowed
+// transitions only, and one that takes a leased command over for another
+// worker.
 // Not thread-safe (test main thread only).
 #pragma once
 
 #include <atomic>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include <unistd.h>
 
@@ -30,6 +32,33 @@ inline std::unique_ptr<CommandStore> MakeCommandStore(const std::string& kind) {
   auto store = OpenRedisCommandStore(options);
   if (!store) FAIL("cannot open the Redis command store: " << store.error().ToString());
   return std::move(store).value();
+}
+
+// A private redis-server, for a test that damages, rewrites or reloads what a
+// server holds (the shared one serves every other test), with its URL in
+// `options` and, from OwnRedisCommandStore, a command store opened on it.
+// `server` is the first member, so it outlives the stores.
+struct OwnRedis {
+  std::unique_ptr<RedisServer> server;
+  RedisOptions options;
+  std::unique_ptr<CommandStore> commands;  // OwnRedisCommandStore's
+};
+
+// Starts the server; `options` with its URL set.
+inline OwnRedis OwnRedisServer(RedisOptions options = {}) {
+  OwnRedis own;
+  own.server = RedisServer::Start();
+  options.url = own.server->url();
+  own.options = std::move(options);
+  return own;
+}
+
+inline OwnRedis OwnRedisCommandStore() {
+  OwnRedis own = OwnRedisServer();
+  auto store = OpenRedisCommandStore(own.options);
+  if (!store) FAIL("cannot open the Redis command store: " << store.error().ToString());
+  own.commands = std::move(store).value();
+  return own;
 }
 
 // A run no other test (or earlier process) uses: odd bytes in the tenant too,

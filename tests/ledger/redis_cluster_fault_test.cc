@@ -218,6 +218,16 @@ static void Failover(uint32_t replicas) {
   }
   writers.emplace_back([&] { reserved = Reserve(**commands, run, kCommands, deadline); });
   std::this_thread::sleep_for(300ms);
+  // The check below is about listing during the failover, so every writer on
+  // the victim must have committed its first turn before the kill: on a
+  // loaded machine (a sanitizer build beside other work) 300 ms is not always
+  // enough, and a conversation not yet created is rightly not listed.
+  for (auto listed = store->ListConversations("failover");
+       (!listed || listed->size() < on_victim.size()) &&
+       std::chrono::steady_clock::now() < deadline;
+       listed = store->ListConversations("failover")) {
+    std::this_thread::sleep_for(50ms);
+  }
   cluster->Kill9(victim);
   // Listing scans every primary: it waits out the failover too. (A call
   // whose request was already out when the primary died is Unavailable, as

@@ -218,6 +218,12 @@ TEST_CASE("calls counts successful calls by tool glob and argument", "[policy]")
   CHECK(Eval("ledger.calls('write_*')", s) == "3");
   CHECK(Eval("ledger.calls('write_refund', 'order_id', '#W1')", s) == "1");
   CHECK(Eval("ledger.calls('write_refund', 'amount', 5)", s) == "2");
+  // A string value matches string arguments only, byte for byte.
+  CHECK(Eval("ledger.calls('write_refund', 'amount', '5')", s) == "0");
+  CHECK(Eval("ledger.calls('write_refund', 'order_id', '#W3')", s) == "0");
+  CHECK(Eval("ledger.calls('write_refund', 'order_id', '#W')", s) == "0");
+  CHECK_THAT(Eval("select(2, pcall(ledger.calls, 'write_refund', 'order_id', '\\255'))", s),
+             Catch::Contains("not valid UTF-8"));
   CHECK(Eval("ledger.calls('get_*')", s) == "0");
 }
 

@@ -33,9 +33,9 @@ Result<Fields> ToFields(const Reply& r, const std::string& what);
 class SpecCache {
  public:
   Result<Command> Decode(const std::string& spec);
-  // Remembers `decoded` as the decoding of `spec`. REQUIRES: `spec` is the
-  // text WriteCommandSpec gave for `decoded` (the text DumpLossless gives
-  // for EncodeCommand(decoded), whose DecodeCommand is `decoded`).
+  // Remembers `decoded` as the decoding of `spec`. REQUIRES: `spec` is a
+  // text WriteCommandSpec gave for `decoded` (either spelling: DecodeCommand
+  // of it is `decoded`).
   void Remember(std::string spec, Command decoded);
 
  private:

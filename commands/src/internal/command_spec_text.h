@@ -1,10 +1,19 @@
 // A command's spec text (the JSON record a Redis command hash holds under
 // "spec") written straight from the Command, without building the JSON tree
 // EncodeCommand returns and then dumping it: the write path sends one per
-// reservation. The bytes are exactly those of DumpLossless(EncodeCommand(c))
-// (members in key order, compact, UTF-8 unescaped, nlohmann's escapes), so
-// stored hashes stay as every earlier release wrote them
-// (tests/commands/command_spec_text_test.cc compares the two). Pure.
+// reservation. One member list spells it two ways:
+// - kFull: exactly the bytes of DumpLossless(EncodeCommand(c)) (members in
+//   key order, compact, UTF-8 unescaped, nlohmann's escapes): what every
+//   release before 0.2's compact spec stored, and still what EncodeCommand
+//   shows (CLI, HTTP, Python);
+// - kCompact: the same text without the members that hold a
+//   default-constructed Command's value (at a reservation: every mutable
+//   attribute, which the hash's own fields hold from then on), except
+//   "state", which DecodeCommand requires. DecodeCommand keeps the default
+//   for a member that is absent, so both spellings decode to the same
+//   Command, in this release and in every earlier one: the reader is the
+//   same for both (tests/commands/command_spec_text_test.cc).
+// Pure.
 #pragma once
 
 #include <string>
@@ -13,10 +22,12 @@
 
 namespace taskledger::internal {
 
-// Appends the spec text of `c` to `out` and returns true; false when
-// DumpLossless(EncodeCommand(c)) would be false (a string that is not valid
-// UTF-8, a non-finite number, a binary value): `out` is then unspecified and
-// the caller writes the tree's text with replacements instead.
-bool WriteCommandSpec(const Command& c, std::string& out);
+enum class SpecSpelling { kFull, kCompact };
+
+// Appends the spec text of `c` to `out` in `spelling` and returns true;
+// false when DumpLossless(EncodeCommand(c)) would be false (a string that is
+// not valid UTF-8, a non-finite number, a binary value): `out` is then
+// unspecified and the caller writes the tree's text with replacements instead.
+bool WriteCommandSpec(const Command& c, SpecSpelling spelling, std::string& out);
 
 }  // namespace taskledger::internal

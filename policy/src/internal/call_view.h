@@ -21,8 +21,13 @@ namespace taskledger::policy_internal {
 
 class CallView {
  public:
-  // Inside Protected(): creates the persistent proxies.
-  void Install(lua_State* L);
+  // Inside Protected(): creates the persistent proxies, and keeps the names
+  // in `declared` (the pack's tool and argument names, DeclaredNames in
+  // rule_runtime.h) as Lua strings ahead of any name a call brings: the
+  // first kDeclaredKept of at most kNameMaxBytes, in order, duplicates once.
+  void Install(lua_State* L, const std::vector<std::string>& declared);
+  // Whether the name `s` is kept as a Lua string (tests).
+  bool Keeps(std::string_view s) const;
   // Inside Protected(): fills the proxies with `call` and pushes `call`.
   void Push(lua_State* L, const ProposedCall& call);
   // Registry reference of the persistent `call` proxy (after Install).
@@ -39,9 +44,11 @@ class CallView {
   void KeepArguments(const nlohmann::json& arguments);
   // Pushes the name `s` (a tool or argument name: a pack has few) as a Lua
   // string, from a registry reference once it has been pushed before, so a
-  // known name is not hashed and interned again in every check. The first
-  // kNamesKept distinct names of at most kNameMaxBytes are kept; others are
-  // pushed as they come.
+  // known name is not hashed and interned again in every check. Besides the
+  // declared names (Install), the first kNamesKept other distinct names of at
+  // most kNameMaxBytes are kept; others are pushed as they come. The declared
+  // names come first in the search, so a client sending junk names first can
+  // neither evict them nor slow their lookup.
   void PushName(lua_State* L, std::string_view s);
 
   // One argument of a flat object: its name, JSON type, and its value as
@@ -57,9 +64,11 @@ class CallView {
     std::string text;
     int ref = LUA_NOREF;  // the Lua string, held by the registry
   };
-  static constexpr size_t kNamesKept = 64;
+  static constexpr size_t kNamesKept = 64;  // besides the declared ones
+  static constexpr size_t kDeclaredKept = 128;
   static constexpr size_t kNameMaxBytes = 40;  // Lua's LUAI_MAXSHORTLEN
-  std::vector<KeptName> names_;
+  std::vector<KeptName> names_;                // the declared names first
+  size_t declared_ = 0;                        // how many of names_ are declared
 
   int call_data_ref_ = LUA_NOREF;  // the table behind `call`
   int call_ref_ = LUA_NOREF;       // the `call` proxy

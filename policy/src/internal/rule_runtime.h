@@ -5,6 +5,8 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "internal/call_view.h"
 #include "internal/ledger_view.h"
@@ -23,6 +25,13 @@ struct RuleRuntime {
   ProvenanceView provenance;
   RuleLog log;
 };
+
+// The tool and argument names `pack` declares, for CallView to keep as Lua
+// strings: exact tool names (no `*` or `?`) of pack.json's tool lists, of
+// the rules' and extractors' `tools` and of extract.json's tools; argument
+// names extract.json reads (`{@name}`) and the pack's Lua reads as
+// `args.name`. In that order, possibly with repeats. Never fails.
+std::vector<std::string> DeclaredNames(const RulePack& pack);
 
 // Compiles `pack`'s Lua with the views installed. Errors as lua::CompilePack.
 Result<std::unique_ptr<RuleRuntime>> LoadRuleRuntime(const RulePack& pack,

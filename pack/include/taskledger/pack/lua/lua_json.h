@@ -50,6 +50,8 @@ bool IsReadOnlyProxy(lua_State* L, int idx);
 // functions, userdata, cycles / depth over the sandbox's max_json_depth, NaN or infinity,
 // invalid UTF-8 and tables mixing array and string keys. An empty table is [].
 nlohmann::json ToJson(lua_State* L, int idx, int depth = 0);
+// True if the `n` bytes at `s` are valid UTF-8 (what ToJson asks of a string).
+bool ValidUtf8(const char* s, size_t n);
 
 // Typed keys for "is this scalar observed": equal scalars (2 and 2.0 alike)
 // map to equal keys; strings never equal numbers. nullopt for non-scalars.

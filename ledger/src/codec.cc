@@ -171,12 +171,12 @@ json EncodeSource(const SourceRecord& s) {
   j["turn"] = s.turn;
   if (s.kind == SourceRecord::Kind::kUserMessage) {
     j["kind"] = "user";
-    if (s.refused.empty()) j["text"] = s.content;
+    if (s.refused.empty()) j["text"] = s.content.Decode();
   } else {
     j["kind"] = "tool";
     j["tool"] = s.tool;
     j["id"] = s.call_id;
-    if (s.refused.empty()) j["output"] = s.content;
+    if (s.refused.empty()) j["output"] = s.content.Decode();
   }
   if (!s.refused.empty()) j["refused"] = s.refused;
   return j;
@@ -196,14 +196,14 @@ Result<SourceRecord> DecodeSource(const json& j) {
     s.kind = SourceRecord::Kind::kUserMessage;
     std::string text;
     if (!r.Get("text", text, !refused)) return r.status();
-    if (!refused) s.content = std::move(text);
+    if (!refused) s.content = CborValue::Encode(json(std::move(text)));
   } else if (kind == "tool") {
     s.kind = SourceRecord::Kind::kToolOutput;
     if (!r.Get("tool", s.tool, true) || !r.Get("id", s.call_id, true)) return r.status();
     if (!refused) {
       auto it = j.find("output");
       if (it == j.end()) return Status::Corruption("source: missing 'output'");
-      s.content = *it;
+      s.content = CborValue::Encode(*it);
     }
   } else {
     return Status::Corruption("source: unknown kind '" + kind + "'");

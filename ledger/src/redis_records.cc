@@ -139,7 +139,7 @@ void WriteSource(CborWriter& w, const SourceRecord& s) {
       w.Text(s.refused);
     } else {
       w.Key<"text">();
-      w.Json(s.content);
+      w.Encoded(s.content.bytes());
     }
     w.Key<"turn">();
     w.Unsigned(s.turn);
@@ -155,7 +155,7 @@ void WriteSource(CborWriter& w, const SourceRecord& s) {
     w.Text(s.refused);
   } else {
     w.Key<"output">();
-    w.Json(s.content);
+    w.Encoded(s.content.bytes());
   }
   w.Key<"tool">();
   w.Text(s.tool);

@@ -34,7 +34,7 @@ void Session::IndexUserMessage(std::string_view text) {
   source.turn = turn;
   Status indexed = provenance_->AddUserMessage(static_cast<int64_t>(turn), text);
   if (indexed.ok()) {
-    source.content = std::string(text);
+    source.content = CborValue::Encode(nlohmann::json(text));
   } else {
     source.refused = indexed.message();  // the text itself is over a limit
   }
@@ -53,7 +53,7 @@ void Session::IndexToolOutput(const ProposedCall& call, const nlohmann::json& ou
   Status indexed =
       provenance_->AddToolOutput(static_cast<int64_t>(turn), call.tool, call.id, output);
   if (indexed.ok()) {
-    source.content = output;
+    source.content = CborValue::Encode(output);  // one encode; no parsed copy kept
   } else {
     source.refused = indexed.message();
   }
@@ -73,14 +73,15 @@ Status Session::IndexCommittedSources(uint64_t first, uint64_t last) {
       if (!s.refused.empty()) {
         index.MarkIncomplete(Status::LimitExceeded(s.refused));
       } else if (s.kind == SourceRecord::Kind::kUserMessage) {
-        if (!s.content.is_string()) {
+        const nlohmann::json text = s.content.Decode();
+        if (!text.is_string()) {
           index.MarkIncomplete(Status::Corruption("turn " + std::to_string(t.turn) +
                                                   ": a user message source that is not text"));
           continue;
         }
-        (void)index.AddUserMessage(turn, s.content.get_ref<const std::string&>());
+        (void)index.AddUserMessage(turn, text.get_ref<const std::string&>());
       } else {
-        (void)index.AddToolOutput(turn, s.tool, s.call_id, s.content);
+        (void)index.AddToolOutput(turn, s.tool, s.call_id, s.content.Decode());
       }
     }
   }

@@ -191,6 +191,32 @@ TEST_CASE("redis records: 0.1-shaped extraction errors keep their bytes and read
   CHECK(decoded->errors[4].extra == "free text");
 }
 
+TEST_CASE("redis records: a CborValue holds to_cbor's bytes, decodes to its value, shares them",
+          "[redis]") {
+  for (const json& v : Values()) {
+    const CborValue c = CborValue::Encode(v);
+    CHECK(c.bytes() == ViaDom(v));
+    const json back = c.Decode();
+    if (v.is_number_float() && std::isnan(v.get<double>())) {
+      CHECK(std::isnan(back.get<double>()));
+    } else {
+      CHECK(back == v);
+      CHECK(back.dump(-1, ' ', false, json::error_handler_t::replace) ==
+            v.dump(-1, ' ', false, json::error_handler_t::replace));
+    }
+  }
+  // A copy shares the one buffer; equality is by bytes.
+  const CborValue page = CborValue::Encode(json{{"body", std::string(4000, 'x')}, {"n", 1}});
+  const CborValue copy = page;  // NOLINT(performance-unnecessary-copy-initialization)
+  CHECK(copy.bytes().data() == page.bytes().data());
+  CHECK(copy == CborValue::Encode(json{{"n", 1}, {"body", std::string(4000, 'x')}}));
+  CHECK_FALSE(page == CborValue::Encode(json{{"body", std::string(4000, 'x')}, {"n", 2}}));
+  // No value is null, as a discarded value is.
+  CHECK(CborValue().bytes() == ViaDom(nullptr));
+  CHECK(CborValue() == CborValue::Encode(json(json::value_t::discarded)));
+  CHECK(CborValue().Decode().is_null());
+}
+
 namespace {
 SourceRecord Source(SourceRecord::Kind kind, uint64_t turn, std::string tool = "",
                     std::string call_id = "", json content = nullptr, std::string refused = "") {
@@ -199,7 +225,7 @@ SourceRecord Source(SourceRecord::Kind kind, uint64_t turn, std::string tool = "
   s.turn = turn;
   s.tool = std::move(tool);
   s.call_id = std::move(call_id);
-  s.content = std::move(content);
+  s.content = CborValue::Encode(content);
   s.refused = std::move(refused);
   return s;
 }

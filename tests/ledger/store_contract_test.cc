@@ -338,12 +338,13 @@ TEMPLATE_TEST_CASE("store: a turn's provenance sources read back exactly, beside
       SourceRecord user;
       user.kind = SourceRecord::Kind::kUserMessage;
       user.turn = v;
-      user.content = "message " + std::to_string(v) + " to bob@example.com";
+      user.content =
+          CborValue::Encode(nlohmann::json("message " + std::to_string(v) + " to bob@example.com"));
       SourceRecord tool;
       tool.turn = v;
       tool.tool = "get_webpage";
       tool.call_id = "c" + std::to_string(v);
-      tool.content = {{"text", "page " + std::to_string(v)}, {"n", v}};
+      tool.content = CborValue::Encode({{"text", "page " + std::to_string(v)}, {"n", v}});
       turn.sources = {user, tool};
     }
     LedgerState after = head;

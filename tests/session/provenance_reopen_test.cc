@@ -223,7 +223,7 @@ void HostileOutputStaysRefused(Store& store, const ConversationId& id) {
   REQUIRE(turns.has_value());
   REQUIRE((*turns)[0].sources.size() == 2);
   CHECK((*turns)[0].sources[1].refused == refusal);
-  CHECK((*turns)[0].sources[1].content.is_null());
+  CHECK((*turns)[0].sources[1].content.Decode().is_null());
 
   auto reopened = Session::Open(store, id, Pack());
   REQUIRE(reopened.has_value());

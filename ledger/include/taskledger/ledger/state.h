@@ -16,10 +16,9 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "taskledger/base/status.h"
 #include "taskledger/ledger/call_list.h"
+#include "taskledger/ledger/cbor_value.h"
 #include "taskledger/ledger/decision_record.h"
 #include "taskledger/ledger/entry.h"
 #include "taskledger/ledger/entry_map.h"
@@ -43,9 +42,11 @@ struct SourceRecord {
   uint64_t turn = 0;
   std::string tool;     // kToolOutput
   std::string call_id;  // kToolOutput
-  // kUserMessage: the text (a string); kToolOutput: the parsed output. Null
-  // when refused.
-  nlohmann::json content;
+  // kUserMessage: the text (a JSON string); kToolOutput: the output. Kept
+  // encoded (CborValue: one shared buffer, about a fifth of a parsed copy's
+  // memory), since it is only read again to rebuild an index or show the
+  // turn. Null when refused.
+  CborValue content;
   // Non-empty: the index refused this source with this error (LimitExceeded).
   std::string refused;
   bool operator==(const SourceRecord&) const = default;

@@ -101,6 +101,32 @@ TEST_CASE("serve: a URL the user asked for in one request is fetched in the next
   CHECK(s.Stop() == 0);
 }
 
+TEST_CASE("serve: --provenance-cache-conversations 0 rebuilds every request; bad values exit 2",
+          "[serve][provenance]") {
+  ServeProcess s({"--rules", ChatRules(), "--provenance-cache-conversations", "0"});
+  AskAndFetch(s, s, "prov-nocache");  // the same answers, from the store's history alone
+  InjectedIsDenied(s, "prov-nocache", "w2");
+  CHECK(Counter(s, "taskledger_serve_provenance_total{index=\"hit\"}") == 0);
+  CHECK(Counter(s, "taskledger_serve_provenance_total{index=\"rebuilt\"}") >= 6);
+  CHECK(Counter(s, "taskledger_serve_provenance_cached") == 0);
+  CHECK(s.Stop() == 0);
+  // A cache of one keeps only the conversation used last.
+  ServeProcess one({"--rules", ChatRules(), "--provenance-cache-conversations", "1"});
+  AskAndFetch(one, one, "prov-one-a");
+  AskAndFetch(one, one, "prov-one-b");
+  CHECK(Counter(one, "taskledger_serve_provenance_cached") == 1);
+  const std::string rebuilt = "taskledger_serve_provenance_total{index=\"rebuilt\"}";
+  const uint64_t before = Counter(one, rebuilt);
+  InjectedIsDenied(one, "prov-one-a", "w2");  // evicted by b: rebuilt from the store once
+  CHECK(Counter(one, rebuilt) == before + 1);
+  CHECK(one.Stop() == 0);
+  for (const char* bad : {"-1", "many", "1000001", ""}) {
+    std::string err;
+    CHECK(RunServeToExit({"--provenance-cache-conversations", bad}, err) == 2);
+    CHECK(err.find("--provenance-cache-conversations") != std::string::npos);
+  }
+}
+
 TEST_CASE("serve: provenance survives a restart and a second service on one Redis",
           "[serve][provenance][redis]") {
   const std::string tenant = "serve-prov-" + std::to_string(::getpid());

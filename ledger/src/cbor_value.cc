@@ -64,8 +64,8 @@ class Reader {
           json key;
           if (!Item(key) || !key.is_string()) return false;
           // Keys arrive in std::map order: each goes in at the end.
-          auto at = members.emplace_hint(members.end(), std::move(key.get_ref<std::string&>()),
-                                         json());
+          auto at =
+              members.emplace_hint(members.end(), std::move(key.get_ref<std::string&>()), json());
           if (!Item(at->second)) return false;
         }
         return members.size() == n;  // no key twice

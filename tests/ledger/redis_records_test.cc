@@ -219,7 +219,8 @@ TEST_CASE("redis records: a CborValue holds to_cbor's bytes, decodes to its valu
 
 namespace {
 SourceRecord Source(SourceRecord::Kind kind, uint64_t turn, std::string tool = "",
-                    std::string call_id = "", json content = nullptr, std::string refused = "") {
+                    std::string call_id = "", const json& content = nullptr,
+                    std::string refused = "") {
   SourceRecord s;
   s.kind = kind;
   s.turn = turn;

@@ -1,6 +1,7 @@
 // `taskledger serve [--rules DIR] [--store URL] [--listen HOST:PORT]
 //      [--tokens FILE] [--tls-cert F --tls-key F [--tls-client-ca F]]
-//      [--access-log] [--tenants FILE] [--time-limit-ms N]` runs the Session
+//      [--access-log] [--tenants FILE] [--time-limit-ms N]
+//      [--provenance-cache-conversations N]` runs the Session
 // API as an HTTP/JSON service (serve/service.h; the API is docs/openapi.yaml,
 // the deployment docs/deploy.md). With no arguments: the memory store, 127.0.0.1:8420, and
 // a built-in pack that denies every tool (pass --rules for a real one).
@@ -53,6 +54,7 @@ struct ServeOptions {
   int threads = 8;
   int64_t lease_ms = 60'000;
   int max_concurrent_per_tenant = 32;
+  size_t provenance_cache_conversations = serve::ServiceOptions{}.provenance_cache_conversations;
 };
 
 // One grant per line: "TENANT SHA256HEX [operator]"; '#' starts a comment.
@@ -196,6 +198,7 @@ int RunServe(const ServeOptions& o) {
   options.max_body_bytes = o.max_body_bytes;
   options.max_concurrent_per_tenant = o.max_concurrent_per_tenant;
   options.request_time_limit_ms = o.time_limit_ms;
+  options.provenance_cache_conversations = o.provenance_cache_conversations;
   options.pack = *pack;
   std::map<std::string, TenantSettings> tenants;
   if (!o.tenants.empty()) {
@@ -312,6 +315,10 @@ void AddServeVerb(CLI::App& app, int& exit_code) {
                    "Requests of one tenant answered at once; more get 429 (0: no limit)");
   verb->add_option("--lease-ms", options->lease_ms,
                    "How long a proposed write stays leased to its client");
+  verb->add_option("--provenance-cache-conversations", options->provenance_cache_conversations,
+                   "Conversations whose provenance index is kept between requests (default "
+                   "256; 0: every request rebuilds it from the store)")
+      ->check(CLI::Range(size_t{0}, size_t{1'000'000}));
   verb->callback([options, &exit_code] { exit_code = RunServe(*options); });
 }
 

@@ -1,6 +1,6 @@
-// JSON encoding and validating decoding of entries, updates, calls, turns,
-// states and diffs. Provenance is flattened into its entry or update to keep
-// stored records small: {"value","turn","source","source_id","verified",
+// JSON encoding and validating decoding of entries, updates, calls, turns
+// (with their provenance sources), states and diffs. Provenance is flattened into its entry or
+// update to keep stored records small: {"value","turn","source","source_id","verified",
 // "rule","pack","expires_at_turn","expires_at_ms"}.
 #include "taskledger/ledger/codec.h"
 
@@ -166,6 +166,51 @@ Result<CallRecord> DecodeCall(const json& j) {
   return c;
 }
 
+json EncodeSource(const SourceRecord& s) {
+  json j = json::object();
+  j["turn"] = s.turn;
+  if (s.kind == SourceRecord::Kind::kUserMessage) {
+    j["kind"] = "user";
+    if (s.refused.empty()) j["text"] = s.content.Decode();
+  } else {
+    j["kind"] = "tool";
+    j["tool"] = s.tool;
+    j["id"] = s.call_id;
+    if (s.refused.empty()) j["output"] = s.content.Decode();
+  }
+  if (!s.refused.empty()) j["refused"] = s.refused;
+  return j;
+}
+
+Result<SourceRecord> DecodeSource(const json& j) {
+  Reader r{j, "source", {}};
+  if (!r.Object()) return r.status();
+  SourceRecord s;
+  std::string kind;
+  if (!r.Get("kind", kind, true) || !r.Get("turn", s.turn, true) ||
+      !r.Get("refused", s.refused, false)) {
+    return r.status();
+  }
+  const bool refused = !s.refused.empty();
+  if (kind == "user") {
+    s.kind = SourceRecord::Kind::kUserMessage;
+    std::string text;
+    if (!r.Get("text", text, !refused)) return r.status();
+    if (!refused) s.content = CborValue::Encode(json(std::move(text)));
+  } else if (kind == "tool") {
+    s.kind = SourceRecord::Kind::kToolOutput;
+    if (!r.Get("tool", s.tool, true) || !r.Get("id", s.call_id, true)) return r.status();
+    if (!refused) {
+      auto it = j.find("output");
+      if (it == j.end()) return Status::Corruption("source: missing 'output'");
+      s.content = CborValue::Encode(*it);
+    }
+  } else {
+    return Status::Corruption("source: unknown kind '" + kind + "'");
+  }
+  return s;
+}
+
 json EncodeTurn(const TurnRecord& t) {
   json j = json::object();
   j["turn"] = t.turn;
@@ -184,6 +229,11 @@ json EncodeTurn(const TurnRecord& t) {
     j["decisions"] = std::move(decisions);
   }
   if (!t.errors.empty()) j["errors"] = EncodeExtractionErrors(t.errors);
+  if (!t.sources.empty()) {
+    json sources = json::array();
+    for (const SourceRecord& s : t.sources) sources.push_back(EncodeSource(s));
+    j["sources"] = std::move(sources);
+  }
   return j;
 }
 
@@ -197,6 +247,7 @@ Result<TurnRecord> DecodeTurn(const json& j) {
   if (Status s = DecodeArray(j, "decisions", t.decisions, DecodeDecision); !s.ok()) return s;
   auto error = [](const json& x) -> Result<ExtractionError> { return DecodeExtractionError(x); };
   if (Status s = DecodeArray(j, "errors", t.errors, error); !s.ok()) return s;
+  if (Status s = DecodeArray(j, "sources", t.sources, DecodeSource); !s.ok()) return s;
   return t;
 }
 

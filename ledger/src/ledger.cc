@@ -28,7 +28,7 @@ Result<std::unique_ptr<Ledger>> Ledger::Open(Store& store, ConversationId id, co
 
 bool Ledger::has_pending() const {
   return !pending_.updates.empty() || !pending_.calls.empty() || !pending_.decisions.empty() ||
-         !pending_.errors.empty();
+         !pending_.errors.empty() || !pending_.sources.empty();
 }
 
 Status Ledger::Stage(Update u) {
@@ -76,6 +76,8 @@ void Ledger::StageCall(CallRecord call) {
 void Ledger::StageDecision(DecisionRecord decision) {
   pending_.decisions.push_back(std::move(decision));
 }
+
+void Ledger::StageSource(SourceRecord source) { pending_.sources.push_back(std::move(source)); }
 
 void Ledger::StageError(ExtractionError error) { pending_.errors.push_back(std::move(error)); }
 

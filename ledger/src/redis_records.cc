@@ -126,6 +126,43 @@ void WriteErrors(CborWriter& w, const std::vector<ExtractionError>& errors) {
   for (const ExtractionError& e : errors) w.Json(EncodeExtractionError(e));
 }
 
+// id, kind, output, refused, text, tool, turn: a user message has kind,
+// refused or text, turn; a tool output id, kind, output or refused, tool, turn.
+void WriteSource(CborWriter& w, const SourceRecord& s) {
+  const bool refused = !s.refused.empty();
+  if (s.kind == SourceRecord::Kind::kUserMessage) {
+    w.Map(3);
+    w.Key<"kind">();
+    w.Text("user");
+    if (refused) {
+      w.Key<"refused">();
+      w.Text(s.refused);
+    } else {
+      w.Key<"text">();
+      w.Encoded(s.content.bytes());
+    }
+    w.Key<"turn">();
+    w.Unsigned(s.turn);
+    return;
+  }
+  w.Map(5);
+  w.Key<"id">();
+  w.Text(s.call_id);
+  w.Key<"kind">();
+  w.Text("tool");
+  if (refused) {
+    w.Key<"refused">();
+    w.Text(s.refused);
+  } else {
+    w.Key<"output">();
+    w.Encoded(s.content.bytes());
+  }
+  w.Key<"tool">();
+  w.Text(s.tool);
+  w.Key<"turn">();
+  w.Unsigned(s.turn);
+}
+
 // category, digest, key, present, rule, source, source_id, turn, verified
 // (an absent entry has only category, key and present).
 void WriteRead(CborWriter& w, const EntryRead& r) {
@@ -239,11 +276,11 @@ void AppendCallBytes(const CallRecord& call, std::string& out) {
 
 void AppendArrayHead(size_t n, std::string& out) { CborWriter(out).Array(n); }
 
-// at, calls, decisions, errors, turn, updates.
+// at, calls, decisions, errors, sources, turn, updates.
 void AppendTurnRecordBytes(const TurnRecord& t, std::string& out) {
   out.reserve(out.size() + 64 + 160 * t.updates.size());
   CborWriter w(out);
-  w.Map(3 + !t.calls.empty() + !t.decisions.empty() + !t.errors.empty());
+  w.Map(3 + !t.calls.empty() + !t.decisions.empty() + !t.errors.empty() + !t.sources.empty());
   w.Key<"at">();
   w.Signed(t.committed_at_ms);
   if (!t.calls.empty()) {
@@ -258,6 +295,11 @@ void AppendTurnRecordBytes(const TurnRecord& t, std::string& out) {
   if (!t.errors.empty()) {
     w.Key<"errors">();
     WriteErrors(w, t.errors);
+  }
+  if (!t.sources.empty()) {
+    w.Key<"sources">();
+    w.Array(t.sources.size());
+    for (const SourceRecord& src : t.sources) WriteSource(w, src);
   }
   w.Key<"turn">();
   w.Unsigned(t.turn);

@@ -345,6 +345,12 @@ Status ProvenanceIndex::AddConstant(std::string_view name, std::string_view valu
   return Add(value, std::move(s));
 }
 
+void ProvenanceIndex::MarkIncomplete(Status why) {
+  if (why.ok() || !health_.ok()) return;
+  generation_ = NextGeneration();
+  (void)Fail(std::move(why));
+}
+
 Result<std::vector<const Source*>> ProvenanceIndex::SourcesOf(std::string_view value) const {
   Flush();
   if (!health_.ok()) return health_;

@@ -36,6 +36,14 @@ std::string MetricsText(const Service::Impl& service) {
       "writer moved the conversation's head.\n";
   out += "# TYPE taskledger_serve_conflict_retries_total counter\n";
   line("taskledger_serve_conflict_retries_total", m.conflicts_retried.load());
+  out +=
+      "# HELP taskledger_serve_provenance_total Sessions whose provenance index came from "
+      "the cache (hit) or was rebuilt from the store's history (rebuilt).\n";
+  out += "# TYPE taskledger_serve_provenance_total counter\n";
+  line("taskledger_serve_provenance_total{index=\"hit\"}", m.provenance_hits.load());
+  line("taskledger_serve_provenance_total{index=\"rebuilt\"}", m.provenance_rebuilt.load());
+  out += "# TYPE taskledger_serve_provenance_cached gauge\n";
+  line("taskledger_serve_provenance_cached", service.provenance_cache.size());
   out += "# HELP taskledger_serve_request_seconds Time to answer a request.\n";
   out += "# TYPE taskledger_serve_request_seconds histogram\n";
   static const char* kLe[] = {"0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01",

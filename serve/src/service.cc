@@ -168,8 +168,15 @@ Result<nlohmann::json> WithSession(const RouteContext& ctx, const ConversationId
     // request must not take back the leases this one hands out.
     options.commands.worker_id =
         "serve-" + std::to_string(::getpid()) + "-" + std::to_string(s.next_worker.fetch_add(1));
+    // The index the conversation's last request left, if any: the session
+    // adopts it when the head is still the one it holds.
+    options.provenance = s.provenance_cache.Take(id);
+    const std::shared_ptr<ProvenanceCarry> carried = options.provenance;
     auto session = Session::Open(*s.options.store, id, ctx.loaded->pack, options);
     if (!session) return session.error();
+    (carried && carried->index == nullptr ? s.metrics.provenance_hits
+                                          : s.metrics.provenance_rebuilt)
+        .fetch_add(1, std::memory_order_relaxed);
     const uint64_t opened = (*session)->ledger().version();
     auto out = op(**session);
     wrote = wrote || (*session)->ledger().version() != opened;
@@ -192,6 +199,7 @@ Result<nlohmann::json> WithSession(const RouteContext& ctx, const ConversationId
     }
     nlohmann::json body = std::move(out).value();
     body["version"] = (*session)->ledger().version();
+    s.provenance_cache.Put((*session)->TakeProvenance());
     return body;
   }
   return Status::Conflict("the conversation kept changing under this request (" + last.message() +
@@ -218,8 +226,7 @@ Result<std::unique_ptr<Service>> Service::Create(ServiceOptions options) {
   for (const auto& [tenant, ms] : options.tenant_time_limit_ms) {
     if (ms < 0) return Status::InvalidArgument("the time limit of " + tenant + " is negative");
   }
-  auto impl = std::make_unique<Impl>();
-  impl->options = std::move(options);
+  auto impl = std::make_unique<Impl>(std::move(options));
   if (Status packs = InitPacks(*impl); !packs.ok()) return packs;
   return std::unique_ptr<Service>(new Service(std::move(impl)));
 }

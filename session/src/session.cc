@@ -1,7 +1,8 @@
 // Session: the per-turn agent loop over Ledger, Extractor and PolicyChecker
 // (contracts in session.h). This file opens a session and keeps the output
 // half of the loop: user messages and tool outputs through the extractor into
-// the ledger (StageExtraction) and the provenance index (NoteProvenance), the
+// the ledger (StageExtraction) and the provenance index (IndexUserMessage,
+// IndexToolOutput; the index's side is session_provenance.cc), the
 // call records, the user's confirmation (recorded, consumed, restored), the
 // executor run of a call that is not a command (ExecutePlain) and the end of
 // a turn. The decision half (Check, Authorize, the write-ahead commit, the
@@ -66,6 +67,12 @@ Result<std::unique_ptr<Session>> Session::Open(Store& store, ConversationId id,
   std::unique_ptr<Session> session(new Session(store, std::move(ledger).value(), std::move(pack),
                                                std::move(owned), checker, std::move(extractor),
                                                clock, options));
+  if (options.provenance == nullptr || !session->AdoptProvenance(*options.provenance)) {
+    const uint64_t head = session->ledger_->version();
+    if (head > 0) {
+      if (Status indexed = session->IndexCommittedSources(1, head); !indexed.ok()) return indexed;
+    }
+  }
   if (options.commands.journal && options.commands.store == nullptr) {
     return Status::InvalidArgument("a session journal needs a command store (commands.store)");
   }
@@ -103,28 +110,16 @@ Session::Session(Store& store, std::unique_ptr<Ledger> ledger, std::shared_ptr<c
       commit_before_write_(options.commit_before_write),
       store_down_reads_(options.store_down_reads),
       call_result_texts_(options.call_result_texts),
-      provenance_(pack_->trust()) {
+      provenance_(std::make_unique<provenance::ProvenanceIndex>(pack_->trust())) {
   // A checker borrowed by many sessions, some on the same conversation (a
   // service opening one per request), must never take one session's
   // generation N for another's: each session gets a view epoch of its own.
   static std::atomic<uint64_t> next_epoch{1};
   view_epoch_ = next_epoch.fetch_add(1, std::memory_order_relaxed);
   // pack.json "constants" (validated when the pack loaded) are sources too.
-  NoteProvenance(
-      provenance::AddConstants(provenance_, pack_->manifest().value("constants", nlohmann::json())),
-      "pack constants");
-}
-
-void Session::NoteProvenance(const Status& indexed, std::string_view what) {
-  if (indexed.ok()) return;
-  // The index now refuses every lookup, so rules asking provenance deny:
-  // the error says why.
-  ledger_->StageError(ExtractionError{.source = "provenance",
-                                      .tool = std::nullopt,
-                                      .call_id = std::nullopt,
-                                      .rule = std::nullopt,
-                                      .code = "provenance_limit",
-                                      .message = std::string(what) + ": " + indexed.message()});
+  NoteProvenance(provenance::AddConstants(*provenance_,
+                                          pack_->manifest().value("constants", nlohmann::json())),
+                 "pack constants");
 }
 
 Session::~Session() = default;
@@ -135,8 +130,7 @@ Status Session::RecordUserMessage(std::string_view text) {
   nlohmann::json action = nullptr;
   if (proposed_) action = {{"tool", proposed_->tool}, {"arguments", proposed_->arguments}};
   proposed_.reset();
-  NoteProvenance(provenance_.AddUserMessage(static_cast<int64_t>(ledger_->turn()), text),
-                 "user message");
+  IndexUserMessage(text);
   return StageExtraction(*ledger_, extractor_->ExtractUserMessage(text, action));
 }
 
@@ -235,9 +229,7 @@ Status Session::RecordToolOutput(const ProposedCall& call, const ToolOutput& out
 Status Session::RecordOutput(const ProposedCall& call, const ToolOutput& output, bool writes) {
   Status staged =
       StageExtraction(*ledger_, extractor_->ExtractParsedToolOutput(call, output.output));
-  NoteProvenance(provenance_.AddToolOutput(static_cast<int64_t>(ledger_->turn()), call.tool,
-                                           call.id, output.output),
-                 call.tool + "(" + call.id + ")");
+  IndexToolOutput(call, output.output);
   StageCallRecord(call, writes, output.error ? "error" : "ok");
   if (writes) ConsumeConfirmation(call);
   return staged;
@@ -285,6 +277,9 @@ Result<uint64_t> Session::EndTurn() {
   return committed;
 }
 
-Status Session::Rebase() { return ledger_->Rebase(); }
+Status Session::Rebase() {
+  provenance_exact_ = false;
+  return ledger_->Rebase();
+}
 
 }  // namespace taskledger

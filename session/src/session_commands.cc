@@ -80,8 +80,8 @@ std::string HeldForApproval(const std::string& tool, const PolicyDecision& decis
                             const std::string& where) {
   std::string why;
   if (decision.outcome == Outcome::kRequireApproval) {
-    why = " (" + (decision.rule_id.empty() ? std::string("policy") : decision.rule_id) +
-          "): " + (decision.reason.empty() ? std::string("no reason given") : decision.reason);
+    const session_internal::RuleText text = session_internal::DecidingRule(decision);
+    why = " (" + text.rule + "): " + text.reason;
   }
   return "Not executed: " + tool + " needs approval by a human operator" + why +
          ". The request is recorded (" + where +

@@ -20,7 +20,7 @@ CallResult Session::Check(const ProposedCall& call) {
   ViewKey key{ledger_->id().tenant + "\x1f" + ledger_->id().conversation + "\x1f" +
                   std::to_string(view_epoch_),
               ledger_->generation()};
-  checker_->SetProvenance(&provenance_);  // the checker may be shared: bound per check
+  checker_->SetProvenance(provenance_.get());  // the checker may be shared: bound per check
   result.decision = checker_->Check(call, ledger_->working(), key, clock_->NowMs());
   checker_->SetProvenance(nullptr);
   // The evidence of each rule, for the decision record; right after the check
@@ -132,10 +132,14 @@ const nlohmann::json& Session::last_decision() const {
   return last_decision_;
 }
 
+session_internal::RuleText session_internal::DecidingRule(const PolicyDecision& decision) {
+  return {decision.rule_id.empty() ? std::string("policy") : decision.rule_id,
+          decision.reason.empty() ? std::string("no reason given") : decision.reason};
+}
+
 std::string DenialMessage(const ProposedCall& call, const PolicyDecision& decision,
                           std::string_view hint) {
-  std::string rule = decision.rule_id.empty() ? std::string("policy") : decision.rule_id;
-  std::string reason = decision.reason.empty() ? std::string("no reason given") : decision.reason;
+  auto [rule, reason] = session_internal::DecidingRule(decision);
   if (rule == kStoreUnavailableRule) {
     return "Error: the call " + call.tool + " was not made: " + reason + " (" + rule +
            "). The policy allowed it, but taskledger does not run calls while the task state "

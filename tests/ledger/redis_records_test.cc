@@ -191,6 +191,87 @@ TEST_CASE("redis records: 0.1-shaped extraction errors keep their bytes and read
   CHECK(decoded->errors[4].extra == "free text");
 }
 
+TEST_CASE("redis records: a CborValue holds to_cbor's bytes, decodes to its value, shares them",
+          "[redis]") {
+  for (const json& v : Values()) {
+    const CborValue c = CborValue::Encode(v);
+    CHECK(c.bytes() == ViaDom(v));
+    const json back = c.Decode();
+    if (v.is_number_float() && std::isnan(v.get<double>())) {
+      CHECK(std::isnan(back.get<double>()));
+    } else {
+      CHECK(back == v);
+      CHECK(back.dump(-1, ' ', false, json::error_handler_t::replace) ==
+            v.dump(-1, ' ', false, json::error_handler_t::replace));
+    }
+  }
+  // A copy shares the one buffer; equality is by bytes.
+  const CborValue page = CborValue::Encode(json{{"body", std::string(4000, 'x')}, {"n", 1}});
+  const CborValue copy = page;  // NOLINT(performance-unnecessary-copy-initialization)
+  CHECK(copy.bytes().data() == page.bytes().data());
+  CHECK(copy == CborValue::Encode(json{{"n", 1}, {"body", std::string(4000, 'x')}}));
+  CHECK_FALSE(page == CborValue::Encode(json{{"body", std::string(4000, 'x')}, {"n", 2}}));
+  // No value is null, as a discarded value is.
+  CHECK(CborValue().bytes() == ViaDom(nullptr));
+  CHECK(CborValue() == CborValue::Encode(json(json::value_t::discarded)));
+  CHECK(CborValue().Decode().is_null());
+}
+
+namespace {
+SourceRecord Source(SourceRecord::Kind kind, uint64_t turn, std::string tool = "",
+                    std::string call_id = "", const json& content = nullptr,
+                    std::string refused = "") {
+  SourceRecord s;
+  s.kind = kind;
+  s.turn = turn;
+  s.tool = std::move(tool);
+  s.call_id = std::move(call_id);
+  s.content = CborValue::Encode(content);
+  s.refused = std::move(refused);
+  return s;
+}
+}  // namespace
+
+TEST_CASE("redis records: provenance sources are byte-identical to the codec's CBOR and read back",
+          "[redis]") {
+  TurnRecord t;
+  t.turn = 4;
+  t.committed_at_ms = 1'700'000'000'123;
+  using Kind = SourceRecord::Kind;
+  const SourceRecord user =
+      Source(Kind::kUserMessage, 3, "", "", "summarise www.informations.com \xc3\xa9");
+  const SourceRecord tool =
+      Source(Kind::kToolOutput, 4, "read_channel_messages", "c.1/\xe2\x82\xac",
+             json::parse(R"([{"sender":"bob","body":"see https://x.example/a"}, 1.5, null])"));
+  const SourceRecord text = Source(Kind::kToolOutput, 4, "get_webpage", "c2", "plain text output");
+  const SourceRecord refused = Source(Kind::kToolOutput, 4, "get_webpage", "c3", nullptr,
+                                      "get_webpage(c3): output over 2097152 bytes of text");
+  const SourceRecord refused_user =
+      Source(Kind::kUserMessage, 4, "", "", nullptr, "user message over 2097152 bytes");
+  t.sources = {user, tool, text, refused, refused_user};
+  const std::string bytes = internal::TurnRecordBytes(t);
+  CHECK(bytes == ViaDom(EncodeTurn(t)));
+  auto j = json::from_cbor(bytes, true, false);
+  REQUIRE_FALSE(j.is_discarded());
+  CHECK(j["sources"][3].contains("output") == false);  // a refusal keeps no text
+  auto decoded = DecodeTurn(j);
+  REQUIRE(decoded.has_value());
+  CHECK(*decoded == t);
+  // A turn without sources has no "sources" member: the bytes of before.
+  t.sources.clear();
+  CHECK_FALSE(json::from_cbor(internal::TurnRecordBytes(t)).contains("sources"));
+  // Malformed sources are Corruption, not a crash or a silent drop.
+  for (const char* bad :
+       {R"({"kind":"robot","turn":1})", R"({"kind":"user","turn":1})",
+        R"({"kind":"user","text":7,"turn":1})", R"({"kind":"tool","tool":"t","turn":1})",
+        R"({"kind":"tool","tool":"t","id":"c","turn":1})", R"("text")"}) {
+    json turn = {{"turn", 1}, {"updates", json::array()}, {"sources", {json::parse(bad)}}};
+    auto r = DecodeTurn(turn);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().code() == StatusCode::kCorruption);
+  }
+}
+
 TEST_CASE("redis records: states are byte-identical to the codec's CBOR", "[redis]") {
   const auto values = Values();
   LedgerState s;

@@ -322,3 +322,42 @@ TEMPLATE_TEST_CASE("store: 0.1-shaped extraction errors read back and into typed
   CHECK(read->front().errors[2].extra == nlohmann::json{{"command_key", "k-9"}});
   CHECK(read->front().errors[3].extra == "free text");
 }
+
+TEMPLATE_TEST_CASE("store: a turn's provenance sources read back exactly, beside turns without",
+                   "[store]", TL_STORE_BACKENDS) {
+  TestType backend;
+  auto store = backend.Open(StoreOpts(2));
+  auto id = backend.Id("acme", "sources");
+  LedgerState head;
+  std::vector<TurnRecord> turns;
+  for (uint64_t v = 1; v <= 5; ++v) {
+    TurnRecord turn;
+    turn.turn = v;
+    turn.committed_at_ms = kT0 + static_cast<int64_t>(v);
+    if (v % 2 == 1) {  // turns 2 and 4 hold none, as every turn written before sources
+      SourceRecord user;
+      user.kind = SourceRecord::Kind::kUserMessage;
+      user.turn = v;
+      user.content =
+          CborValue::Encode(nlohmann::json("message " + std::to_string(v) + " to bob@example.com"));
+      SourceRecord tool;
+      tool.turn = v;
+      tool.tool = "get_webpage";
+      tool.call_id = "c" + std::to_string(v);
+      tool.content = CborValue::Encode({{"text", "page " + std::to_string(v)}, {"n", v}});
+      turn.sources = {user, tool};
+    }
+    LedgerState after = head;
+    REQUIRE(ApplyTurn(after, turn).ok());
+    REQUIRE(store->CommitTurn(id, turn, after).ok());
+    head = after;
+    turns.push_back(turn);
+  }
+  auto read = store->ReadTurns(id, 1, 5);
+  REQUIRE(read.has_value());
+  CHECK(*read == turns);
+  CHECK((*read)[0].sources.size() == 2);
+  CHECK((*read)[1].sources.empty());
+  // Sources are no part of the state.
+  CHECK(store->ReadHead(id).value() == head);
+}

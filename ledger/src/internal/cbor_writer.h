@@ -70,6 +70,8 @@ class CborWriter {
     Head(3, s.size());
     out_.append(s.data(), s.size());
   }
+  // A whole data item encoded already (a CborValue's bytes), as it is.
+  void Encoded(std::string_view item) { out_.append(item.data(), item.size()); }
   void Array(size_t n) { Head(4, n); }
   void Map(size_t n) { Head(5, n); }
 

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "internal/provenance_cache.h"
 #include "taskledger/base/status.h"
 #include "taskledger/policy/call_class.h"
 #include "taskledger/policy/checker.h"
@@ -33,6 +34,7 @@ struct Metrics {
   std::array<std::atomic<uint64_t>, 6> by_class{};  // 1xx..5xx by status / 100, [0] unused
   std::atomic<uint64_t> decisions_allow{0}, decisions_deny{0}, decisions_approval{0};
   std::atomic<uint64_t> leases{0}, outcomes{0}, conflicts_retried{0};
+  std::atomic<uint64_t> provenance_hits{0}, provenance_rebuilt{0};
   std::atomic<uint64_t> latency_us_sum{0};
   // Cumulative buckets (le 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250 ms, +Inf).
   std::array<std::atomic<uint64_t>, 11> latency_buckets{};
@@ -73,6 +75,8 @@ struct PackSlot {
 };
 
 struct Service::Impl {
+  explicit Impl(ServiceOptions o)
+      : options(std::move(o)), provenance_cache(options.provenance_cache_conversations) {}
   ServiceOptions options;  // options.pack(s) are the first packs; `packs` the current ones
   // The pack `tenant`'s requests run under now: its own, or the default one;
   // null while they are refused (a pack of its own that never loaded).
@@ -98,6 +102,8 @@ struct Service::Impl {
   std::atomic<bool> ready{true};
   std::atomic<uint64_t> next_worker{1};
   Metrics metrics;
+  // Each conversation's provenance index as its last request left it.
+  ProvenanceCache provenance_cache;
 };
 
 // One request as a handler sees it: the caller's tenant and role, the body.

@@ -87,6 +87,15 @@ struct ExecutorRun {
 ExecutorRun RunExecutor(const ContextToolExecutor& execute, const ProposedCall& call,
                         const ToolContext& context);
 
+// The deciding rule of `decision` and its reason as a model reads them, with
+// the defaults a decision that names neither gets ("policy", "no reason
+// given"): one wording for DenialMessage and HeldForApproval.
+struct RuleText {
+  std::string rule;
+  std::string reason;
+};
+RuleText DecidingRule(const PolicyDecision& decision);
+
 // The tool output as the model reads it: a string verbatim, JSON as text.
 std::string OutputText(const nlohmann::json& output);
 

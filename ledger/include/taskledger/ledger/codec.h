@@ -21,6 +21,13 @@ Result<CallRecord> DecodeCall(const nlohmann::json& j);
 // `extra`; a non-object or a known member of the wrong type is Corruption.
 nlohmann::json EncodeDecision(const DecisionRecord& d);
 Result<DecisionRecord> DecodeDecision(const nlohmann::json& j);
+// A provenance source: {"kind": "user", "text", "turn"} or {"kind": "tool",
+// "tool", "id", "output", "turn"}; a refused one has "refused" (the error)
+// instead of its text or output.
+nlohmann::json EncodeSource(const SourceRecord& s);
+Result<SourceRecord> DecodeSource(const nlohmann::json& j);
+// "sources" is written only when the turn has some, so a turn without any
+// keeps the bytes it had before sources existed.
 nlohmann::json EncodeTurn(const TurnRecord& t);
 Result<TurnRecord> DecodeTurn(const nlohmann::json& j);
 nlohmann::json EncodeState(const LedgerState& s);

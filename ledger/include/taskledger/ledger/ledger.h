@@ -53,6 +53,9 @@ class Ledger {
   void StageCall(CallRecord call);
   void StageDecision(DecisionRecord decision);
   void StageError(ExtractionError error);
+  // A provenance source (a user message or tool output the session's index
+  // was given), committed with the turn; a turn holding one is pending.
+  void StageSource(SourceRecord source);
   // 0.1's form, kept for one release: any JSON value, read as
   // DecodeExtractionError reads a stored record (so it is stored unchanged).
   void StageError(const nlohmann::json& error);

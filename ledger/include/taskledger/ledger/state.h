@@ -4,11 +4,11 @@
 //
 // Version N is the state after N committed turns; version 0 is empty. A turn
 // record carries everything the turn did: the entry updates, the tool calls
-// made (so rules can count them), the policy decisions taken and any extraction
-// errors, so that an auditor reading version N sees exactly what the agent saw.
-// All functions here are pure and deterministic (wall-clock expiry is judged by
-// the turn's own committed_at_ms), so any version can be rebuilt exactly from a
-// snapshot plus the turns after it. Thread-compatible.
+// made (so rules can count them), the policy decisions taken, any extraction
+// errors and the provenance sources (user messages, tool outputs), so that an auditor reading
+// version N sees exactly what the agent saw. All functions here are pure and deterministic
+// (wall-clock expiry is judged by the turn's own committed_at_ms), so any version can be rebuilt
+// exactly from a snapshot plus the turns after it. Thread-compatible.
 #pragma once
 
 #include <array>
@@ -18,12 +18,39 @@
 
 #include "taskledger/base/status.h"
 #include "taskledger/ledger/call_list.h"
+#include "taskledger/ledger/cbor_value.h"
 #include "taskledger/ledger/decision_record.h"
 #include "taskledger/ledger/entry.h"
 #include "taskledger/ledger/entry_map.h"
 #include "taskledger/ledger/extraction_error.h"
 
 namespace taskledger {
+
+// A user message or tool output as the conversation's provenance index was
+// given it (issue #23): what a reopened session indexes again, so that its
+// provenance answers are the ones the session that staged it gave. A
+// rule-only record: it is no entry, never part of a LedgerState and never
+// rendered. One the index refused (a hostile output over its limits) is kept
+// as the refusal alone, so a rebuilt index fails closed with the same error
+// and the store never holds the oversized text. docs/design.md, "Provenance
+// across sessions".
+struct SourceRecord {
+  enum class Kind : uint8_t { kUserMessage = 0, kToolOutput = 1 };
+  Kind kind = Kind::kToolOutput;
+  // The turn the index was given it in: the turn being built then, which a
+  // Rebase may have moved the record past.
+  uint64_t turn = 0;
+  std::string tool;     // kToolOutput
+  std::string call_id;  // kToolOutput
+  // kUserMessage: the text (a JSON string); kToolOutput: the output. Kept
+  // encoded (CborValue: one shared buffer, about a fifth of a parsed copy's
+  // memory), since it is only read again to rebuild an index or show the
+  // turn. Null when refused.
+  CborValue content;
+  // Non-empty: the index refused this source with this error (LimitExceeded).
+  std::string refused;
+  bool operator==(const SourceRecord&) const = default;
+};
 
 struct TurnRecord {
   uint64_t turn = 0;            // the version this turn produces
@@ -32,6 +59,7 @@ struct TurnRecord {
   std::vector<CallRecord> calls;
   std::vector<DecisionRecord> decisions;  // one per policy check, in order
   std::vector<ExtractionError> errors;    // extraction errors, in the order staged
+  std::vector<SourceRecord> sources;      // provenance sources, in the order indexed
   bool operator==(const TurnRecord&) const = default;
 };
 

@@ -116,6 +116,11 @@ class ProvenanceIndex {
                        const nlohmann::json& output);
   // A value the pack itself names (`name` says which constant).
   Status AddConstant(std::string_view name, std::string_view value);
+  // Makes the index incomplete with `why` (not ok; kept only if the index is
+  // still healthy), as an Add* that hits a limit does: every lookup returns
+  // it from now on. For an index rebuilt from a conversation's persisted
+  // sources, where a source this index refused was kept as its error alone.
+  void MarkIncomplete(Status why);
 
   // Where `value` was seen, in arrival order: index hits, then user messages
   // that contain it as a word (token = true). Empty: seen nowhere. An error
@@ -130,6 +135,12 @@ class ProvenanceIndex {
   const TrustPolicy& trust() const { return trust_; }
   // Ok, or the LimitExceeded that made the index incomplete.
   const Status& health() const;
+  // True once the index is incomplete (an Add* hit a limit, or
+  // MarkIncomplete): the same answer as !health().ok(), but without walking
+  // the queue (a queued item is within the limits, so the walk never makes
+  // the index incomplete). O(1); for a writer deciding whether to keep a
+  // source, where health() would make every Add eager.
+  bool incomplete() const { return !health_.ok(); }
   std::size_t source_count() const;
   // Heap bytes held by the queue of outputs and messages not walked yet: what
   // a conversation whose rules never ask provenance keeps (about each

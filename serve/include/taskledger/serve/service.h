@@ -98,6 +98,12 @@ struct ServiceOptions {
   int64_t request_time_limit_ms = 0;
   // Per-tenant time limits that replace request_time_limit_ms (0: none).
   std::map<std::string, int64_t> tenant_time_limit_ms;
+  // Conversations whose provenance index the service keeps between requests
+  // (least recently used out first), so a request on one of them does not
+  // read and index its whole history again; each is used only while the
+  // store's head is the one it was built for. 0: every request rebuilds the
+  // index from the store. Memory: docs/deploy.md, "Provenance cache".
+  size_t provenance_cache_conversations = 256;
 };
 
 // A tenant's own settings, as a line of `serve --tenants FILE` gives them.

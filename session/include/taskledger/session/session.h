@@ -181,6 +181,8 @@ struct SessionCommandOptions {
   std::function<void(std::string_view point, const Command&)> observer;
 };
 
+struct ProvenanceCarry;
+
 struct SessionOptions {
   CheckerLimits checker_limits;
   // Commit the turn so far before running an allowed environment-changing
@@ -207,6 +209,24 @@ struct SessionOptions {
   // encoding both for every call; the turn records, last_decision(), the
   // command records and every denial's message are the same either way.
   bool call_result_texts = true;
+  // The provenance index another session on this conversation handed on
+  // (TakeProvenance): Open takes its index (leaving it null) when it is for
+  // this conversation and pack version and its head equals the store's head,
+  // instead of indexing the conversation's persisted sources again. Any other
+  // carry is ignored (the index is rebuilt from the store).
+  std::shared_ptr<ProvenanceCarry> provenance;
+};
+
+// A session's provenance index as of a committed version, for the next
+// session on the same conversation (Session::TakeProvenance,
+// SessionOptions::provenance): what a caller that opens a session per request
+// (taskledger serve) keeps between requests so a request does not pay for the
+// conversation's history.
+struct ProvenanceCarry {
+  ConversationId id;
+  std::string pack_version;
+  LedgerState head;  // the committed state whose sources the index holds
+  std::unique_ptr<provenance::ProvenanceIndex> index;
 };
 
 // Compiles the pack's extract.json (the empty rule set if it has none).
@@ -288,8 +308,15 @@ struct ExternalOutcome {
 class Session {
  public:
   // Opens conversation `id` in `store` (which must outlive the Session) under
-  // `pack`. Errors: those of Ledger::Open (Unavailable, Timeout, Corruption)
-  // and of PolicyChecker::Create / ExtractionRules::FromJson (a broken pack).
+  // `pack`. The provenance index starts with the pack's constants and every
+  // source the conversation's committed turns hold (user messages, tool
+  // outputs: TurnRecord::sources), in order, so it answers as the sessions
+  // that recorded them did; a source they refused for a limit makes it
+  // incomplete with the same error. That costs one ReadTurns of the whole
+  // history (O(turns)), unless options.provenance carries the index for this
+  // very head. Errors: those of Ledger::Open and Store::ReadTurns
+  // (Unavailable, Timeout, Corruption) and of PolicyChecker::Create /
+  // ExtractionRules::FromJson (a broken pack).
   static Result<std::unique_ptr<Session>> Open(Store& store, ConversationId id,
                                                std::shared_ptr<const RulePack> pack,
                                                SessionOptions options = {});
@@ -417,8 +444,17 @@ class Session {
   // the head, so the session does not silently re-apply them; call Rebase()
   // and then EndTurn() if they still hold.
   Result<uint64_t> EndTurn();
-  // Reloads the head and re-applies the staged turn on top of it.
+  // Reloads the head and re-applies the staged turn on top of it. The sources
+  // of turns another writer committed meanwhile are not added to this
+  // session's provenance index (values seen only there read as seen nowhere,
+  // so rules asking for them deny); TakeProvenance then hands nothing on.
   Status Rebase();
+  // Hands this session's provenance index on to a later session on the same
+  // conversation (SessionOptions::provenance), when it holds exactly the
+  // sources of the committed head: nothing staged, no Rebase. Null otherwise.
+  // The session's own index is then empty and incomplete (every provenance
+  // question fails, so rules asking one deny): call it last. Cost: O(1).
+  std::shared_ptr<ProvenanceCarry> TakeProvenance();
 
   const ConversationId& id() const;
   const Ledger& ledger() const { return *ledger_; }
@@ -443,10 +479,11 @@ class Session {
   // The command store the session writes through; null without one.
   CommandStore* command_store() const;
   const std::optional<RecoveryReport>& recovery() const { return recovery_; }
-  // Where values were seen in this session: every user message (per turn) and
-  // tool output recorded since it opened, under the pack's trust declarations.
-  // Rules ask it through call.sources & co. (docs/rule-api.md "Provenance").
-  const provenance::ProvenanceIndex& provenance() const { return provenance_; }
+  // Where values were seen in this conversation: every user message (per
+  // turn) and tool output its committed turns hold and this session recorded,
+  // under the pack's trust declarations. Rules ask it through call.sources &
+  // co. (docs/rule-api.md "Provenance").
+  const provenance::ProvenanceIndex& provenance() const { return *provenance_; }
 
  private:
   Session(Store& store, std::unique_ptr<Ledger> ledger, std::shared_ptr<const RulePack> pack,
@@ -512,9 +549,20 @@ class Session {
   struct Commands;
   std::unique_ptr<Commands> commands_;  // null without a command store
   std::optional<RecoveryReport> recovery_;
-  provenance::ProvenanceIndex provenance_;
-  // Stages an index refusal (a limit) as an extraction error of the turn.
+  std::unique_ptr<provenance::ProvenanceIndex> provenance_;
+  // False once the index may differ from the committed sources (Rebase).
+  bool provenance_exact_ = true;
+  // Gives the index a user message / tool output and stages it as a source
+  // of the turn (a refused one as its error alone; none once the index is
+  // incomplete: it keeps nothing more); an index refusal (a limit) is
+  // staged as an extraction error too (session_provenance.cc).
+  void IndexUserMessage(std::string_view text);
+  void IndexToolOutput(const ProposedCall& call, const nlohmann::json& output);
   void NoteProvenance(const Status& indexed, std::string_view what);
+  // Gives the index the sources of committed turns first..last, in order.
+  Status IndexCommittedSources(uint64_t first, uint64_t last);
+  // Takes carry's index if it is for this conversation, pack and head.
+  bool AdoptProvenance(ProvenanceCarry& carry);
 };
 
 // The text a model reads for a call the gate did not let through: the tool,

@@ -154,7 +154,17 @@ bool Expectation(const std::optional<dom::element>& e, std::optional<TraceExpect
 }
 
 // The members an event may have, in the order of kEventMembers.
-enum EventMember : size_t { kType, kText, kId, kTool, kArguments, kWrites, kExpect, kOutput, kError };
+enum EventMember : size_t {
+  kType,
+  kText,
+  kId,
+  kTool,
+  kArguments,
+  kWrites,
+  kExpect,
+  kOutput,
+  kError
+};
 constexpr std::array<std::string_view, 9> kEventMembers = {
     "type", "text", "id", "tool", "arguments", "writes", "expect", "output", "error"};
 

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "internal/command_redis_decode.h"
 
@@ -104,108 +105,11 @@ void Key(const char* key, std::string& out) {
   out += "\":";
 }
 
-// Helpers for one JSON object's members, written in key order.
-struct Members {
-  std::string& out;
-  bool ok = true;
-  void Text(const char* key, std::string_view value) {
-    Key(key, out);
-    ok = String(value, out) && ok;
-  }
-  void Bool(const char* key, bool value) {
-    Key(key, out);
-    out += value ? "true" : "false";
-  }
-  template <class N>
-  void Number(const char* key, N value) {
-    Key(key, out);
-    out += std::to_string(value);
-  }
-};
-
-// An entry a rule read, as EncodeRead has it (decision_codec.cc): members
-// in key order, a missing entry's description left out.
-void ReadText(const EntryRead& r, std::string& out, bool& ok) {
-  out += '{';
-  Members m{out};
-  m.Text("category", CategoryName(r.category));
-  if (r.present) m.Text("digest", r.digest);
-  m.Text("key", r.key);
-  m.Bool("present", r.present);
-  if (r.present) {
-    if (!r.rule.empty()) m.Text("rule", r.rule);
-    m.Text("source", SourceKindName(r.source));
-    if (!r.source_id.empty()) m.Text("source_id", r.source_id);
-    m.Number("turn", r.turn);
-    m.Bool("verified", r.verified);
-  }
-  out += '}';
-  ok = m.ok && ok;
-}
-
-// A rule's result, as EncodeRule has it.
-void RuleText(const RuleResult& r, std::string& out, bool& ok) {
-  out += '{';
-  Members m{out};
-  if (r.error) m.Bool("error", true);
-  m.Text("id", r.id);
-  if (!r.log.empty()) {
-    Key("log", out);
-    out += '[';
-    for (size_t i = 0; i < r.log.size(); ++i) {
-      if (i > 0) out += ',';
-      m.ok = String(r.log[i], out) && m.ok;
-    }
-    out += ']';
-  }
-  m.Text("outcome", r.outcome);
-  if (!r.reads.empty()) {
-    Key("reads", out);
-    out += '[';
-    for (size_t i = 0; i < r.reads.size(); ++i) {
-      if (i > 0) out += ',';
-      ReadText(r.reads[i], out, m.ok);
-    }
-    out += ']';
-  }
-  m.Text("reason", r.reason);
-  out += '}';
-  ok = m.ok && ok;
-}
-
-// The text of EncodeDecision(d) as DumpLossless writes it, for a record with
-// no member this version does not know (those interleave in key order: the
-// caller writes the tree's text instead). False where DumpLossless is.
-bool DecisionText(const DecisionRecord& d, std::string& out) {
-  out += '{';
-  Members m{out};
-  m.Text("args_hash", d.args_hash);
-  m.Text("call_id", d.call_id);
-  m.Text("conversation", d.conversation);
-  m.Text("decision", d.decision);
-  m.Number("latency_us", d.latency_us);
-  m.Text("pack_version", d.pack_version);
-  m.Bool("read_only", d.read_only);
-  m.Text("reason", d.reason);
-  m.Text("rule", d.rule);
-  Key("rules", out);
-  out += '[';
-  for (size_t i = 0; i < d.rules.size(); ++i) {
-    if (i > 0) out += ',';
-    RuleText(d.rules[i], out, m.ok);
-  }
-  out += ']';
-  m.Number("staged_seen", d.staged_seen);
-  m.Text("tool", d.tool);
-  m.Number("turn", d.turn);
-  m.Number("version_seen", d.version_seen);
-  out += '}';
-  return m.ok;
-}
-
-// The members of one spec text, in the spelling asked for: a compact text
+// The members of one JSON object, written in the order they are given (the
+// callers give them in key order), in the spelling asked for: a compact text
 // leaves out a member equal to its default (the value a default-constructed
-// Command holds, which DecodeCommand keeps for an absent member).
+// Command holds, which DecodeCommand keeps for an absent member). A decision
+// record's nested objects are written in the full spelling.
 class SpecWriter {
  public:
   SpecWriter(SpecSpelling spelling, std::string& out)
@@ -213,8 +117,7 @@ class SpecWriter {
 
   void Text(const char* key, std::string_view value, std::string_view fallback) {
     if (compact_ && value == fallback) return;
-    Key(key, out_);
-    ok_ = String(value, out_) && ok_;
+    Always(key, value);
   }
   template <class N>
   void Number(const char* key, N value) {
@@ -236,19 +139,23 @@ class SpecWriter {
   }
   // A decision record: a typed one written straight from its members (no
   // JSON tree), unless it has members this version does not know.
-  void Decision(const char* key, const CommandDecision& value) {
-    const DecisionRecord* typed = value.typed();
-    if (typed == nullptr || (typed->extra.is_object() && !typed->extra.empty())) {
-      Json(key, value.Json(), nlohmann::json::object());
-      return;
-    }
-    Key(key, out_);
-    ok_ = DecisionText(*typed, out_) && ok_;
-  }
-  // A member every spelling writes (DecodeCommand needs it).
+  void Decision(const char* key, const CommandDecision& value);
+  // A text member every spelling writes (DecodeCommand needs it).
   void Always(const char* key, std::string_view value) {
     Key(key, out_);
     ok_ = String(value, out_) && ok_;
+  }
+  // An array member every spelling writes: each item by `write(item, out)`,
+  // which answers false where the item cannot be written.
+  template <class T, class Write>
+  void Array(const char* key, const std::vector<T>& items, Write write) {
+    Key(key, out_);
+    out_ += '[';
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (i > 0) out_ += ',';
+      ok_ = write(items[i], out_) && ok_;
+    }
+    out_ += ']';
   }
   bool ok() const { return ok_; }
 
@@ -257,6 +164,74 @@ class SpecWriter {
   std::string& out_;
   bool ok_ = true;
 };
+
+// An entry a rule read, as EncodeRead has it (decision_codec.cc): members
+// in key order, a missing entry's description left out.
+bool ReadText(const EntryRead& r, std::string& out) {
+  out += '{';
+  SpecWriter m(SpecSpelling::kFull, out);
+  m.Always("category", CategoryName(r.category));
+  if (r.present) m.Always("digest", r.digest);
+  m.Always("key", r.key);
+  m.Bool("present", r.present);
+  if (r.present) {
+    if (!r.rule.empty()) m.Always("rule", r.rule);
+    m.Always("source", SourceKindName(r.source));
+    if (!r.source_id.empty()) m.Always("source_id", r.source_id);
+    m.Number("turn", r.turn);
+    m.Bool("verified", r.verified);
+  }
+  out += '}';
+  return m.ok();
+}
+
+// A rule's result, as EncodeRule has it.
+bool RuleText(const RuleResult& r, std::string& out) {
+  out += '{';
+  SpecWriter m(SpecSpelling::kFull, out);
+  if (r.error) m.Bool("error", true);
+  m.Always("id", r.id);
+  if (!r.log.empty()) m.Array("log", r.log, String);
+  m.Always("outcome", r.outcome);
+  if (!r.reads.empty()) m.Array("reads", r.reads, ReadText);
+  m.Always("reason", r.reason);
+  out += '}';
+  return m.ok();
+}
+
+// The text of EncodeDecision(d) as DumpLossless writes it, for a record with
+// no member this version does not know (those interleave in key order: the
+// caller writes the tree's text instead). False where DumpLossless is.
+bool DecisionText(const DecisionRecord& d, std::string& out) {
+  out += '{';
+  SpecWriter m(SpecSpelling::kFull, out);
+  m.Always("args_hash", d.args_hash);
+  m.Always("call_id", d.call_id);
+  m.Always("conversation", d.conversation);
+  m.Always("decision", d.decision);
+  m.Number("latency_us", d.latency_us);
+  m.Always("pack_version", d.pack_version);
+  m.Bool("read_only", d.read_only);
+  m.Always("reason", d.reason);
+  m.Always("rule", d.rule);
+  m.Array("rules", d.rules, RuleText);
+  m.Number("staged_seen", d.staged_seen);
+  m.Always("tool", d.tool);
+  m.Number("turn", d.turn);
+  m.Number("version_seen", d.version_seen);
+  out += '}';
+  return m.ok();
+}
+
+void SpecWriter::Decision(const char* key, const CommandDecision& value) {
+  const DecisionRecord* typed = value.typed();
+  if (typed == nullptr || (typed->extra.is_object() && !typed->extra.empty())) {
+    Json(key, value.Json(), nlohmann::json::object());
+    return;
+  }
+  Key(key, out_);
+  ok_ = DecisionText(*typed, out_) && ok_;
+}
 
 }  // namespace
 

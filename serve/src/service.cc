@@ -6,8 +6,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
+#include <random>
 #include <thread>
 
 #include "internal/service_impl.h"
@@ -129,6 +131,22 @@ Result<ConversationId> ConversationOf(const RouteContext& ctx) {
   return ConversationId{ctx.tenant, std::move(name).value()};
 }
 
+namespace {
+
+// How long the loser of a commit race waits before it opens the new head
+// again: a random time up to 100 µs · 2^attempt, at most 6.4 ms ("full
+// jitter"). A fixed or only growing wait would make the loser start each
+// retry later than the winner's next request, so one client of a busy
+// conversation could lose every attempt and get a 409 (seen in CI under
+// ASan); a random one gives every attempt an even chance to go first.
+std::chrono::microseconds ConflictBackoff(int attempt) {
+  thread_local std::minstd_rand random{std::random_device{}()};
+  const int64_t ceiling = int64_t{100} << std::min(attempt, 6);
+  return std::chrono::microseconds(std::uniform_int_distribution<int64_t>(0, ceiling)(random));
+}
+
+}  // namespace
+
 Status PastDeadline(const RouteContext& ctx, const char* where) {
   if (std::chrono::steady_clock::now() < ctx.deadline) return Status::Ok();
   if (ctx.timed_out != nullptr) *ctx.timed_out = true;
@@ -149,8 +167,7 @@ Result<nlohmann::json> WithSession(const RouteContext& ctx, const ConversationId
   for (int attempt = 0; attempt <= s.options.conflict_retries; ++attempt) {
     if (attempt > 0) {
       s.metrics.conflicts_retried.fetch_add(1, std::memory_order_relaxed);
-      // Two writers racing again at once would keep colliding: back off a little.
-      std::this_thread::sleep_for(std::chrono::microseconds(100 * attempt));
+      std::this_thread::sleep_for(ConflictBackoff(attempt));
     }
     if (!wrote) {
       if (Status late = PastDeadline(ctx, "before its commit"); !late.ok()) return late;

@@ -9,8 +9,9 @@
 // next request of any conversation, and a process killed between two
 // requests loses nothing acknowledged. Two processes committing the same
 // conversation at once meet the store's optimistic concurrency (Conflict):
-// the loser opens the new head and does its operation again (up to
-// `conflict_retries` times; then 409). A write under the command ledger is
+// the loser waits a random time (up to 100 µs · 2^attempt, at most 6.4 ms),
+// opens the new head and does its operation again (up to `conflict_retries`
+// times; then 409, and nothing of that request was committed). A write under the command ledger is
 // reserved, written ahead and leased by the proposal; the client runs it
 // with the idempotency key and reports the outcome (Session::ProposeExternal
 // and Session::ReportOutcome).

@@ -1,12 +1,17 @@
 // Decoding of RedisCommandStore's replies (see internal/command_redis_decode.h):
 // field lists, command hashes, run meta hashes and journal entries, each a
-// Corruption naming what is wrong rather than a partly filled record; and
-// the one-entry cache of the last command spec decoded. Thread-safe.
+// Corruption naming what is wrong rather than a partly filled record; a
+// command's decision from the hash's "decision" field (its CBOR, when kept
+// apart from the spec) or else from the spec; and the one-entry cache of the
+// last command spec decoded. Thread-safe.
 #include "internal/command_redis_decode.h"
 
 #include <charconv>
 #include <cmath>
+#include <memory>
 #include <vector>
+
+#include "taskledger/ledger/decision_bytes.h"
 
 namespace taskledger::internal {
 namespace {
@@ -18,17 +23,27 @@ bool ParseNumber(const std::string& s, T& out) {
   return ec == std::errc() && end == s.data() + s.size();
 }
 
-Result<Command> DecodeSpec(const std::string& text) {
-  auto spec = nlohmann::json::parse(text, nullptr, false);
-  if (spec.is_discarded()) return Status::Corruption("command spec is not JSON");
-  return DecodeCommand(spec);
-}
-
 }  // namespace
 
-void SpecCache::Remember(std::string spec, Command decoded) {
+Result<Command> DecodeStoredSpec(const std::string& spec, std::string_view decision) {
+  auto json = nlohmann::json::parse(spec, nullptr, false);
+  if (json.is_discarded()) return Status::Corruption("command spec is not JSON");
+  auto c = DecodeCommand(json);
+  if (!c || decision.empty()) return c;
+  auto record = DecodeDecisionBytes(decision);
+  if (!record) {
+    return Status::Corruption("command " + c->command_key +
+                              " has a decision field that is not a decision record (" +
+                              record.error().message() + ")");
+  }
+  c->decision = CommandDecision(std::make_shared<const DecisionRecord>(std::move(record).value()));
+  return c;
+}
+
+void SpecCache::Remember(std::string spec, std::string decision, Command decoded) {
   std::lock_guard<std::mutex> lock(mu_);
   text_ = std::move(spec);
+  decision_ = std::move(decision);
   decoded_ = std::move(decoded);
 }
 
@@ -53,15 +68,16 @@ bool DumpLossless(const nlohmann::json& j, std::string& out) {
   return true;
 }
 
-Result<Command> SpecCache::Decode(const std::string& spec) {
+Result<Command> SpecCache::Decode(const std::string& spec, std::string_view decision) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!text_.empty() && text_ == spec) return decoded_;
+    if (!text_.empty() && text_ == spec && decision_ == decision) return decoded_;
   }
-  auto c = DecodeSpec(spec);
+  auto c = DecodeStoredSpec(spec, decision);
   if (!c) return c;
   std::lock_guard<std::mutex> lock(mu_);
   text_ = spec;
+  decision_ = decision;
   decoded_ = *c;
   return c;
 }
@@ -183,21 +199,23 @@ Status CheckFieldList(const Reply& r, const std::string& what) {
 }  // namespace
 
 Result<Command> DecodeHash(const Reply& r, const std::string& what, SpecCache* cache) {
-  return DecodeHash(r, what, [cache](const std::string& spec) {
-    return cache != nullptr ? cache->Decode(spec) : DecodeSpec(spec);
+  return DecodeHash(r, what, [cache](const std::string& spec, std::string_view decision) {
+    return cache != nullptr ? cache->Decode(spec, decision) : DecodeStoredSpec(spec, decision);
   });
 }
 
-Result<Command> DecodeHash(const Reply& r, const std::string& what,
-                           const std::function<Result<Command>(const std::string&)>& spec_of) {
+Result<Command> DecodeHash(const Reply& r, const std::string& what, const SpecDecoder& spec_of) {
   if (Status s = CheckFieldList(r, what); !s.ok()) return s;
   const auto& e = r.elements();
   const std::string* spec = nullptr;
-  for (size_t i = 0; i + 1 < e.size() && spec == nullptr; i += 2) {
-    if (e[i].str() == "spec") spec = &e[i + 1].str();
+  std::string_view decision;
+  for (size_t i = 0; i + 1 < e.size(); i += 2) {
+    const std::string& name = e[i].str();
+    if (name == "spec") spec = &e[i + 1].str();
+    if (name == "decision") decision = e[i + 1].str();
   }
   if (spec == nullptr) return Status::Corruption("command hash has no spec");
-  auto c = spec_of(*spec);
+  auto c = spec_of(*spec, decision);
   if (!c) return c;
   c->escalated = false;  // "1" in the hash when escalated; absent: not
   if (Status s = ApplyFieldList(e, *c, /*need_state=*/true); !s.ok()) return s;

@@ -208,7 +208,9 @@ end
 -- values, without reading it (and its spec) back.
 -- REQUIRES: the command does not exist, args[3] (its initial state) is a
 -- lease source, and owner and lease_ms passed the lease's own checks.
-local function reserve_leased(keys, args, lease_now, owner, lease_ms, decision)
+-- `short`: the answer leaves out what the caller sent (command_key, spec,
+-- decision): the fields from state to updated_ms.
+local function reserve_leased(keys, args, lease_now, owner, lease_ms, decision, short)
   local cmd, meta, order = keys[1], keys[2], keys[3]
   local seq = redis.call('HINCRBY', meta, 'next_seq', 1)
   local now = tonumber(lease_now)
@@ -222,6 +224,7 @@ local function reserve_leased(keys, args, lease_now, owner, lease_ms, decision)
   end
   redis.call('HSET', cmd, unpack(flat))
   redis.call('ZADD', order, seq, args[1])
+  if short then return {unpack(flat, 5, 22)} end
   return flat
 end
 
@@ -248,14 +251,15 @@ end)
 -- one of its source states: one round trip for a write's reserve and lease.
 -- ARGV = tlc_reserve's, then {lease_now_ms, owner, lease_ms} (tlc_reserve_lease2:
 -- then {decision CBOR or ''}).
--- Returns {created (0|1), HGETALL of the command, leased (0|1)}.
-local function reserve_lease_fn(keys, args, decision)
+-- Returns {created (0|1), HGETALL of the command, leased (0|1)}; tlc_reserve_lease2
+-- answers a command it created leased with its fields from state on only.
+local function reserve_lease_fn(keys, args, decision, short)
   -- The lease's own guards first: a refused call writes nothing.
   if args[6] == '' then return fail('TLARG', 'lease needs an owner') end
   if tonumber(args[7]) <= 0 then return fail('TLARG', 'lease needs a positive duration') end
   local cmd = keys[1]
   if SOURCES['lease'][args[3]] and redis.call('EXISTS', cmd) == 0 then
-    return {1, reserve_leased(keys, args, args[5], args[6], args[7], decision), 1}
+    return {1, reserve_leased(keys, args, args[5], args[6], args[7], decision, short), 1}
   end
   local created = reserve(keys, args, decision)
   if not SOURCES['lease'][redis.call('HGET', cmd, 'state')] then
@@ -271,7 +275,7 @@ redis.register_function('tlc_reserve_lease', function(keys, args)
   return reserve_lease_fn(keys, args)
 end)
 redis.register_function('tlc_reserve_lease2', function(keys, args)
-  return reserve_lease_fn(keys, args, args[8])
+  return reserve_lease_fn(keys, args, args[8], true)
 end)
 
 -- A session's write in one round trip: its write-ahead turn commit (tl_commit's
@@ -291,7 +295,9 @@ end)
 -- Returns {created (0|1), HGETALL of the command, leased (0|1), version}:
 -- version 0 when the turn was not committed; a retry of a commit that had
 -- landed finds its own bytes (the version, nothing appended again).
-local function commit_reserve_lease_fn(keys, args, decision)
+-- tlc_commit_reserve_lease2 answers a command it created leased with its
+-- fields from state on only (not the spec and decision just sent).
+local function commit_reserve_lease_fn(keys, args, decision, short)
   if args[10] == '' then return fail('TLARG', 'lease needs an owner') end
   if tonumber(args[11]) <= 0 then return fail('TLARG', 'lease needs a positive duration') end
   local stream, cmd = {keys[1]}, keys[2]
@@ -312,7 +318,7 @@ local function commit_reserve_lease_fn(keys, args, decision)
   local reserve_args = {args[5], args[6], args[7], args[8]}
   if not state and redis.call('EXISTS', cmd) == 0 then
     return {1, reserve_leased({cmd, keys[3], keys[4]}, reserve_args, args[9], args[10], args[11],
-                              decision), 1, version}
+                              decision, short), 1, version}
   end
   local created = reserve({cmd, keys[3], keys[4]}, reserve_args, decision)
   local leased = transition('lease', {cmd, keys[3]},
@@ -333,7 +339,7 @@ redis.register_function('tlc_commit_reserve_lease2', function(keys, args)
     end
     decision = string.sub(args[3], at + 1, at + length)
   end
-  return commit_reserve_lease_fn(keys, args, decision)
+  return commit_reserve_lease_fn(keys, args, decision, true)
 end)
 
 -- KEYS = {run meta}; ARGV = {to, reason, now_ms, from...}. Returns HGETALL of meta.

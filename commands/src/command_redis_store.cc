@@ -286,12 +286,23 @@ class RedisCommandStore final : public CommandStore {
     }
     if (commit != nullptr) carried->committed = e[3].integer() > 0;
     const bool leased = size >= 3 && e[2].integer() == 1;
+    const bool created = e[0].integer() == 1;
     bool sent = false;  // the reply's spec is the one sent
-    auto c = DecodeHash(e[1], "reserve",
-                        [&](const std::string& spec, std::string_view stored) -> Result<Command> {
-                          sent = lossless && spec == args[spec_at] && stored == decision;
-                          return sent ? initial : specs_.Decode(spec, stored);
-                        });
+    Result<Command> c = Status::Internal("reserve: not decoded");
+    if (created && leased) {
+      // Written as sent, then leased: the reply holds the fields from state
+      // on only (the spec and decision are those sent; stored verbatim).
+      c = lossless ? Result<Command>(initial) : specs_.Decode(args[spec_at], decision);
+      if (c) {
+        if (Status s = internal::ApplyHashFields(e[1], "reserve", *c); !s.ok()) return s;
+      }
+    } else {
+      c = DecodeHash(e[1], "reserve",
+                     [&](const std::string& spec, std::string_view stored) -> Result<Command> {
+                       sent = lossless && spec == args[spec_at] && stored == decision;
+                       return sent ? initial : specs_.Decode(spec, stored);
+                     });
+    }
     if (!c) return c.error();
     if (leased) {
       leased_.Update(keys.Command(initial.command_key), *c);
@@ -300,7 +311,6 @@ class RedisCommandStore final : public CommandStore {
       // Its lease, if it comes, is a transition whose reply holds this spec.
       if (sent) specs_.Remember(args[spec_at], std::move(decision), initial);
     }
-    const bool created = e[0].integer() == 1;
     if (known && c->seq == 1 && created) {
       // The run's first command, yet this process had indexed the run: it was
       // dropped (here or by another process) since. Index it again; a crash

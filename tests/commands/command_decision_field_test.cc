@@ -160,6 +160,22 @@ TEST_CASE("redis command store: a typed decision is kept as the bytes its turn k
     REQUIRE(leased->leased);
     CheckKeptApart(url, *store, leased->command, record);
   }
+  SECTION("a record with text that is not UTF-8 stays in the spec, replaced") {
+    DecisionRecord record = Record(run, "c4");
+    record.reason = "bad \xff byte";
+    auto initial = NewCommand(TypedSpec(run, "bad", record), kNow);
+    REQUIRE(initial.has_value());
+    auto leased = store->ReserveAndLease(*initial, ValidRequest(*initial, T::kLease));
+    REQUIRE(leased.has_value());
+    REQUIRE(leased->created);
+    REQUIRE(leased->leased);
+    const std::string key = CommandHashKey(*initial);
+    CHECK(RunOn(url, key, {"HEXISTS", key, "decision"}) == "0");
+    auto read = OpenStore(url)->Get(run, initial->command_key);
+    REQUIRE(read.has_value());
+    CHECK(read->decision.Json()["reason"] == "bad \xef\xbf\xbd byte");
+    CHECK(*read == leased->command);  // the answer is what is stored, not what was asked
+  }
   SECTION("commit, reserve and lease: the turn's bytes") {
     RedisOptions options;
     options.url = url;

@@ -42,11 +42,13 @@ local function evidence_missing(ext, ev)
   return ext == '' or ev == '' or ev == 'null' or ev == '{}' or ev == '[]' or ev == '""'
 end
 
--- HSET on the command; the field/value pairs also go to `written` (when not nil).
-local function hset(cmd, written, ...)
-  redis.call('HSET', cmd, ...)
+-- Field/value pairs for the command's one HSET, collected in `pending`; they
+-- also go to `written` (when not nil). Written in order: a later pair for the
+-- same field wins, as a later HSET would.
+local function hset(pending, written, ...)
+  local fv = {...}
+  for i = 1, #fv do pending[#pending + 1] = fv[i] end
   if written then
-    local fv = {...}
     for i = 1, #fv do written[#written + 1] = fv[i] end
   end
 end
@@ -135,32 +137,33 @@ local function transition(name, keys, args)
   -- (nothing else changes a command while its lease token stands).
   local written = nil
   if args[15] == 'delta' and NEEDS_TOKEN[name] then written = {} end
+  local pending = {}
   if name == 'lease' then
-    hset(cmd, written, 'attempts', n2s(attempts + 1), 'fencing_token', n2s(cur_token + 1),
-               'lease_owner', owner, 'lease_expires_ms', n2s(now + lease_ms))
+    hset(pending, written, 'attempts', n2s(attempts + 1), 'fencing_token', n2s(cur_token + 1),
+           'lease_owner', owner, 'lease_expires_ms', n2s(now + lease_ms))
   elseif name == 'renew' then
-    hset(cmd, written, 'lease_expires_ms', n2s(now + lease_ms))
+    hset(pending, written, 'lease_expires_ms', n2s(now + lease_ms))
   elseif name == 'unlease' then
-    if attempts > 0 then hset(cmd, written, 'attempts', n2s(attempts - 1)) end
+    if attempts > 0 then hset(pending, written, 'attempts', n2s(attempts - 1)) end
   elseif name == 'succeed' or name == 'reconcile_found' then
     local done = redis.call('HINCRBY', meta, 'completed_seq', 1)
-    hset(cmd, written, 'external_id', ext, 'evidence', ev, 'completed_seq', n2s(done))
+    hset(pending, written, 'external_id', ext, 'evidence', ev, 'completed_seq', n2s(done))
   elseif name == 'fail' or name == 'mark_uncertain' then
-    hset(cmd, written, 'last_error', err)
+    hset(pending, written, 'last_error', err)
   elseif name == 'expire_lease' then
     if err == '' then err = 'lease of ' .. lease_owner .. ' ended without an outcome' end
-    hset(cmd, written, 'last_error', err)
+    hset(pending, written, 'last_error', err)
   elseif name == 'escalate' then
-    hset(cmd, written, 'escalated', '1', 'escalation_reason', reason)
+    hset(pending, written, 'escalated', '1', 'escalation_reason', reason)
   elseif name == 'approve' or name == 'deny' then
-    hset(cmd, written, 'approver', actor, 'approval_reason', reason)
+    hset(pending, written, 'approver', actor, 'approval_reason', reason)
   elseif name == 'cancel' then
     local text = reason
     if actor ~= '' then text = actor .. ': ' .. reason end
-    hset(cmd, written, 'cancel_reason', text)
+    hset(pending, written, 'cancel_reason', text)
   elseif name == 'replay' then
     redis.call('HINCRBY', cmd, 'replays', 1)
-    hset(cmd, written, 'replay_reason', actor .. ': ' .. reason)
+    hset(pending, written, 'replay_reason', actor .. ': ' .. reason)
     redis.call('HINCRBY', meta, 'replays', 1)
     if now - win_start >= r_win_ms then
       redis.call('HSET', meta, 'replay_window_start_ms', n2s(now), 'replay_window_count', '0')
@@ -168,9 +171,10 @@ local function transition(name, keys, args)
     redis.call('HINCRBY', meta, 'replay_window_count', 1)
   end
   if TARGET[name] ~= 'leased' then
-    hset(cmd, written, 'lease_owner', '', 'lease_expires_ms', '0')
+    hset(pending, written, 'lease_owner', '', 'lease_expires_ms', '0')
   end
-  hset(cmd, written, 'state', TARGET[name], 'updated_ms', n2s(now))
+  hset(pending, written, 'state', TARGET[name], 'updated_ms', n2s(now))
+  redis.call('HSET', cmd, unpack(pending))
   if written then return written end
   return redis.call('HGETALL', cmd)
 end

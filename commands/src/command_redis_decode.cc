@@ -1,12 +1,17 @@
 // Decoding of RedisCommandStore's replies (see internal/command_redis_decode.h):
 // field lists, command hashes, run meta hashes and journal entries, each a
-// Corruption naming what is wrong rather than a partly filled record; and
-// the one-entry cache of the last command spec decoded. Thread-safe.
+// Corruption naming what is wrong rather than a partly filled record; a
+// command's decision from the hash's "decision" field (its CBOR, when kept
+// apart from the spec) or else from the spec; and the one-entry cache of the
+// last command spec decoded. Thread-safe.
 #include "internal/command_redis_decode.h"
 
 #include <charconv>
 #include <cmath>
+#include <memory>
 #include <vector>
+
+#include "taskledger/ledger/decision_bytes.h"
 
 namespace taskledger::internal {
 namespace {
@@ -18,17 +23,27 @@ bool ParseNumber(const std::string& s, T& out) {
   return ec == std::errc() && end == s.data() + s.size();
 }
 
-Result<Command> DecodeSpec(const std::string& text) {
-  auto spec = nlohmann::json::parse(text, nullptr, false);
-  if (spec.is_discarded()) return Status::Corruption("command spec is not JSON");
-  return DecodeCommand(spec);
-}
-
 }  // namespace
 
-void SpecCache::Remember(std::string spec, Command decoded) {
+Result<Command> DecodeStoredSpec(const std::string& spec, std::string_view decision) {
+  auto json = nlohmann::json::parse(spec, nullptr, false);
+  if (json.is_discarded()) return Status::Corruption("command spec is not JSON");
+  auto c = DecodeCommand(json);
+  if (!c || decision.empty()) return c;
+  auto record = DecodeDecisionBytes(decision);
+  if (!record) {
+    return Status::Corruption("command " + c->command_key +
+                              " has a decision field that is not a decision record (" +
+                              record.error().message() + ")");
+  }
+  c->decision = CommandDecision(std::make_shared<const DecisionRecord>(std::move(record).value()));
+  return c;
+}
+
+void SpecCache::Remember(std::string spec, std::string decision, Command decoded) {
   std::lock_guard<std::mutex> lock(mu_);
   text_ = std::move(spec);
+  decision_ = std::move(decision);
   decoded_ = std::move(decoded);
 }
 
@@ -53,15 +68,16 @@ bool DumpLossless(const nlohmann::json& j, std::string& out) {
   return true;
 }
 
-Result<Command> SpecCache::Decode(const std::string& spec) {
+Result<Command> SpecCache::Decode(const std::string& spec, std::string_view decision) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!text_.empty() && text_ == spec) return decoded_;
+    if (!text_.empty() && text_ == spec && decision_ == decision) return decoded_;
   }
-  auto c = DecodeSpec(spec);
+  auto c = DecodeStoredSpec(spec, decision);
   if (!c) return c;
   std::lock_guard<std::mutex> lock(mu_);
   text_ = spec;
+  decision_ = decision;
   decoded_ = *c;
   return c;
 }
@@ -102,11 +118,89 @@ Result<Fields> ToFields(const Reply& r, const std::string& what) {
 
 namespace {
 
+// The mutable fields of a command hash; kOther for any other name (spec,
+// command_key, decision, a later release's).
+enum class HashField {
+  kOther,
+  kState,
+  kSeq,
+  kAttempts,
+  kFencingToken,
+  kLeaseOwner,
+  kLeaseExpiresMs,
+  kLastError,
+  kExternalId,
+  kEvidence,
+  kApprover,
+  kApprovalReason,
+  kEscalated,
+  kEscalationReason,
+  kCancelReason,
+  kReplays,
+  kReplayReason,
+  kCompletedSeq,
+  kCreatedMs,
+  kUpdatedMs,
+};
+
+// By length first: one or a few comparisons per name instead of one per
+// known field (a write reads about 20 field names back).
+HashField FieldOf(std::string_view n) {
+  using F = HashField;
+  switch (n.size()) {
+    case 3:
+      if (n == "seq") return F::kSeq;
+      break;
+    case 5:
+      if (n == "state") return F::kState;
+      break;
+    case 7:
+      if (n == "replays") return F::kReplays;
+      break;
+    case 8:
+      if (n == "attempts") return F::kAttempts;
+      if (n == "approver") return F::kApprover;
+      if (n == "evidence") return F::kEvidence;
+      break;
+    case 9:
+      if (n == "escalated") return F::kEscalated;
+      break;
+    case 10:
+      if (n == "updated_ms") return F::kUpdatedMs;
+      if (n == "created_ms") return F::kCreatedMs;
+      if (n == "last_error") return F::kLastError;
+      break;
+    case 11:
+      if (n == "lease_owner") return F::kLeaseOwner;
+      if (n == "external_id") return F::kExternalId;
+      break;
+    case 13:
+      if (n == "fencing_token") return F::kFencingToken;
+      if (n == "completed_seq") return F::kCompletedSeq;
+      if (n == "cancel_reason") return F::kCancelReason;
+      if (n == "replay_reason") return F::kReplayReason;
+      break;
+    case 15:
+      if (n == "approval_reason") return F::kApprovalReason;
+      break;
+    case 16:
+      if (n == "lease_expires_ms") return F::kLeaseExpiresMs;
+      break;
+    case 17:
+      if (n == "escalation_reason") return F::kEscalationReason;
+      break;
+    default:
+      break;
+  }
+  return F::kOther;
+}
+
 // The mutable fields of a command hash, read into `c` pair by pair (no map):
 // a number or the evidence that does not parse, or a state that is not one,
 // is a Corruption (in that order of precedence, as a whole hash is judged);
 // names it does not know (spec, command_key, later fields) are skipped.
 Status ApplyFieldList(const std::vector<Reply>& e, Command& c, bool need_state) {
+  using F = HashField;
   bool ok = true, have_state = false;
   const std::string* state = nullptr;
   const std::string* evidence = nullptr;
@@ -114,47 +208,68 @@ Status ApplyFieldList(const std::vector<Reply>& e, Command& c, bool need_state) 
     if (!value.empty()) ok = ParseNumber(value, out) && ok;
   };
   for (size_t i = 0; i + 1 < e.size(); i += 2) {
-    const std::string& name = e[i].str();
     const std::string& value = e[i + 1].str();
-    if (name == "state") {
-      state = &value;
-      have_state = true;
-    } else if (name == "seq") {
-      number(value, c.seq);
-    } else if (name == "attempts") {
-      number(value, c.attempts);
-    } else if (name == "fencing_token") {
-      number(value, c.fencing_token);
-    } else if (name == "lease_owner") {
-      c.lease_owner = value;
-    } else if (name == "lease_expires_ms") {
-      number(value, c.lease_expires_ms);
-    } else if (name == "last_error") {
-      c.last_error = value;
-    } else if (name == "external_id") {
-      c.external_id = value;
-    } else if (name == "evidence") {
-      evidence = &value;
-    } else if (name == "approver") {
-      c.approver = value;
-    } else if (name == "approval_reason") {
-      c.approval_reason = value;
-    } else if (name == "escalated") {
-      c.escalated = value == "1";
-    } else if (name == "escalation_reason") {
-      c.escalation_reason = value;
-    } else if (name == "cancel_reason") {
-      c.cancel_reason = value;
-    } else if (name == "replays") {
-      number(value, c.replays);
-    } else if (name == "replay_reason") {
-      c.replay_reason = value;
-    } else if (name == "completed_seq") {
-      number(value, c.completed_seq);
-    } else if (name == "created_ms") {
-      number(value, c.created_ms);
-    } else if (name == "updated_ms") {
-      number(value, c.updated_ms);
+    switch (FieldOf(e[i].str())) {
+      case F::kState:
+        state = &value;
+        have_state = true;
+        break;
+      case F::kSeq:
+        number(value, c.seq);
+        break;
+      case F::kAttempts:
+        number(value, c.attempts);
+        break;
+      case F::kFencingToken:
+        number(value, c.fencing_token);
+        break;
+      case F::kLeaseOwner:
+        c.lease_owner = value;
+        break;
+      case F::kLeaseExpiresMs:
+        number(value, c.lease_expires_ms);
+        break;
+      case F::kLastError:
+        c.last_error = value;
+        break;
+      case F::kExternalId:
+        c.external_id = value;
+        break;
+      case F::kEvidence:
+        evidence = &value;
+        break;
+      case F::kApprover:
+        c.approver = value;
+        break;
+      case F::kApprovalReason:
+        c.approval_reason = value;
+        break;
+      case F::kEscalated:
+        c.escalated = value == "1";
+        break;
+      case F::kEscalationReason:
+        c.escalation_reason = value;
+        break;
+      case F::kCancelReason:
+        c.cancel_reason = value;
+        break;
+      case F::kReplays:
+        number(value, c.replays);
+        break;
+      case F::kReplayReason:
+        c.replay_reason = value;
+        break;
+      case F::kCompletedSeq:
+        number(value, c.completed_seq);
+        break;
+      case F::kCreatedMs:
+        number(value, c.created_ms);
+        break;
+      case F::kUpdatedMs:
+        number(value, c.updated_ms);
+        break;
+      case F::kOther:
+        break;
     }
   }
   if (!ok) return Status::Corruption("command " + c.command_key + " has a malformed number");
@@ -183,21 +298,23 @@ Status CheckFieldList(const Reply& r, const std::string& what) {
 }  // namespace
 
 Result<Command> DecodeHash(const Reply& r, const std::string& what, SpecCache* cache) {
-  return DecodeHash(r, what, [cache](const std::string& spec) {
-    return cache != nullptr ? cache->Decode(spec) : DecodeSpec(spec);
+  return DecodeHash(r, what, [cache](const std::string& spec, std::string_view decision) {
+    return cache != nullptr ? cache->Decode(spec, decision) : DecodeStoredSpec(spec, decision);
   });
 }
 
-Result<Command> DecodeHash(const Reply& r, const std::string& what,
-                           const std::function<Result<Command>(const std::string&)>& spec_of) {
+Result<Command> DecodeHash(const Reply& r, const std::string& what, const SpecDecoder& spec_of) {
   if (Status s = CheckFieldList(r, what); !s.ok()) return s;
   const auto& e = r.elements();
   const std::string* spec = nullptr;
-  for (size_t i = 0; i + 1 < e.size() && spec == nullptr; i += 2) {
-    if (e[i].str() == "spec") spec = &e[i + 1].str();
+  std::string_view decision;
+  for (size_t i = 0; i + 1 < e.size(); i += 2) {
+    const std::string& name = e[i].str();
+    if (name == "spec") spec = &e[i + 1].str();
+    if (name == "decision") decision = e[i + 1].str();
   }
   if (spec == nullptr) return Status::Corruption("command hash has no spec");
-  auto c = spec_of(*spec);
+  auto c = spec_of(*spec, decision);
   if (!c) return c;
   c->escalated = false;  // "1" in the hash when escalated; absent: not
   if (Status s = ApplyFieldList(e, *c, /*need_state=*/true); !s.ok()) return s;

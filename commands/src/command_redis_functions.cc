@@ -4,7 +4,8 @@
 // from the C++ table in command_transition.cc when the library is first used.
 // The library also holds the ledger's commit check and write
 // (LedgerCommitLua: one source with tl_commit), so a session's write-ahead
-// commit, reserve and lease are one FCALL (tlc_commit_reserve_lease).
+// commit, reserve and lease are one FCALL (tlc_commit_reserve_lease2, which
+// keeps the command's decision record as the bytes the turn holds).
 // Every transition function follows the same shape as ApplyTransition: load,
 // check state, check fencing token, check the transition's own guards, and
 // only then write.
@@ -41,11 +42,13 @@ local function evidence_missing(ext, ev)
   return ext == '' or ev == '' or ev == 'null' or ev == '{}' or ev == '[]' or ev == '""'
 end
 
--- HSET on the command; the field/value pairs also go to `written` (when not nil).
-local function hset(cmd, written, ...)
-  redis.call('HSET', cmd, ...)
+-- Field/value pairs for the command's one HSET, collected in `pending`; they
+-- also go to `written` (when not nil). Written in order: a later pair for the
+-- same field wins, as a later HSET would.
+local function hset(pending, written, ...)
+  local fv = {...}
+  for i = 1, #fv do pending[#pending + 1] = fv[i] end
   if written then
-    local fv = {...}
     for i = 1, #fv do written[#written + 1] = fv[i] end
   end
 end
@@ -134,32 +137,33 @@ local function transition(name, keys, args)
   -- (nothing else changes a command while its lease token stands).
   local written = nil
   if args[15] == 'delta' and NEEDS_TOKEN[name] then written = {} end
+  local pending = {}
   if name == 'lease' then
-    hset(cmd, written, 'attempts', n2s(attempts + 1), 'fencing_token', n2s(cur_token + 1),
-               'lease_owner', owner, 'lease_expires_ms', n2s(now + lease_ms))
+    hset(pending, written, 'attempts', n2s(attempts + 1), 'fencing_token', n2s(cur_token + 1),
+           'lease_owner', owner, 'lease_expires_ms', n2s(now + lease_ms))
   elseif name == 'renew' then
-    hset(cmd, written, 'lease_expires_ms', n2s(now + lease_ms))
+    hset(pending, written, 'lease_expires_ms', n2s(now + lease_ms))
   elseif name == 'unlease' then
-    if attempts > 0 then hset(cmd, written, 'attempts', n2s(attempts - 1)) end
+    if attempts > 0 then hset(pending, written, 'attempts', n2s(attempts - 1)) end
   elseif name == 'succeed' or name == 'reconcile_found' then
     local done = redis.call('HINCRBY', meta, 'completed_seq', 1)
-    hset(cmd, written, 'external_id', ext, 'evidence', ev, 'completed_seq', n2s(done))
+    hset(pending, written, 'external_id', ext, 'evidence', ev, 'completed_seq', n2s(done))
   elseif name == 'fail' or name == 'mark_uncertain' then
-    hset(cmd, written, 'last_error', err)
+    hset(pending, written, 'last_error', err)
   elseif name == 'expire_lease' then
     if err == '' then err = 'lease of ' .. lease_owner .. ' ended without an outcome' end
-    hset(cmd, written, 'last_error', err)
+    hset(pending, written, 'last_error', err)
   elseif name == 'escalate' then
-    hset(cmd, written, 'escalated', '1', 'escalation_reason', reason)
+    hset(pending, written, 'escalated', '1', 'escalation_reason', reason)
   elseif name == 'approve' or name == 'deny' then
-    hset(cmd, written, 'approver', actor, 'approval_reason', reason)
+    hset(pending, written, 'approver', actor, 'approval_reason', reason)
   elseif name == 'cancel' then
     local text = reason
     if actor ~= '' then text = actor .. ': ' .. reason end
-    hset(cmd, written, 'cancel_reason', text)
+    hset(pending, written, 'cancel_reason', text)
   elseif name == 'replay' then
     redis.call('HINCRBY', cmd, 'replays', 1)
-    hset(cmd, written, 'replay_reason', actor .. ': ' .. reason)
+    hset(pending, written, 'replay_reason', actor .. ': ' .. reason)
     redis.call('HINCRBY', meta, 'replays', 1)
     if now - win_start >= r_win_ms then
       redis.call('HSET', meta, 'replay_window_start_ms', n2s(now), 'replay_window_count', '0')
@@ -167,9 +171,10 @@ local function transition(name, keys, args)
     redis.call('HINCRBY', meta, 'replay_window_count', 1)
   end
   if TARGET[name] ~= 'leased' then
-    hset(cmd, written, 'lease_owner', '', 'lease_expires_ms', '0')
+    hset(pending, written, 'lease_owner', '', 'lease_expires_ms', '0')
   end
-  hset(cmd, written, 'state', TARGET[name], 'updated_ms', n2s(now))
+  hset(pending, written, 'state', TARGET[name], 'updated_ms', n2s(now))
+  redis.call('HSET', cmd, unpack(pending))
   if written then return written end
   return redis.call('HGETALL', cmd)
 end
@@ -182,14 +187,21 @@ for i = 1, #NAMES do
   end)
 end
 
--- Inserts the command unless it exists; returns 1 if it did not.
-local function reserve(keys, args)
+-- Inserts the command unless it exists; returns 1 if it did not. `decision`
+-- (may be nil or ''): the decision record's CBOR, kept in a field of its own
+-- (the spec then has no "decision" member).
+local function reserve(keys, args, decision)
   local cmd, meta, order = keys[1], keys[2], keys[3]
   if redis.call('EXISTS', cmd) == 1 then return 0 end
   local seq = redis.call('HINCRBY', meta, 'next_seq', 1)
-  redis.call('HSET', cmd, 'command_key', args[1], 'spec', args[2], 'state', args[3],
-             'seq', n2s(seq), 'attempts', '0', 'fencing_token', '0', 'lease_owner', '',
-             'lease_expires_ms', '0', 'created_ms', args[4], 'updated_ms', args[4])
+  local flat = {'command_key', args[1], 'spec', args[2], 'state', args[3],
+                'seq', n2s(seq), 'attempts', '0', 'fencing_token', '0', 'lease_owner', '',
+                'lease_expires_ms', '0', 'created_ms', args[4], 'updated_ms', args[4]}
+  if decision and decision ~= '' then
+    flat[#flat + 1] = 'decision'
+    flat[#flat + 1] = decision
+  end
+  redis.call('HSET', cmd, unpack(flat))
   redis.call('ZADD', order, seq, args[1])
   return 1
 end
@@ -200,7 +212,9 @@ end
 -- values, without reading it (and its spec) back.
 -- REQUIRES: the command does not exist, args[3] (its initial state) is a
 -- lease source, and owner and lease_ms passed the lease's own checks.
-local function reserve_leased(keys, args, lease_now, owner, lease_ms)
+-- `short`: the answer leaves out what the caller sent (command_key, spec,
+-- decision): the fields from state to updated_ms.
+local function reserve_leased(keys, args, lease_now, owner, lease_ms, decision, short)
   local cmd, meta, order = keys[1], keys[2], keys[3]
   local seq = redis.call('HINCRBY', meta, 'next_seq', 1)
   local now = tonumber(lease_now)
@@ -208,31 +222,50 @@ local function reserve_leased(keys, args, lease_now, owner, lease_ms)
                 'seq', n2s(seq), 'attempts', '1', 'fencing_token', '1', 'lease_owner', owner,
                 'lease_expires_ms', n2s(now + tonumber(lease_ms)), 'created_ms', args[4],
                 'updated_ms', n2s(now)}
+  if decision and decision ~= '' then
+    flat[#flat + 1] = 'decision'
+    flat[#flat + 1] = decision
+  end
   redis.call('HSET', cmd, unpack(flat))
   redis.call('ZADD', order, seq, args[1])
+  if short then return {unpack(flat, 5, 22)} end
   return flat
 end
 
+-- The functions below come twice: under their 0.1 names with the ARGV they
+-- had (a process of an earlier release keeps working while this library is
+-- loaded), and under names ending in 2 whose last argument(s) carry the
+-- decision record apart from the spec. A process of this release calling a
+-- name ending in 2 on a server that an earlier release loaded its library
+-- onto gets "function not found" and loads this one (never an ARGV dropped).
+
 -- KEYS = {command hash, run meta, run order}; ARGV = {command_key, spec_json, state, now_ms}
+-- (tlc_reserve2: then {decision CBOR or ''}).
 -- Returns {created (0|1), HGETALL of the command}.
-redis.register_function('tlc_reserve', function(keys, args)
-  local created = reserve(keys, args)
+local function reserve_fn(keys, args, decision)
+  local created = reserve(keys, args, decision)
   return {created, redis.call('HGETALL', keys[1])}
+end
+redis.register_function('tlc_reserve', function(keys, args) return reserve_fn(keys, args) end)
+redis.register_function('tlc_reserve2', function(keys, args)
+  return reserve_fn(keys, args, args[5])
 end)
 
 -- tlc_reserve, then the lease transition if the command (new or found) is in
 -- one of its source states: one round trip for a write's reserve and lease.
--- ARGV = tlc_reserve's, then {lease_now_ms, owner, lease_ms}.
--- Returns {created (0|1), HGETALL of the command, leased (0|1)}.
-redis.register_function('tlc_reserve_lease', function(keys, args)
+-- ARGV = tlc_reserve's, then {lease_now_ms, owner, lease_ms} (tlc_reserve_lease2:
+-- then {decision CBOR or ''}).
+-- Returns {created (0|1), HGETALL of the command, leased (0|1)}; tlc_reserve_lease2
+-- answers a command it created leased with its fields from state on only.
+local function reserve_lease_fn(keys, args, decision, short)
   -- The lease's own guards first: a refused call writes nothing.
   if args[6] == '' then return fail('TLARG', 'lease needs an owner') end
   if tonumber(args[7]) <= 0 then return fail('TLARG', 'lease needs a positive duration') end
   local cmd = keys[1]
   if SOURCES['lease'][args[3]] and redis.call('EXISTS', cmd) == 0 then
-    return {1, reserve_leased(keys, args, args[5], args[6], args[7]), 1}
+    return {1, reserve_leased(keys, args, args[5], args[6], args[7], decision, short), 1}
   end
-  local created = reserve(keys, args)
+  local created = reserve(keys, args, decision)
   if not SOURCES['lease'][redis.call('HGET', cmd, 'state')] then
     return {created, redis.call('HGETALL', cmd), 0}
   end
@@ -241,12 +274,21 @@ redis.register_function('tlc_reserve_lease', function(keys, args)
                              '0', '0'})
   if leased.err then return leased end
   return {created, leased, 1}
+end
+redis.register_function('tlc_reserve_lease', function(keys, args)
+  return reserve_lease_fn(keys, args)
+end)
+redis.register_function('tlc_reserve_lease2', function(keys, args)
+  return reserve_lease_fn(keys, args, args[8], true)
 end)
 
 -- A session's write in one round trip: its write-ahead turn commit (tl_commit's
 -- commit_check / commit_write, LedgerCommitLua) with tlc_reserve_lease.
 -- KEYS = {turn stream, command hash, run meta, run order} (one hash tag).
--- ARGV = {base, retention, turn, snapshot or '', then tlc_reserve_lease's ARGV}.
+-- ARGV = {base, retention, turn, snapshot or '', then tlc_reserve_lease's ARGV}
+-- (tlc_commit_reserve_lease2: then {decision CBOR or '', at, length}: with an
+-- `at`, the decision is the `length` bytes of the turn from offset `at`, the
+-- very bytes the turn keeps, sent once).
 -- Every check comes first: the lease's arguments, the commit's (a refusal is
 -- tl_commit's error reply; nothing written), then whether the command (found,
 -- or as it would be reserved) is ready for this lease: in a lease source
@@ -257,7 +299,9 @@ end)
 -- Returns {created (0|1), HGETALL of the command, leased (0|1), version}:
 -- version 0 when the turn was not committed; a retry of a commit that had
 -- landed finds its own bytes (the version, nothing appended again).
-redis.register_function('tlc_commit_reserve_lease', function(keys, args)
+-- tlc_commit_reserve_lease2 answers a command it created leased with its
+-- fields from state on only (not the spec and decision just sent).
+local function commit_reserve_lease_fn(keys, args, decision, short)
   if args[10] == '' then return fail('TLARG', 'lease needs an owner') end
   if tonumber(args[11]) <= 0 then return fail('TLARG', 'lease needs a positive duration') end
   local stream, cmd = {keys[1]}, keys[2]
@@ -277,15 +321,29 @@ redis.register_function('tlc_commit_reserve_lease', function(keys, args)
   end
   local reserve_args = {args[5], args[6], args[7], args[8]}
   if not state and redis.call('EXISTS', cmd) == 0 then
-    return {1, reserve_leased({cmd, keys[3], keys[4]}, reserve_args, args[9], args[10], args[11]),
-            1, version}
+    return {1, reserve_leased({cmd, keys[3], keys[4]}, reserve_args, args[9], args[10], args[11],
+                              decision, short), 1, version}
   end
-  local created = reserve({cmd, keys[3], keys[4]}, reserve_args)
+  local created = reserve({cmd, keys[3], keys[4]}, reserve_args, decision)
   local leased = transition('lease', {cmd, keys[3]},
                             {args[9], '0', args[10], args[11], '', '', '', '', '', '0', '0', '0',
                              '0', '0'})
   if leased.err then return leased end
   return {created, leased, 1, version}
+end
+redis.register_function('tlc_commit_reserve_lease', function(keys, args)
+  return commit_reserve_lease_fn(keys, args)
+end)
+redis.register_function('tlc_commit_reserve_lease2', function(keys, args)
+  local decision = args[12]
+  if args[13] ~= '' then
+    local at, length = tonumber(args[13]), tonumber(args[14])
+    if not at or not length or at < 0 or length <= 0 or at + length > #args[3] then
+      return fail('TLARG', 'the decision is not within the turn')
+    end
+    decision = string.sub(args[3], at + 1, at + length)
+  end
+  return commit_reserve_lease_fn(keys, args, decision, true)
 end)
 
 -- KEYS = {run meta}; ARGV = {to, reason, now_ms, from...}. Returns HGETALL of meta.

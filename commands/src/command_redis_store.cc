@@ -1,6 +1,8 @@
 // RedisCommandStore: CommandStore on Redis 7. A command is one hash: its
-// immutable part (spec: the JSON record at reservation) plus one field per
-// mutable attribute, which the transition functions read and write. Every
+// immutable part (spec: the JSON record at reservation; decision: a typed
+// decision record's CBOR, the bytes its turn keeps, when not in the spec)
+// plus one field per mutable attribute, which the transition functions read
+// and write. Every
 // change is one FCALL into "taskledger_commands" (command_redis_functions.cc).
 // On a Redis Cluster each call goes to the primary of its key's slot (the
 // RedisRouter follows redirects): a run's keys share one hash tag, and the
@@ -70,7 +72,7 @@ class RedisCommandStore final : public CommandStore {
     }
     CommitReserveResult out;
     auto reserved =
-        ReserveIn("tlc_commit_reserve_lease", initial,
+        ReserveIn("tlc_commit_reserve_lease2", initial,
                   {std::to_string(lease.now_ms), lease.owner, std::to_string(lease.lease_ms)},
                   &commit, &out.commit);
     if (!reserved) return reserved.error();
@@ -79,7 +81,7 @@ class RedisCommandStore final : public CommandStore {
   }
 
   Result<ReserveResult> Reserve(const Command& initial) override {
-    return ReserveIn("tlc_reserve", initial, {});
+    return ReserveIn("tlc_reserve2", initial, {});
   }
 
   Result<ReserveResult> ReserveAndLease(const Command& initial,
@@ -87,7 +89,7 @@ class RedisCommandStore final : public CommandStore {
     if (lease.transition != Transition::kLease) {
       return Status::InvalidArgument("ReserveAndLease needs a lease request");
     }
-    return ReserveIn("tlc_reserve_lease", initial,
+    return ReserveIn("tlc_reserve_lease2", initial,
                      {std::to_string(lease.now_ms), lease.owner, std::to_string(lease.lease_ms)});
   }
 
@@ -222,9 +224,12 @@ class RedisCommandStore final : public CommandStore {
   }
 
  private:
-  // tlc_reserve or tlc_reserve_lease (`lease_args` appended to the reserve's),
-  // or with `commit` tlc_commit_reserve_lease (its key and arguments first;
-  // the commit's outcome in *carried, a refusal of it is no error here).
+  // tlc_reserve2 or tlc_reserve_lease2 (`lease_args` appended to the
+  // reserve's), or with `commit` tlc_commit_reserve_lease2 (its key and
+  // arguments first; the commit's outcome in *carried, a refusal of it is no
+  // error here). A typed decision goes in the hash's own field as its CBOR
+  // (WriteDecisionApart), and with a commit as a reference to the same bytes
+  // inside the turn sent (one copy on the wire); any other stays in the spec.
   Result<ReserveResult> ReserveIn(const std::string& function, const Command& initial,
                                   const std::vector<std::string>& lease_args,
                                   const EncodedCommit* commit = nullptr,
@@ -237,12 +242,17 @@ class RedisCommandStore final : public CommandStore {
       if (Status s = Index(initial.run); !s.ok()) return s;
     }
     // The spec as sent, compact and without a JSON tree. When that text reads
-    // back exactly (`lossless`), a reply holding the same text (not another
-    // writer's earlier reservation) decodes to `initial` itself instead of being parsed.
-    std::string spec_text;
+    // back exactly (`lossless`), a reply holding the same text and decision
+    // (not another writer's earlier reservation) decodes to `initial` itself
+    // instead of being parsed.
+    std::string spec_text, decision;
+    const bool apart = internal::WriteDecisionApart(initial.decision, decision);
     const bool lossless =
-        internal::WriteCommandSpec(initial, internal::SpecSpelling::kCompact, spec_text);
-    if (!lossless) spec_text = Json(EncodeCommand(initial));
+        internal::WriteCommandSpec(initial, internal::SpecSpelling::kCompact, spec_text, apart);
+    if (!lossless) {
+      spec_text = Json(EncodeCommand(initial));  // the decision in it, replaced as the spec
+      decision.clear();
+    }
     std::vector<std::string> args, fkeys;
     const size_t spec_at = commit != nullptr ? 5 : 1;  // spec_text's place in args
     if (commit != nullptr) {
@@ -254,6 +264,15 @@ class RedisCommandStore final : public CommandStore {
                 {initial.command_key, std::move(spec_text),
                  std::string(CommandStateName(initial.state)), std::to_string(initial.created_ms)});
     args.insert(args.end(), lease_args.begin(), lease_args.end());
+    const size_t at = commit != nullptr && !decision.empty() ? commit->turn.find(decision)
+                                                             : std::string_view::npos;
+    if (commit == nullptr) {
+      args.push_back(decision);
+    } else if (at == std::string_view::npos) {
+      args.insert(args.end(), {decision, "", ""});
+    } else {  // the turn holds these very bytes: refer to them
+      args.insert(args.end(), {"", std::to_string(at), std::to_string(decision.size())});
+    }
     fkeys.insert(fkeys.end(), {keys.Command(initial.command_key), keys.meta, keys.order});
     auto reply = commit == nullptr ? FCall(function, fkeys, args, "reserve " + initial.command_key)
                                    : CarryingFCall(function, fkeys, args, initial, *carried);
@@ -267,20 +286,31 @@ class RedisCommandStore final : public CommandStore {
     }
     if (commit != nullptr) carried->committed = e[3].integer() > 0;
     const bool leased = size >= 3 && e[2].integer() == 1;
+    const bool created = e[0].integer() == 1;
     bool sent = false;  // the reply's spec is the one sent
-    auto c = DecodeHash(e[1], "reserve", [&](const std::string& spec) -> Result<Command> {
-      sent = lossless && spec == args[spec_at];
-      return sent ? initial : specs_.Decode(spec);
-    });
+    Result<Command> c = Status::Internal("reserve: not decoded");
+    if (created && leased) {
+      // Written as sent, then leased: the reply holds the fields from state
+      // on only (the spec and decision are those sent; stored verbatim).
+      c = lossless ? Result<Command>(initial) : specs_.Decode(args[spec_at], decision);
+      if (c) {
+        if (Status s = internal::ApplyHashFields(e[1], "reserve", *c); !s.ok()) return s;
+      }
+    } else {
+      c = DecodeHash(e[1], "reserve",
+                     [&](const std::string& spec, std::string_view stored) -> Result<Command> {
+                       sent = lossless && spec == args[spec_at] && stored == decision;
+                       return sent ? initial : specs_.Decode(spec, stored);
+                     });
+    }
     if (!c) return c.error();
     if (leased) {
       leased_.Update(keys.Command(initial.command_key), *c);
     } else {
       leased_.Forget(keys.Command(initial.command_key));
       // Its lease, if it comes, is a transition whose reply holds this spec.
-      if (sent) specs_.Remember(args[spec_at], initial);
+      if (sent) specs_.Remember(args[spec_at], std::move(decision), initial);
     }
-    const bool created = e[0].integer() == 1;
     if (known && c->seq == 1 && created) {
       // The run's first command, yet this process had indexed the run: it was
       // dropped (here or by another process) since. Index it again; a crash
@@ -357,7 +387,7 @@ class RedisCommandStore final : public CommandStore {
     return reply;
   }
 
-  // The FCALL of tlc_commit_reserve_lease (no replicas to wait for: only a
+  // The FCALL of tlc_commit_reserve_lease2 (no replicas to wait for: only a
   // store without them carries commits): the commit's refusals (tl_commit's
   // error replies) go to carried.refusal, the reply stays a value.
   Result<Reply> CarryingFCall(const std::string& function, const std::vector<std::string>& keys,

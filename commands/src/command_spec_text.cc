@@ -5,7 +5,8 @@
 // dumped by DumpLossless itself, except a typed decision record, written
 // from its members as EncodeDecision and DumpLossless would; one member list
 // for both spellings (the compact one skips a member holding its default).
-// Pure.
+// And WriteDecisionApart: a typed record's CBOR bytes for the hash's own
+// "decision" field, when every string in it is valid UTF-8. Pure.
 #include "internal/command_spec_text.h"
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "internal/command_redis_decode.h"
+#include "taskledger/ledger/decision_bytes.h"
 
 namespace taskledger::internal {
 namespace {
@@ -233,9 +235,53 @@ void SpecWriter::Decision(const char* key, const CommandDecision& value) {
   ok_ = DecisionText(*typed, out_) && ok_;
 }
 
+// True when every string of the record is valid UTF-8 (what DumpLossless
+// would accept of its JSON: its other members are numbers and booleans).
+bool DecisionUtf8(const DecisionRecord& d) {
+  auto valid = [](std::string_view s) {
+    for (size_t i = 0; i < s.size();) {
+      if (static_cast<uint8_t>(s[i]) < 0x80) {
+        ++i;
+        continue;
+      }
+      const size_t n = Utf8Length(s, i);
+      if (n == 0) return false;
+      i += n;
+    }
+    return true;
+  };
+  for (std::string_view s : {std::string_view(d.args_hash), std::string_view(d.call_id),
+                             std::string_view(d.conversation), std::string_view(d.decision),
+                             std::string_view(d.pack_version), std::string_view(d.reason),
+                             std::string_view(d.rule), std::string_view(d.tool)}) {
+    if (!valid(s)) return false;
+  }
+  for (const RuleResult& r : d.rules) {
+    if (!valid(r.id) || !valid(r.outcome) || !valid(r.reason)) return false;
+    for (const std::string& line : r.log) {
+      if (!valid(line)) return false;
+    }
+    for (const EntryRead& x : r.reads) {
+      if (!valid(x.key) || !valid(x.digest) || !valid(x.rule) || !valid(x.source_id)) return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
-bool WriteCommandSpec(const Command& c, SpecSpelling spelling, std::string& out) {
+bool WriteDecisionApart(const CommandDecision& d, std::string& out) {
+  const DecisionRecord* typed = d.typed();
+  if (typed == nullptr || (typed->extra.is_object() && !typed->extra.empty()) ||
+      !DecisionUtf8(*typed)) {
+    return false;
+  }
+  AppendDecisionBytes(*typed, out);
+  return true;
+}
+
+bool WriteCommandSpec(const Command& c, SpecSpelling spelling, std::string& out,
+                      bool decision_apart) {
   static const Command kDefault;
   static const CompensationSpec kNoCompensation;
   const Command& d = kDefault;
@@ -264,7 +310,7 @@ bool WriteCommandSpec(const Command& c, SpecSpelling spelling, std::string& out)
   }
   w.Number("completed_seq", c.completed_seq);
   w.Number("created_ms", c.created_ms);
-  w.Decision("decision", c.decision);
+  if (!decision_apart) w.Decision("decision", c.decision);
   w.Bool("escalated", c.escalated);
   w.Text("escalation_reason", c.escalation_reason, d.escalation_reason);
   w.Json("evidence", c.evidence, d.evidence);

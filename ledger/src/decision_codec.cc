@@ -2,12 +2,14 @@
 // decision_record.h and codec.h). The record's members are those the 0.1 and
 // 0.2 decision logs wrote, plus "reads" in each rule; members it does not
 // know are kept in DecisionRecord::extra and written back as read. A member
-// of a known name with the wrong type is Corruption naming it.
+// of a known name with the wrong type is Corruption naming it. Also the
+// reader of a record's CBOR bytes (decision_bytes.h), through the same decoder.
 #include <set>
 #include <string>
 
 #include "internal/json_field.h"
 #include "taskledger/ledger/codec.h"
+#include "taskledger/ledger/decision_bytes.h"
 
 namespace taskledger {
 namespace {
@@ -184,6 +186,13 @@ Result<DecisionRecord> DecodeDecision(const json& j) {
     if (KnownMembers().count(k) == 0) d.extra[k] = v;
   }
   return d;
+}
+
+Result<DecisionRecord> DecodeDecisionBytes(std::string_view bytes) {
+  auto j = json::from_cbor(bytes.begin(), bytes.end(), /*strict=*/true,
+                           /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Status::Corruption("decision: not one CBOR data item");
+  return DecodeDecision(j);
 }
 
 }  // namespace taskledger

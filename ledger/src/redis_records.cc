@@ -3,13 +3,15 @@
 // EncodeTurn / EncodeState field for field; the encoding rules that make the
 // bytes equal nlohmann's (heads, doubles, key order) are in
 // internal/cbor_writer.h. Any change to the codec's field set must be made
-// here too; redis_records_test.cc fails if the two differ. Pure functions;
-// thread-safe.
+// here too; redis_records_test.cc fails if the two differ. A decision
+// record's bytes are also public (AppendDecisionBytes, decision_bytes.h): the
+// command ledger keeps them. Pure functions; thread-safe.
 #include "internal/redis_records.h"
 
 #include "internal/cbor_writer.h"
 
 #include "taskledger/ledger/codec.h"
+#include "taskledger/ledger/decision_bytes.h"
 #include "taskledger/ledger/extraction_error.h"
 
 #include <string_view>
@@ -275,6 +277,19 @@ void AppendCallBytes(const CallRecord& call, std::string& out) {
 }
 
 void AppendArrayHead(size_t n, std::string& out) { CborWriter(out).Array(n); }
+
+}  // namespace taskledger::internal
+
+namespace taskledger {
+
+void AppendDecisionBytes(const DecisionRecord& d, std::string& out) {
+  internal::CborWriter w(out);
+  internal::WriteDecision(w, d);
+}
+
+}  // namespace taskledger
+
+namespace taskledger::internal {
 
 // at, calls, decisions, errors, sources, turn, updates.
 void AppendTurnRecordBytes(const TurnRecord& t, std::string& out) {

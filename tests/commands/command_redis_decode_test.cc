@@ -1,6 +1,7 @@
 // RedisCommandStore reads a command hash field by field from the reply (no
 // map): what it cannot decode (a malformed number, an unknown or missing
-// state, evidence that is not JSON, no spec) is a Corruption naming the
+// state, evidence that is not JSON, no spec, a decision field that is not a
+// decision record's CBOR) is a Corruption naming the
 // fault, for Get, ListCommands and a transition's reply alike; a field it
 // does not know (a later release's) is skipped. And a hash whose spec is in
 // the full spelling (written by 0.1 and by 0.2 before the compact spec) reads
@@ -156,8 +157,13 @@ TEST_CASE("redis command store: a damaged command hash reads back as a named cor
                           Damage{{"HSET", key, "state", "gone"}, "unknown state 'gone'"},
                           Damage{{"HDEL", key, "state"}, "unknown state ''"},
                           Damage{{"HSET", key, "evidence", "{"}, "evidence is not JSON"},
-                          Damage{{"HDEL", key, "spec"}, "has no spec"}}) {
-    DYNAMIC_SECTION(d.argv[0] + " " + d.argv[2]) {
+                          Damage{{"HDEL", key, "spec"}, "has no spec"},
+                          Damage{{"HSET", key, "decision", "\xa1\x61"},
+                                 "has a decision field that is not a decision record"},
+                          Damage{{"HSET", key, "decision", "\x01"},
+                                 "has a decision field that is not a decision record"}}) {
+    DYNAMIC_SECTION(d.argv[0] + " " + d.argv[2] + " " +
+                    std::to_string(d.argv.size() > 3 ? d.argv[3].size() : 0)) {
       REQUIRE_THAT(server->Run(d.argv), Catch::Matches("[01]"));  // not an error
       auto read = store.Get(run, initial->command_key);
       REQUIRE_FALSE(read.has_value());

@@ -12,6 +12,7 @@
 
 #include "internal/redis_records.h"
 #include "taskledger/ledger/codec.h"
+#include "taskledger/ledger/decision_bytes.h"
 #include "taskledger/ledger/extraction_error.h"
 
 using namespace taskledger;
@@ -126,7 +127,26 @@ TEST_CASE("redis records: turns are byte-identical to the codec's CBOR", "[redis
     newer.extra = {{"aa", 1}, {"zz", "x"}};
     t.decisions = {d, DecisionRecord{}, newer};
     t.errors = {DecodeExtractionError(json{{"error", "bad"}, {"at", -1}})};
-    CHECK(internal::TurnRecordBytes(t) == ViaDom(EncodeTurn(t)));
+    const std::string turn = internal::TurnRecordBytes(t);
+    CHECK(turn == ViaDom(EncodeTurn(t)));
+    // A decision's own bytes (the command ledger keeps them) are those the
+    // turn holds, and read back as the record.
+    for (const DecisionRecord& x : t.decisions) {
+      std::string bytes = "prefix";
+      AppendDecisionBytes(x, bytes);
+      CHECK(bytes == "prefix" + ViaDom(EncodeDecision(x)));
+      CHECK(turn.find(bytes.substr(6)) != std::string::npos);
+      auto back = DecodeDecisionBytes(std::string_view(bytes).substr(6));
+      REQUIRE(back.has_value());
+      CHECK(*back == x);
+    }
+    CHECK(DecodeDecisionBytes("").error().code() == StatusCode::kCorruption);
+    CHECK(DecodeDecisionBytes(ViaDom(json{{"turn", "x"}})).error().message() ==
+          "decision: 'turn' has the wrong type");
+    std::string trailing;
+    AppendDecisionBytes(d, trailing);
+    CHECK(DecodeDecisionBytes(trailing + "\x01").error().message() ==
+          "decision: not one CBOR data item");
   }
   SECTION("optional arrays absent, and an empty turn") {
     CHECK(internal::TurnRecordBytes(t) == ViaDom(EncodeTurn(t)));

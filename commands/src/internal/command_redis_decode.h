@@ -1,10 +1,11 @@
 // Decoding of what RedisCommandStore reads back: a command hash (its spec
-// JSON plus one field per mutable attribute), a run's meta hash and a journal
-// entry. A command's spec never changes after its reservation, so the
-// store keeps the last spec it decoded (SpecCache): the write path's
-// transitions (lease, settle) reply with the spec the reservation already
-// decoded, and a byte-equal spec is not parsed again. Thread-safe: the cache
-// has its own mutex; the functions are pure.
+// JSON, its decision record's CBOR in a "decision" field when it is kept
+// apart from the spec, plus one field per mutable attribute), a run's meta
+// hash and a journal entry. A command's spec and decision never change after
+// its reservation, so the store keeps the last pair it decoded (SpecCache):
+// the write path's transitions (lease, settle) reply with the spec the
+// reservation already decoded, and byte-equal ones are not decoded again.
+// Thread-safe: the cache has its own mutex; the functions are pure.
 #pragma once
 
 #include <functional>
@@ -12,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "taskledger/base/status.h"
@@ -26,21 +28,30 @@ using Fields = std::map<std::string, std::string>;
 // for anything else.
 Result<Fields> ToFields(const Reply& r, const std::string& what);
 
-// The command decoded from its spec text alone (DecodeCommand of the parsed
-// JSON), remembered for the last spec text seen: Decode of the same bytes
-// again returns a copy without parsing. Corruption for a spec that is not JSON
-// or not a command (not remembered).
+// The command a hash's immutable fields hold: DecodeCommand of its spec text,
+// with the decision record of `decision` (the "decision" field's CBOR,
+// DecodeDecisionBytes) when that is not empty; else the spec's own
+// "decision" member, as every hash written before the field existed keeps
+// it. Corruption for a spec that is not JSON or not a command, or a decision
+// field that is not a decision record.
+Result<Command> DecodeStoredSpec(const std::string& spec, std::string_view decision);
+
+// DecodeStoredSpec, remembered for the last (spec, decision) seen: Decode of
+// the same bytes again returns a copy without decoding. Errors as
+// DecodeStoredSpec's (not remembered).
 class SpecCache {
  public:
-  Result<Command> Decode(const std::string& spec);
-  // Remembers `decoded` as the decoding of `spec`. REQUIRES: `spec` is a
-  // text WriteCommandSpec gave for `decoded` (either spelling: DecodeCommand
-  // of it is `decoded`).
-  void Remember(std::string spec, Command decoded);
+  Result<Command> Decode(const std::string& spec, std::string_view decision);
+  // Remembers `decoded` as the decoding of `spec` and `decision`. REQUIRES:
+  // `spec` is a text WriteCommandSpec gave for `decoded` (either spelling),
+  // and `decision` the bytes WriteDecisionApart gave for its decision (then
+  // the spec has none) or empty.
+  void Remember(std::string spec, std::string decision, Command decoded);
 
  private:
   std::mutex mu_;
   std::string text_;  // empty: nothing remembered
+  std::string decision_;
   Command decoded_;
 };
 
@@ -77,11 +88,12 @@ bool DumpLossless(const nlohmann::json& j, std::string& out);
 // The command a hash holds, read from its field list reply (HGETALL, a
 // tlc_* function's) without building a map; Corruption naming `what` for
 // anything that is not a field list or not a command. `cache` (may be null)
-// decodes its spec.
+// decodes its spec and decision (DecodeStoredSpec).
 Result<Command> DecodeHash(const Reply& r, const std::string& what, SpecCache* cache);
-// The same with the spec decoded by `spec_of` (its own text -> its Command).
-Result<Command> DecodeHash(const Reply& r, const std::string& what,
-                           const std::function<Result<Command>(const std::string&)>& spec_of);
+// Its spec text and "decision" field (empty when the hash has none) -> the Command.
+using SpecDecoder = std::function<Result<Command>(const std::string&, std::string_view)>;
+// The same with the spec and decision decoded by `spec_of`.
+Result<Command> DecodeHash(const Reply& r, const std::string& what, const SpecDecoder& spec_of);
 // The mutable fields of a field list reply (a delta, or a whole hash whose
 // spec is ignored) applied onto `c`, as DecodeHash reads them; a state only
 // if the reply has one.

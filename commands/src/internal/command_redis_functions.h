@@ -12,8 +12,8 @@
 // and they return the command hash (HGETALL) after the write; a fenced
 // transition (renew, succeed, fail, mark_uncertain, unlease) given 'delta'
 // returns only the field/value pairs it wrote, in write order, for a caller
-// that holds the hash as the lease left it (LeasedHashes). tlc_reserve_lease
-// and tlc_commit_reserve_lease write a new command and its lease as one HSET
+// that holds the hash as the lease left it (LeasedHashes). tlc_reserve_lease(2)
+// and tlc_commit_reserve_lease(2) write a new command and its lease as one HSET
 // and answer its hash without reading it back. Refusals are
 // error replies whose first word maps to a StatusCode (CommandErrorToStatus).
 // Thread-safe (constant data).

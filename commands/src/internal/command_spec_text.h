@@ -28,6 +28,17 @@ enum class SpecSpelling { kFull, kCompact };
 // false when DumpLossless(EncodeCommand(c)) would be false (a string that is
 // not valid UTF-8, a non-finite number, a binary value): `out` is then
 // unspecified and the caller writes the tree's text with replacements instead.
-bool WriteCommandSpec(const Command& c, SpecSpelling spelling, std::string& out);
+// With `decision_apart` the text has no "decision" member (the hash keeps the
+// record in its own field, WriteDecisionApart) and its validity is not checked.
+bool WriteCommandSpec(const Command& c, SpecSpelling spelling, std::string& out,
+                      bool decision_apart = false);
+
+// The bytes a command hash keeps in its "decision" field for a decision kept
+// apart from the spec: a typed record's CBOR (AppendDecisionBytes, the bytes
+// its turn keeps), appended to `out`, and true. False (`out` unchanged) for a
+// decision given as JSON, a typed one with members this version does not know,
+// or one holding a string that is not valid UTF-8: such a decision stays in the
+// spec's text, as every release before kept it. O(size of the record).
+bool WriteDecisionApart(const CommandDecision& d, std::string& out);
 
 }  // namespace taskledger::internal

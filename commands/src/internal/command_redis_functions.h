@@ -19,11 +19,18 @@
 // Thread-safe (constant data).
 #pragma once
 
+#include <string_view>
+
 #include "taskledger/redis/client.h"
 
 namespace taskledger::internal {
 
 const FunctionLibrary& CommandFunctionLibrary();
+
+// The Lua source of the reserve functions (command_redis_reserve_lua.cc),
+// part of CommandFunctionLibrary's; it uses the transition functions' local
+// helpers (fail, hset, n2s, ...), so it is only valid inside that library.
+std::string_view CommandReserveLua();
 
 // TLPRE -> FailedPrecondition, TLFENCED -> Conflict, TLARG -> InvalidArgument,
 // TLLIMIT -> LimitExceeded, TLNOTFOUND -> NotFound; else ServerErrorToStatus.

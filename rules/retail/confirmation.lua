@@ -36,6 +36,8 @@ for tool, template in pairs(templates) do
   parts[tool] = list
 end
 
+local tostring = tostring  -- a local: no global and proxy lookup per call
+
 local function describe(call)
   local list = parts[call.tool]
   if list == nil then  -- a tool without a template: its name, filled the same way
@@ -48,12 +50,36 @@ local function describe(call)
   return text
 end
 
+local head = "the user has not explicitly confirmed this action: tell them exactly what will "
+  .. "happen ("
+local tail = "), ask them to confirm with yes, and make the call only after they do"
+
+-- Per tool whose template has at most two arguments (all of them today), the
+-- whole denial reason in one concatenation: no intermediate strings, and about
+-- half the VM instructions of describe()'s loop (each costs ~66 machine
+-- instructions under the instruction budget's count hook; bench_turn's timed
+-- check is this denial).
+local reasons = {}
+for tool, list in pairs(parts) do
+  local a, b, c, d, e = list[1], list[2], list[3], list[4], list[5]
+  if #list == 1 then
+    local text = head .. a .. tail
+    reasons[tool] = function() return text end
+  elseif #list == 3 then
+    reasons[tool] = function(args) return head .. a .. tostring(args[b]) .. c .. tail end
+  elseif #list == 5 then
+    reasons[tool] = function(args)
+      return head .. a .. tostring(args[b]) .. c .. tostring(args[d]) .. e .. tail
+    end
+  end
+end
+
 require("shared").rule("retail.explicit_confirmation", {"*"}, 10,
   "Before a write, get the user's explicit yes to its listed details; one yes, one action.",
   function(call, ledger)
     if not ledger.confirmed(call) then
-      return "the user has not explicitly confirmed this action: tell them exactly what will "
-        .. "happen (" .. describe(call) .. "), ask them to confirm with yes, and make the call "
-        .. "only after they do"
+      local reason = reasons[call.tool]
+      if reason ~= nil then return reason(call.args) end
+      return head .. describe(call) .. tail
     end
   end)

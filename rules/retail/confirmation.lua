@@ -54,7 +54,7 @@ local head = "the user has not explicitly confirmed this action: tell them exact
   .. "happen ("
 local tail = "), ask them to confirm with yes, and make the call only after they do"
 
--- Per tool whose template has at most two arguments (all of them today), the
+-- Per tool whose template has one or two arguments (all of them today), the
 -- whole denial reason in one concatenation: no intermediate strings, and about
 -- half the VM instructions of describe()'s loop (each costs ~66 machine
 -- instructions under the instruction budget's count hook; bench_turn's timed
@@ -62,10 +62,7 @@ local tail = "), ask them to confirm with yes, and make the call only after they
 local reasons = {}
 for tool, list in pairs(parts) do
   local a, b, c, d, e = list[1], list[2], list[3], list[4], list[5]
-  if #list == 1 then
-    local text = head .. a .. tail
-    reasons[tool] = function() return text end
-  elseif #list == 3 then
+  if #list == 3 then
     reasons[tool] = function(args) return head .. a .. tostring(args[b]) .. c .. tail end
   elseif #list == 5 then
     reasons[tool] = function(args)

@@ -64,18 +64,9 @@ local function call_facts(call, ledger)
     source, source_known = ledger.fields("fact", pm, "source")
     if source == "gift_card" then balance = ledger.fields("fact", pm, "balance") end
   end
-  F.users = users
-  F.user = user
-  F.method = method
-  F.order = order_id
-  F.status = status
-  F.status_known = status_known
-  F.owner = owner
-  F.owner_known = owner_known
-  F.original = original
-  F.source = source
-  F.source_known = source_known
-  F.balance = balance
+  F.users = users; F.user = user; F.method = method; F.order = order_id
+  F.status = status; F.status_known = status_known; F.owner = owner; F.owner_known = owner_known
+  F.original = original; F.source = source; F.source_known = source_known; F.balance = balance
   return F
 end
 

@@ -12,12 +12,9 @@ local tostring, key = tostring, std.key
 -- The ids of the authenticated users, ", "-separated (asked by the rule that
 -- denies a conversation with several).
 function M.authenticated_names(ledger)
-  local names = {}
-  for _, key in ipairs(ledger.keys("identifier", "user.authenticated.")) do
-    local id, verified = ledger.known("identifier", key)
-    if verified then names[#names + 1] = tostring(id) end
-  end
-  return table.concat(names, ", ")
+  local shown = std.filter(ledger.keys("identifier", "user.authenticated."),
+                           function(k) return ledger.verified("identifier", k) end)
+  return table.concat(std.map(shown, function(k) return tostring(ledger.identifier(k)) end), ", ")
 end
 
 -- What the retail rules judge about a call, looked up once per check however
@@ -56,15 +53,14 @@ local function call_facts(call, ledger)
     status, status_known, owner, owner_known, original =
       ledger.fields("fact", key("order", order_id), "status", "user_id", "original_payment_method")
   end
-  local method = tostring(method_id)
   -- Without a payment_method_id there is no method to look up: no read of a
   -- key named "...payment.nil.source" (it would be listed in the decision's reads).
   if user ~= nil and method_id ~= nil then
-    local pm = key("user", user, "payment", method)  -- fields: no key built in Lua
+    local pm = key("user", user, "payment", method_id)  -- fields: no key built in Lua
     source, source_known = ledger.fields("fact", pm, "source")
     if source == "gift_card" then balance = ledger.fields("fact", pm, "balance") end
   end
-  F.users = users; F.user = user; F.method = method; F.order = order_id
+  F.users = users; F.user = user; F.method = tostring(method_id); F.order = order_id
   F.status = status; F.status_known = status_known; F.owner = owner; F.owner_known = owner_known
   F.original = original; F.source = source; F.source_known = source_known; F.balance = balance
   return F
@@ -79,11 +75,10 @@ function M.rule(id, tools, priority, description, why)
         facts = call_facts, why = why}
 end
 
--- The JSON array `value` (call arguments are read-only views: tables or
--- userdata proxies) as a plain array of strings, or nil if it is not an array.
+-- The JSON array `value` (call arguments are read-only tables) as a plain
+-- array of strings, or nil if it is not an array.
 function M.string_list(value)
-  local kind = type(value)
-  return (kind == "table" or kind == "userdata") and std.map(value, tostring) or nil
+  return type(value) == "table" and std.map(value, tostring) or nil
 end
 
 return M

@@ -90,10 +90,10 @@ void CallView::PushName(lua_State* L, std::string_view s) {
   }
 }
 
-bool CallView::SameArguments(const nlohmann::json& arguments, int max_depth) const {
-  if (!flat_valid_) return PushesSame(arguments, arguments_, max_depth);
-  if (max_depth < 1 || !arguments.is_object() || arguments.size() != flat_.size()) return false;
-  auto kept = flat_.begin();
+bool CallView::SameArguments(const ArgsTable& t, const nlohmann::json& arguments, int max_depth) {
+  if (!t.flat_valid) return PushesSame(arguments, t.arguments, max_depth);
+  if (max_depth < 1 || !arguments.is_object() || arguments.size() != t.flat.size()) return false;
+  auto kept = t.flat.begin();
   for (const auto& [k, v] : arguments.get_ref<const nlohmann::json::object_t&>()) {
     const FlatArgument& a = *kept++;
     if (k != a.key || !SameScalar(v, a.text, a.type, a.bits)) return false;
@@ -101,18 +101,18 @@ bool CallView::SameArguments(const nlohmann::json& arguments, int max_depth) con
   return true;
 }
 
-void CallView::KeepArguments(const nlohmann::json& arguments) {
+void CallView::KeepArguments(ArgsTable& t, const nlohmann::json& arguments) {
   const bool flat =
       arguments.is_object() && std::all_of(arguments.begin(), arguments.end(),
                                            [](const nlohmann::json& v) { return IsScalar(v); });
-  flat_valid_ = false;
+  t.flat_valid = false;
   if (!flat) {
-    arguments_ = arguments;
+    t.arguments = arguments;
     return;
   }
-  if (!arguments_.is_null()) arguments_ = nullptr;
-  flat_.resize(arguments.size());
-  auto kept = flat_.begin();
+  if (!t.arguments.is_null()) t.arguments = nullptr;
+  t.flat.resize(arguments.size());
+  auto kept = t.flat.begin();
   for (const auto& [k, v] : arguments.get_ref<const nlohmann::json::object_t&>()) {
     FlatArgument& a = *kept++;
     a.key.assign(k);
@@ -124,7 +124,7 @@ void CallView::KeepArguments(const nlohmann::json& arguments) {
       a.text.clear();
     }
   }
-  flat_valid_ = true;
+  t.flat_valid = true;
 }
 
 bool CallView::Keeps(std::string_view s) const {
@@ -144,6 +144,10 @@ void CallView::Install(lua_State* L, const std::vector<std::string>& declared) {
   call_data_ref_ = luaL_ref(L, LUA_REGISTRYINDEX);
   WrapReadOnly(L, -1);
   call_ref_ = luaL_ref(L, LUA_REGISTRYINDEX);
+  for (ArgsTable& t : tables_) {
+    lua_createtable(L, 0, 4);
+    t.ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  }
   lua_createtable(L, 0, 0);
   WrapReadOnly(L, -1);
   lua_getmetatable(L, -1);
@@ -151,90 +155,125 @@ void CallView::Install(lua_State* L, const std::vector<std::string>& declared) {
   args_ref_ = luaL_ref(L, LUA_REGISTRYINDEX);
 }
 
+size_t CallView::TableFor(const std::string& tool) {
+  for (size_t i = 0; i < tables_.size(); ++i) {
+    if (tables_[i].filled && tables_[i].tool == tool) return i;
+  }
+  const size_t i = next_reuse_;
+  next_reuse_ = (next_reuse_ + 1) % tables_.size();
+  tables_[i].filled = false;
+  tables_[i].tool = tool;
+  return i;
+}
+
 void CallView::Push(lua_State* L, const ProposedCall& call) {
   const bool same_id = pushed_ && call.id == id_;
   const bool same_tool = pushed_ && call.tool == tool_;
-  const bool same_args =
-      pushed_ && SameArguments(call.arguments, SandboxOf(L).limits().max_json_depth);
-  if (!(same_id && same_tool && same_args)) {
-    // flat_ names exactly the fields the args data table holds.
-    const bool known_fields = pushed_ && flat_valid_;
-    pushed_ = false;
-    lua_rawgeti(L, LUA_REGISTRYINDEX, call_data_ref_);
-    if (!same_id) {
-      lua_pushlstring(L, call.id.data(), call.id.size());
-      lua_setfield(L, -2, "id");
-      id_ = call.id;
-    }
-    if (!same_tool) {
-      PushName(L, call.tool);
-      lua_setfield(L, -2, "tool");
-      tool_ = call.tool;
-    }
-    if (!same_args) {
-      PushArguments(L, call.arguments, known_fields);
-      lua_setfield(L, -2, "args");
-      KeepArguments(call.arguments);
-    }
-    lua_pop(L, 1);
-    pushed_ = true;
+  const bool object = call.arguments.is_object();
+  size_t table = 0;
+  bool same_args = false;
+  if (pushed_ && object) {
+    table = TableFor(call.tool);
+    same_args = tables_[table].filled &&
+                SameArguments(tables_[table], call.arguments, SandboxOf(L).limits().max_json_depth);
   }
+  if (same_id && same_tool && same_args && installed_ == static_cast<int>(table)) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, call_ref_);
+    return;
+  }
+  if (!pushed_ && object) table = TableFor(call.tool);
+  pushed_ = false;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, call_data_ref_);
+  if (!same_id) {
+    lua_pushlstring(L, call.id.data(), call.id.size());
+    lua_setfield(L, -2, "id");
+    id_ = call.id;
+  }
+  if (!same_tool) {
+    PushName(L, call.tool);
+    lua_setfield(L, -2, "tool");
+    tool_ = call.tool;
+  }
+  if (object) {
+    ArgsTable& t = tables_[table];
+    if (!same_args) {
+      FillArguments(L, t, call.arguments);
+      KeepArguments(t, call.arguments);
+      t.filled = true;
+    }
+    if (installed_ != static_cast<int>(table)) {
+      // Point the persistent args proxy at this tool's table (its data holds
+      // no writable table: every nested value is a read-only proxy).
+      installed_ = -1;
+      lua_rawgeti(L, LUA_REGISTRYINDEX, args_meta_ref_);
+      lua_rawgeti(L, LUA_REGISTRYINDEX, t.ref);
+      lua_setfield(L, -2, "__index");
+      lua_pop(L, 1);
+      lua_rawgeti(L, LUA_REGISTRYINDEX, args_ref_);
+      lua_setfield(L, -2, "args");
+      installed_ = static_cast<int>(table);
+    }
+  } else {
+    installed_ = -1;
+    if (call.arguments.is_array()) {
+      PushReadOnly(L, call.arguments);
+    } else {
+      // Not an object: call.args is the args proxy over an empty table.
+      lua_rawgeti(L, LUA_REGISTRYINDEX, args_meta_ref_);
+      lua_createtable(L, 0, 0);
+      lua_setfield(L, -2, "__index");
+      lua_pop(L, 1);
+      lua_rawgeti(L, LUA_REGISTRYINDEX, args_ref_);
+    }
+    lua_setfield(L, -2, "args");
+  }
+  lua_pop(L, 1);
+  pushed_ = true;
   lua_rawgeti(L, LUA_REGISTRYINDEX, call_ref_);
 }
 
-void CallView::PushArguments(lua_State* L, const nlohmann::json& arguments, bool known_fields) {
-  if (arguments.is_object()) {
-    // Refill the data table behind the persistent args proxy in place: clear
-    // the previous call's fields, then set this call's. Calls to one tool
-    // share their argument names, so the table keeps its slots and a check
-    // allocates nothing here but the argument values. (Setting an existing
-    // field to nil during lua_next is allowed; adding one is not, hence two
-    // passes.) With `known_fields` (flat_ names the fields the table holds)
-    // only the fields this call lacks are cleared, without walking the table,
-    // and the fields it holds with the same value are left as they are.
-    lua_rawgeti(L, LUA_REGISTRYINDEX, args_meta_ref_);
-    lua_pushliteral(L, "__index");
-    lua_rawget(L, -2);
-    int data = lua_gettop(L);
-    if (known_fields) {
-      for (const FlatArgument& old : flat_) {
-        if (arguments.contains(old.key)) continue;
-        PushName(L, old.key);
-        lua_pushnil(L);
-        lua_rawset(L, data);
-      }
-    } else {
+void CallView::FillArguments(lua_State* L, ArgsTable& t, const nlohmann::json& arguments) {
+  // Refill the tool's data table in place: clear the previous call's fields,
+  // then set this call's. Calls to one tool share their argument names, so
+  // the table keeps its slots and a check allocates nothing here but the
+  // argument values. (Setting an existing field to nil during lua_next is
+  // allowed; adding one is not, hence two passes.) With `known` (t.flat names
+  // the fields the table holds) only the fields this call lacks are cleared,
+  // without walking the table, and the fields it holds with the same value
+  // are left as they are.
+  const bool known = t.filled && t.flat_valid;
+  t.filled = false;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, t.ref);
+  const int data = lua_gettop(L);
+  if (known) {
+    for (const FlatArgument& old : t.flat) {
+      if (arguments.contains(old.key)) continue;
+      PushName(L, old.key);
       lua_pushnil(L);
-      while (lua_next(L, data)) {
-        lua_pop(L, 1);
-        lua_pushvalue(L, -1);
-        lua_pushnil(L);
-        lua_rawset(L, data);
-      }
-    }
-    // Both are in key order (json objects are sorted maps).
-    auto old = flat_.cbegin();
-    for (const auto& [k, v] : arguments.get_ref<const nlohmann::json::object_t&>()) {
-      if (known_fields) {
-        while (old != flat_.cend() && old->key < k) ++old;
-        if (old != flat_.cend() && old->key == k && SameScalar(v, old->text, old->type, old->bits))
-          continue;
-      }
-      PushName(L, k);
-      PushReadOnly(L, v, 1);
       lua_rawset(L, data);
     }
-    lua_pop(L, 2);
-    lua_rawgeti(L, LUA_REGISTRYINDEX, args_ref_);
-  } else if (arguments.is_array()) {
-    PushReadOnly(L, arguments);
   } else {
-    lua_rawgeti(L, LUA_REGISTRYINDEX, args_meta_ref_);
-    lua_createtable(L, 0, 0);
-    lua_setfield(L, -2, "__index");
-    lua_pop(L, 1);
-    lua_rawgeti(L, LUA_REGISTRYINDEX, args_ref_);
+    lua_pushnil(L);
+    while (lua_next(L, data)) {
+      lua_pop(L, 1);
+      lua_pushvalue(L, -1);
+      lua_pushnil(L);
+      lua_rawset(L, data);
+    }
   }
+  // Both are in key order (json objects are sorted maps).
+  auto old = t.flat.cbegin();
+  for (const auto& [k, v] : arguments.get_ref<const nlohmann::json::object_t&>()) {
+    if (known) {
+      while (old != t.flat.cend() && old->key < k) ++old;
+      if (old != t.flat.cend() && old->key == k && SameScalar(v, old->text, old->type, old->bits))
+        continue;
+    }
+    PushName(L, k);
+    PushReadOnly(L, v, 1);
+    lua_rawset(L, data);
+  }
+  lua_pop(L, 1);
 }
 
 }  // namespace taskledger::policy_internal

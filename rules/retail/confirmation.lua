@@ -5,55 +5,43 @@
 -- rule (lowest priority), so the agent only asks the user to confirm an action
 -- the policy would otherwise allow. Pure function of call and ledger.
 
--- A short description of the action, for the agent to put in front of the user:
--- the tool's template with each {argument} filled in.
-local templates = {
-  cancel_pending_order = "cancel order {order_id} (reason: {reason})",
-  return_delivered_order_items =
-    "return the listed items of order {order_id} with the refund to {payment_method_id}",
-  exchange_delivered_order_items =
-    "exchange the listed items of order {order_id} (price difference via {payment_method_id})",
-  modify_pending_order_items =
-    "modify the listed items of order {order_id} (price difference via {payment_method_id})",
-  modify_pending_order_payment = "pay order {order_id} with {payment_method_id}",
-  modify_pending_order_address = "change the shipping address of order {order_id}",
-  modify_user_address = "change the default address of user {user_id}",
+local tostring = tostring  -- a local: no global and proxy lookup per call
+
+local head = "the user has not explicitly confirmed this action: tell them exactly what will "
+  .. "happen ("
+local tail = "), ask them to confirm with yes, and make the call only after they do"
+
+-- Per write tool, the denial reason with a short description of the action
+-- for the agent to put in front of the user (its arguments filled in), made
+-- by one concatenation: no template filled at check time, no intermediate
+-- strings. Each VM instruction costs about 66 machine instructions under the
+-- instruction budget's count hook (docs/rule-api.md, "Sandbox"), and
+-- bench_turn's timed check is this denial.
+local reasons = {
+  cancel_pending_order = function(args) return head .. "cancel order " .. tostring(args.order_id)
+    .. " (reason: " .. tostring(args.reason) .. ")" .. tail end,
+  return_delivered_order_items = function(args)
+    return head .. "return the listed items of order " .. tostring(args.order_id)
+      .. " with the refund to " .. tostring(args.payment_method_id) .. tail end,
+  exchange_delivered_order_items = function(args)
+    return head .. "exchange the listed items of order " .. tostring(args.order_id)
+      .. " (price difference via " .. tostring(args.payment_method_id) .. ")" .. tail end,
+  modify_pending_order_items = function(args)
+    return head .. "modify the listed items of order " .. tostring(args.order_id)
+      .. " (price difference via " .. tostring(args.payment_method_id) .. ")" .. tail end,
+  modify_pending_order_payment = function(args) return head .. "pay order "
+    .. tostring(args.order_id) .. " with " .. tostring(args.payment_method_id) .. tail end,
+  modify_pending_order_address = function(args)
+    return head .. "change the shipping address of order " .. tostring(args.order_id) .. tail end,
+  modify_user_address = function(args)
+    return head .. "change the default address of user " .. tostring(args.user_id) .. tail end,
 }
-
--- Each template split once, at load, into its text and the argument names in
--- between ({"cancel order ", "order_id", " (reason: ", "reason", ")"}), so a
--- denial concatenates instead of running string.gsub with a callback (about
--- 0.7 us of a denied cancel_pending_order check, bench_turn).
-local parts = {}
-for tool, template in pairs(templates) do
-  local list, at = {}, 1
-  for first, name, after in string.gmatch(template, "(){([%w_]+)}()") do
-    list[#list + 1] = string.sub(template, at, first - 1)
-    list[#list + 1] = name
-    at = after
-  end
-  list[#list + 1] = string.sub(template, at)
-  parts[tool] = list
-end
-
-local function describe(call)
-  local list = parts[call.tool]
-  if list == nil then  -- a tool without a template: its name, filled the same way
-    return (string.gsub(call.tool, "{([%w_]+)}", function(name)
-      return tostring(call.args[name])
-    end))
-  end
-  local args, text = call.args, list[1]
-  for i = 2, #list, 2 do text = text .. tostring(args[list[i]]) .. list[i + 1] end
-  return text
-end
 
 require("shared").rule("retail.explicit_confirmation", {"*"}, 10,
   "Before a write, get the user's explicit yes to its listed details; one yes, one action.",
   function(call, ledger)
     if not ledger.confirmed(call) then
-      return "the user has not explicitly confirmed this action: tell them exactly what will "
-        .. "happen (" .. describe(call) .. "), ask them to confirm with yes, and make the call "
-        .. "only after they do"
+      local reason = reasons[call.tool]  -- none for another modify_pending_order_*: its name
+      return reason ~= nil and reason(call.args) or head .. call.tool .. tail
     end
   end)

@@ -9,8 +9,7 @@
 -- no product looked up) is made up and denied here too. Pure function of call
 -- and ledger.
 
-local rule_of, string_list = require("shared").rule, require("shared").string_list
-local none, list_arguments = {}, {"item_ids", "new_item_ids"}
+local rule_of, string_list, none = require("shared").rule, require("shared").string_list, {}
 
 -- The arguments each retail write needs before anything can be checked.
 local required_arguments = {
@@ -25,17 +24,15 @@ local required_arguments = {
 -- What is missing for the items of order `order_id`, or nil: each old item must be
 -- one of the order's, each new one a variant get_product_details showed.
 local function missing_items(ledger, order_id, args)
-  if order_id == nil or args.item_ids == nil then return nil end
   local old, new = string_list(args.item_ids) or none, string_list(args.new_item_ids) or none
-  for i, item in ipairs(old) do
-    local variant = new[i]
+  for i, item in ipairs(order_id ~= nil and old or none) do  -- no order: nothing to look in
     if not ledger.verified("fact", std.key("order", order_id, "item", item, "price")) then
       return "item " .. item .. " is not an item of order " .. order_id .. ": use the item ids "
         .. "get_order_details lists for the order"
-    elseif variant ~= nil and not (ledger.verified("fact", std.key("item", variant, "product_id"))
-        and ledger.verified("fact", std.key("item", variant, "available"))
-        and ledger.verified("fact", std.key("item", variant, "price"))) then
-      return "item " .. variant .. " was not shown by get_product_details: look up product "
+    elseif new[i] ~= nil and not (ledger.verified("fact", std.key("item", new[i], "product_id"))
+        and ledger.verified("fact", std.key("item", new[i], "available"))
+        and ledger.verified("fact", std.key("item", new[i], "price"))) then
+      return "item " .. new[i] .. " was not shown by get_product_details: look up product "
         .. tostring(ledger.fact(std.key("item", item, "product_id"))) .. " (the product of item "
         .. item .. ") and pick one of its variants"
     end
@@ -50,14 +47,11 @@ rule_of("retail.facts_from_tools", {"*"}, 20,
     for i = 1, #required do  -- numeric loops: ipairs is a C call per step
       if args[required[i]] == nil then return call.tool .. " needs the argument " .. required[i] end
     end
-    local item_ids = args.item_ids  -- most writes have no item lists: no loop
-    if item_ids ~= nil or args.new_item_ids ~= nil then
-      for i = 1, #list_arguments do
-        local name = list_arguments[i]
-        if args[name] ~= nil and #(string_list(args[name]) or none) == 0 then
-          return name .. " must be a non-empty list of item ids"
-        end
-      end
+    local item_ids, new_item_ids = args.item_ids, args.new_item_ids
+    if item_ids ~= nil and #(string_list(item_ids) or none) == 0 then
+      return "item_ids must be a non-empty list of item ids"
+    elseif new_item_ids ~= nil and #(string_list(new_item_ids) or none) == 0 then
+      return "new_item_ids must be a non-empty list of item ids"
     end
     if f.order ~= nil and not (f.status_known and f.owner_known) then
       return "look up order " .. f.order .. " with get_order_details (its status, owner, items "

@@ -27,14 +27,13 @@ rule_of("retail.auth_before_action", {"*"}, 100,
 rule_of("retail.single_user", {"*"}, 90,
   "Help only the conversation's authenticated user: not another user's profile or orders.",
   function(call, ledger, f)
-    local user, user_id, users = f.user, call.args.user_id, f.users
-    if users == 0 then
-      return "no user is authenticated in this conversation; authenticate the user first"
-    elseif users > 1 then
+    -- No user (f.users == 0) never reaches this rule: retail.auth_before_action,
+    -- on the same calls and earlier, denies.
+    local user, user_id = f.user, call.args.user_id
+    if f.users > 1 then
       return "this conversation has authenticated more than one user ("
-        .. authenticated_names(ledger)
-        .. ") but can serve only one: no change can be made in it any more; tell the user so "
-        .. "and do not act for another user"
+        .. authenticated_names(ledger) .. ") but can serve only one: no change can be made in it "
+        .. "any more; tell the user so and do not act for another user"
     elseif user_id ~= nil and user_id ~= user then
       return "this conversation serves user " .. user .. "; " .. tostring(user_id) .. " is "
         .. "another user, and requests about other users must be declined"

@@ -28,13 +28,10 @@ local function item_rule(id, priority, description, judge)
   end)
 end
 
--- The product's name (nil if get_product_details did not show it), and its label.
-local function product_name(ledger, product_id)
-  return ledger.fact(std.key("product", product_id, "name"))
-end
-
+-- The product's label: "product <id>", after its name if get_product_details showed it.
 local function label(ledger, product_id)
-  local name, text = product_name(ledger, product_id), "product " .. tostring(product_id)
+  local name = ledger.fact(std.key("product", product_id, "name"))
+  local text = "product " .. tostring(product_id)
   return name ~= nil and tostring(name) .. " (" .. text .. ")" or text
 end
 
@@ -46,8 +43,10 @@ item_rule("retail.same_product_type", 55,
       return "item " .. new .. " is a " .. label(ledger, new_product) .. ", not a "
         .. label(ledger, product) .. ": item " .. old .. " can only become another option of "
         .. "the same product, never another product"
-    elseif product ~= nil and new_product == nil and product_name(ledger, product) ~= nil then
-      -- get_product_details lists all variants: an item missing there is not one.
+    elseif product ~= nil and new_product == nil
+        and ledger.fact(std.key("product", product, "name")) ~= nil then
+      -- The product was looked up, and get_product_details lists all its
+      -- variants: an item missing there is not one.
       return "item " .. new .. " is not a variant of " .. label(ledger, product) .. ": item "
         .. old .. " can only become one of the variants get_product_details lists for it"
     end

@@ -9,8 +9,8 @@
 -- on evidence; a fact no tool has shown yet is left to retail.facts_from_tools
 -- (see identity.lua). Pure functions of call and ledger.
 
-local rule_of, string_list = require("shared").rule, require("shared").string_list
-local key = std.key  -- a local: no global and proxy lookup per call
+-- std.key as a local: no global and proxy lookup per call.
+local rule_of, string_list, key = require("shared").rule, require("shared").string_list, std.key
 
 -- Who a tool output showed owning `method`: `user` if it paid one of their
 -- orders (found through the value index), else the first other user whose
@@ -29,9 +29,11 @@ end
 rule_of("retail.payment_method_owned", {"modify_pending_order_payment",
   "modify_pending_order_items", "exchange_delivered_order_items",
   "return_delivered_order_items"}, 45, "Pay or refund only with the user's own payment methods.",
-  function(_, ledger, f)
-    local user, method = f.user, f.method  -- no user: auth_before_action or single_user denies
-    if user == nil or f.source ~= nil then return nil end
+  function(call, ledger, f)
+    -- No user: auth_before_action or single_user denies; no payment_method_id:
+    -- facts_from_tools asks for it (there is no method to judge).
+    local user, method = f.user, f.method
+    if user == nil or f.source ~= nil or call.args.payment_method_id == nil then return nil end
     local owner, profile = owner_of(ledger, method, user), ledger.record("user", user)
     local methods = profile and profile.payment
     if owner ~= user and (owner ~= nil or methods ~= nil) then
@@ -56,6 +58,9 @@ rule_of("retail.modify_payment_different_method", {"modify_pending_order_payment
 -- numbers with a 1e-9 tolerance, as tools report them: std.money is exact but costs
 -- about 3 us per check on this hot path; scripts/bench policy --retail.)
 local function items_due(call, ledger, f)
+  -- A payment change has no items: its due is the order's total, and it gets
+  -- here only when no tool showed that (the rule's `payment and total or items_due`).
+  if call.tool == "modify_pending_order_payment" then return nil end
   local order = ledger.record("order", tostring(f.order)) or {}
   local old, new = string_list(call.args.item_ids), string_list(call.args.new_item_ids)
   if order.item == nil or old == nil or new == nil or #old ~= #new then return nil end
@@ -73,13 +78,10 @@ rule_of("retail.gift_card_sufficient_balance", {"modify_pending_order_payment",
   "A gift card's balance covers what it pays: the order total or the new items' difference.",
   function(call, ledger, f)
     if f.source ~= "gift_card" then return nil end
-    -- A payment change pays the order total (read here: no helper call on this hot path).
-    local due, balance = nil, f.balance
-    if call.tool == "modify_pending_order_payment" then
-      due = ledger.fact(key("order", f.order, "total"))
-    else
-      due = items_due(call, ledger, f)
-    end
+    -- A payment change pays the order total (read here: no helper call on this hot path;
+    -- nil if no tool showed it).
+    local balance, due = f.balance, call.tool == "modify_pending_order_payment"
+      and ledger.fact(key("order", f.order, "total")) or items_due(call, ledger, f)
     if type(due) == "number" and type(balance) == "number" and balance + 1e-9 < due then
       return string.format("gift card %s has a balance of %.2f, less than the %.2f it would "
         .. "have to pay: ask the user for another payment method", f.method, balance, due)

@@ -2,11 +2,19 @@
 // extractors receive. The proxy objects for `call` and a top-level `args`
 // object are built once per sandbox and refilled per check, so a check
 // allocates only the argument data itself; the fields of the previous call
-// that are equal in this one (tool, arguments) are not pushed again. Rules
-// cannot change them (every proxy is read-only), so what stays in Lua is
-// exactly what a fresh push would produce. Not thread-safe: one per Sandbox.
+// that are equal in this one (tool, arguments) are not pushed again. The
+// data table behind `call.args` is kept per tool (the last kArgsTables
+// tools), so a check of a tool checked before refills only the arguments
+// that differ from that tool's previous call, and switching tools re-points
+// the proxy instead of clearing and refilling one shared table (a retail
+// check alternating two tools pushed ~3.3k instructions of arguments,
+// callgrind on bench_policy --retail). Rules cannot change them (every proxy
+// is read-only), so what stays in Lua is exactly what a fresh push would
+// produce. Not thread-safe: one per Sandbox.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -36,21 +44,6 @@ class CallView {
   int call_data_ref() const { return call_data_ref_; }
 
  private:
-  // `known_fields`: flat_ names exactly the fields the args data table holds.
-  void PushArguments(lua_State* L, const nlohmann::json& arguments, bool known_fields);
-  // Whether `arguments` push as exactly what the data tables hold now.
-  bool SameArguments(const nlohmann::json& arguments, int max_depth) const;
-  // Remembers `arguments` as what the data tables hold.
-  void KeepArguments(const nlohmann::json& arguments);
-  // Pushes the name `s` (a tool or argument name: a pack has few) as a Lua
-  // string, from a registry reference once it has been pushed before, so a
-  // known name is not hashed and interned again in every check. Besides the
-  // declared names (Install), the first kNamesKept other distinct names of at
-  // most kNameMaxBytes are kept; others are pushed as they come. The declared
-  // names come first in the search, so a client sending junk names first can
-  // neither evict them nor slow their lookup.
-  void PushName(lua_State* L, std::string_view s);
-
   // One argument of a flat object: its name, JSON type, and its value as
   // bytes (a string) or bits (a number or boolean; 0 for null).
   struct FlatArgument {
@@ -59,6 +52,41 @@ class CallView {
     std::string text;
     uint64_t bits = 0;
   };
+  // The data table an `args` object of one tool's calls is kept in, and what
+  // it holds: `filled` false until a push into it completed (a Lua error
+  // part-way leaves it unknown, so the next push refills all). An object of
+  // scalars (the common case) is kept flat in `flat` (flat_valid), whose
+  // strings keep their capacity from call to call, so remembering it
+  // allocates nothing (a JSON copy cost ~0.15 us a check, bench_policy
+  // --retail); anything else is kept whole in `arguments`.
+  struct ArgsTable {
+    std::string tool;
+    int ref = LUA_NOREF;
+    bool filled = false;
+    bool flat_valid = false;
+    std::vector<FlatArgument> flat;
+    nlohmann::json arguments;
+  };
+  static constexpr size_t kArgsTables = 4;
+
+  // The kept table of `tool`, or the next one to reuse (emptied of what it
+  // is known to hold: filled false, its Lua table still to be cleared).
+  size_t TableFor(const std::string& tool);
+  // Refills `t`'s data table with the object `arguments`. With `t.filled`
+  // and `t.flat_valid` only the fields that differ are set or cleared.
+  void FillArguments(lua_State* L, ArgsTable& t, const nlohmann::json& arguments);
+  // Whether `arguments` push as exactly what `t` holds now.
+  static bool SameArguments(const ArgsTable& t, const nlohmann::json& arguments, int max_depth);
+  // Remembers `arguments` as what `t` holds.
+  static void KeepArguments(ArgsTable& t, const nlohmann::json& arguments);
+  // Pushes the name `s` (a tool or argument name: a pack has few) as a Lua
+  // string, from a registry reference once it has been pushed before, so a
+  // known name is not hashed and interned again in every check. Besides the
+  // declared names (Install), the first kNamesKept other distinct names of at
+  // most kNameMaxBytes are kept; others are pushed as they come. The declared
+  // names come first in the search, so a client sending junk names first can
+  // neither evict them nor slow their lookup.
+  void PushName(lua_State* L, std::string_view s);
 
   struct KeptName {
     std::string text;
@@ -74,18 +102,15 @@ class CallView {
   int call_ref_ = LUA_NOREF;       // the `call` proxy
   int args_meta_ref_ = LUA_NOREF;  // metatable of the `call.args` proxy
   int args_ref_ = LUA_NOREF;       // the `call.args` proxy
-  // What the data tables hold now; `pushed_` is false until a Push completed
-  // (a Lua error part-way leaves them unknown, so the next Push refills all).
+  // What the call table holds now; `pushed_` is false until a Push completed.
   bool pushed_ = false;
   std::string id_;
   std::string tool_;
-  // The arguments: an object of scalars (the common case) is kept flat in
-  // flat_ (flat_valid_), whose strings keep their capacity from call to call,
-  // so remembering it allocates nothing (a JSON copy cost ~0.15 us a check,
-  // bench_policy --retail); anything else is kept whole in arguments_.
-  bool flat_valid_ = false;
-  std::vector<FlatArgument> flat_;
-  nlohmann::json arguments_;
+  std::array<ArgsTable, kArgsTables> tables_;
+  size_t next_reuse_ = 0;  // the table TableFor reuses next (round robin)
+  // The table `call.args` shows (the args proxy, pointed at it), or -1 when
+  // it shows something else (arguments that are not an object) or unknown.
+  int installed_ = -1;
 };
 
 }  // namespace taskledger::policy_internal

@@ -5,6 +5,7 @@
 // and reading any version is an O(1) copy. (`snapshot_every` is a Redis
 // concern and is ignored here.)
 // Retention is judged against the injected Clock on every access.
+// NewHeadsOnlyMemoryStore keeps states[0] as the head only and no turns.
 #include "taskledger/ledger/memory_store.h"
 
 #include <map>
@@ -16,15 +17,17 @@ namespace taskledger {
 namespace {
 
 struct Conversation {
-  std::vector<TurnRecord> turns;    // turns[i] produced version i+1
+  std::vector<TurnRecord> turns;    // turns[i] produced version i+1 (none: heads only)
   std::vector<LedgerState> states;  // states[v] is version v; states[0] is empty
-  uint64_t head() const { return states.size() - 1; }
+  uint64_t head_version = 0;        // heads only: states is {the head}
+  uint64_t head() const { return head_version; }
   int64_t last_commit_ms = 0;
 };
 
 class MemoryStore final : public Store {
  public:
-  MemoryStore(StoreOptions options, const Clock& clock) : options_(options), clock_(clock) {
+  MemoryStore(StoreOptions options, const Clock& clock, bool history)
+      : options_(options), clock_(clock), history_(history) {
     if (options_.snapshot_every == 0) options_.snapshot_every = 1;
   }
 
@@ -58,6 +61,8 @@ class MemoryStore final : public Store {
     uint64_t head = c ? c->head() : 0;
     if (version > head) return NotFound(id, version, head);
     if (version == 0) return LedgerState{};
+    if (version == head) return c->states.back();
+    if (!history_) return NoHistory(id);
     return c->states[version];
   }
 
@@ -68,6 +73,7 @@ class MemoryStore final : public Store {
     uint64_t head = c ? c->head() : 0;
     if (last > head) return NotFound(id, last, head);
     std::vector<TurnRecord> out;
+    if (!history_ && std::max<uint64_t>(first, 1) <= last) return NoHistory(id);
     for (uint64_t v = std::max<uint64_t>(first, 1); v <= last; ++v) out.push_back(c->turns[v - 1]);
     return out;
   }
@@ -110,8 +116,14 @@ class MemoryStore final : public Store {
       c = &conversations_[id];
       c->states.emplace_back();
     }
-    c->turns.push_back(std::forward<Record>(turn));
-    c->states.push_back(after);
+    if (history_) {
+      c->turns.push_back(std::forward<Record>(turn));
+      c->states.push_back(after);
+    } else {
+      // The turn record is dropped here (its memory is reused by the next turn).
+      c->states.back() = after;
+    }
+    c->head_version = after.version;
     c->last_commit_ms = clock_.NowMs();
     return Status::Ok();
   }
@@ -134,8 +146,14 @@ class MemoryStore final : public Store {
                             std::to_string(version) + " (head is " + std::to_string(head) + ")");
   }
 
+  static Status NoHistory(const ConversationId& id) {
+    return Status::FailedPrecondition("conversation '" + id.conversation +
+                                      "': this memory store keeps only the head version");
+  }
+
   StoreOptions options_;
   const Clock& clock_;
+  const bool history_;
   std::mutex mu_;
   std::map<ConversationId, Conversation> conversations_;
 };
@@ -143,7 +161,11 @@ class MemoryStore final : public Store {
 }  // namespace
 
 std::unique_ptr<Store> NewMemoryStore(StoreOptions options, const Clock& clock) {
-  return std::make_unique<MemoryStore>(options, clock);
+  return std::make_unique<MemoryStore>(options, clock, true);
+}
+
+std::unique_ptr<Store> NewHeadsOnlyMemoryStore(StoreOptions options, const Clock& clock) {
+  return std::make_unique<MemoryStore>(options, clock, false);
 }
 
 }  // namespace taskledger

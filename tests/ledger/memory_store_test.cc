@@ -1,11 +1,17 @@
 // The memory store's CommitTakingTurn (taskledger/ledger/store.h): a record
 // handed over reads back exactly as it was built, and a commit that is
 // refused (a conflict, a bad version) leaves the caller's record untouched,
-// so a rebase and a retry commit the same turn.
+// so a rebase and a retry commit the same turn. The heads-only memory store
+// (NewHeadsOnlyMemoryStore, for `taskledger replay` without audit output):
+// commits and heads as usual, history refused, never answered wrongly.
 #include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
 
 #include "taskledger/base/clock.h"
 #include "taskledger/ledger/memory_store.h"
+#include "taskledger/ledger/state.h"
 #include "taskledger/ledger/store.h"
 
 using namespace taskledger;
@@ -93,4 +99,35 @@ TEST_CASE("memory store: a refused taken turn is left to the caller unchanged",
   want.turn = 2;
   CHECK(store->ReadTurns(id, 2, 2).value().front() == want);
   CHECK(store->Head(id).value() == 2);
+}
+
+TEST_CASE("heads-only memory store: keeps the head, refuses history with FailedPrecondition",
+          "[ledger][memory]") {
+  auto store = NewHeadsOnlyMemoryStore();
+  ConversationId id{"acme", "heads"};
+  CHECK(store->Head(id).value() == 0);
+  CHECK(store->ReadTurns(id, 1, 0).value().empty());  // no turn asked for: nothing to refuse
+  LedgerState one = After(1);
+  REQUIRE(ApplyUpdate(one, MakeTurn(1).updates.front(), 1, 0).ok());
+  REQUIRE(store->CommitTurn(id, MakeTurn(1), one).ok());
+  LedgerState two = After(2);
+  REQUIRE(store->CommitTakingTurn(id, MakeTurn(2), two).ok());
+  CHECK(store->Head(id).value() == 2);
+  CHECK(store->ReadHead(id).value() == two);
+  CHECK(store->ReadVersion(id, 2).value() == two);
+  CHECK(store->ReadVersion(id, 0).value() == LedgerState{});
+  auto older = store->ReadVersion(id, 1);
+  REQUIRE(!older.has_value());
+  CHECK(older.error().code() == StatusCode::kFailedPrecondition);
+  CHECK(store->ReadVersion(id, 3).error().code() == StatusCode::kNotFound);  // past the head
+  CHECK(store->ReadTurns(id, 1, 2).error().code() == StatusCode::kFailedPrecondition);
+  CHECK(store->ReadTurns(id, 2, 2).error().code() == StatusCode::kFailedPrecondition);
+  // Commits still need the head's version: a stale turn is a Conflict.
+  CHECK(store->CommitTurn(id, MakeTurn(2), After(2)).code() == StatusCode::kConflict);
+  CHECK(store->ListConversations("acme").value() == std::vector<std::string>{"heads"});
+  // The full memory store answers the same history.
+  auto full = NewMemoryStore();
+  REQUIRE(full->CommitTurn(id, MakeTurn(1), one).ok());
+  REQUIRE(full->CommitTurn(id, MakeTurn(2), two).ok());
+  CHECK(full->ReadVersion(id, 1).value() == one);
 }

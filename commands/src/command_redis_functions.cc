@@ -244,9 +244,9 @@ std::string TransitionTables() {
 
 const FunctionLibrary& CommandFunctionLibrary() {
   static const FunctionLibrary library{
-      "taskledger_commands",
-      std::string(kHead) + std::string(LedgerCommitLua()) + "\n" + TransitionTables() + kBody +
-          std::string(CommandReserveLua()) + kTail};
+      "taskledger_commands", std::string(kHead) + std::string(LedgerCommitLua()) + "\n" +
+                                 TransitionTables() + kBody + std::string(CommandReserveLua()) +
+                                 kTail};
   return library;
 }
 

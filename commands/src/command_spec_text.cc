@@ -2,16 +2,15 @@
 // EncodeCommand's object in the order nlohmann's std::map keeps them (byte
 // order of the keys), strings escaped as nlohmann's serializer escapes them
 // with ensure_ascii off, nested JSON values (arguments, decision, evidence)
-// dumped by DumpLossless itself, except a typed decision record, written
-// from its members as EncodeDecision and DumpLossless would; one member list
-// for both spellings (the compact one skips a member holding its default).
-// And WriteDecisionApart: a typed record's CBOR bytes for the hash's own
-// "decision" field, when every string in it is valid UTF-8. Pure.
+// dumped by DumpLossless itself; one member list for both spellings (the
+// compact one skips a member holding its default). And WriteDecisionApart: a
+// typed record's CBOR bytes for the hash's own "decision" field, when every
+// string in it is valid UTF-8; the one encoding of a decision the store
+// writes (its turn keeps the same bytes). Pure.
 #include "internal/command_spec_text.h"
 
 #include <cstdint>
 #include <string_view>
-#include <vector>
 
 #include "internal/command_redis_decode.h"
 #include "taskledger/ledger/decision_bytes.h"
@@ -110,8 +109,7 @@ void Key(const char* key, std::string& out) {
 // The members of one JSON object, written in the order they are given (the
 // callers give them in key order), in the spelling asked for: a compact text
 // leaves out a member equal to its default (the value a default-constructed
-// Command holds, which DecodeCommand keeps for an absent member). A decision
-// record's nested objects are written in the full spelling.
+// Command holds, which DecodeCommand keeps for an absent member).
 class SpecWriter {
  public:
   SpecWriter(SpecSpelling spelling, std::string& out)
@@ -139,25 +137,10 @@ class SpecWriter {
     ok_ = DumpLossless(value, text) && ok_;
     out_ += text;
   }
-  // A decision record: a typed one written straight from its members (no
-  // JSON tree), unless it has members this version does not know.
-  void Decision(const char* key, const CommandDecision& value);
   // A text member every spelling writes (DecodeCommand needs it).
   void Always(const char* key, std::string_view value) {
     Key(key, out_);
     ok_ = String(value, out_) && ok_;
-  }
-  // An array member every spelling writes: each item by `write(item, out)`,
-  // which answers false where the item cannot be written.
-  template <class T, class Write>
-  void Array(const char* key, const std::vector<T>& items, Write write) {
-    Key(key, out_);
-    out_ += '[';
-    for (size_t i = 0; i < items.size(); ++i) {
-      if (i > 0) out_ += ',';
-      ok_ = write(items[i], out_) && ok_;
-    }
-    out_ += ']';
   }
   bool ok() const { return ok_; }
 
@@ -166,74 +149,6 @@ class SpecWriter {
   std::string& out_;
   bool ok_ = true;
 };
-
-// An entry a rule read, as EncodeRead has it (decision_codec.cc): members
-// in key order, a missing entry's description left out.
-bool ReadText(const EntryRead& r, std::string& out) {
-  out += '{';
-  SpecWriter m(SpecSpelling::kFull, out);
-  m.Always("category", CategoryName(r.category));
-  if (r.present) m.Always("digest", r.digest);
-  m.Always("key", r.key);
-  m.Bool("present", r.present);
-  if (r.present) {
-    if (!r.rule.empty()) m.Always("rule", r.rule);
-    m.Always("source", SourceKindName(r.source));
-    if (!r.source_id.empty()) m.Always("source_id", r.source_id);
-    m.Number("turn", r.turn);
-    m.Bool("verified", r.verified);
-  }
-  out += '}';
-  return m.ok();
-}
-
-// A rule's result, as EncodeRule has it.
-bool RuleText(const RuleResult& r, std::string& out) {
-  out += '{';
-  SpecWriter m(SpecSpelling::kFull, out);
-  if (r.error) m.Bool("error", true);
-  m.Always("id", r.id);
-  if (!r.log.empty()) m.Array("log", r.log, String);
-  m.Always("outcome", r.outcome);
-  if (!r.reads.empty()) m.Array("reads", r.reads, ReadText);
-  m.Always("reason", r.reason);
-  out += '}';
-  return m.ok();
-}
-
-// The text of EncodeDecision(d) as DumpLossless writes it, for a record with
-// no member this version does not know (those interleave in key order: the
-// caller writes the tree's text instead). False where DumpLossless is.
-bool DecisionText(const DecisionRecord& d, std::string& out) {
-  out += '{';
-  SpecWriter m(SpecSpelling::kFull, out);
-  m.Always("args_hash", d.args_hash);
-  m.Always("call_id", d.call_id);
-  m.Always("conversation", d.conversation);
-  m.Always("decision", d.decision);
-  m.Number("latency_us", d.latency_us);
-  m.Always("pack_version", d.pack_version);
-  m.Bool("read_only", d.read_only);
-  m.Always("reason", d.reason);
-  m.Always("rule", d.rule);
-  m.Array("rules", d.rules, RuleText);
-  m.Number("staged_seen", d.staged_seen);
-  m.Always("tool", d.tool);
-  m.Number("turn", d.turn);
-  m.Number("version_seen", d.version_seen);
-  out += '}';
-  return m.ok();
-}
-
-void SpecWriter::Decision(const char* key, const CommandDecision& value) {
-  const DecisionRecord* typed = value.typed();
-  if (typed == nullptr || (typed->extra.is_object() && !typed->extra.empty())) {
-    Json(key, value.Json(), nlohmann::json::object());
-    return;
-  }
-  Key(key, out_);
-  ok_ = DecisionText(*typed, out_) && ok_;
-}
 
 // True when every string of the record is valid UTF-8 (what DumpLossless
 // would accept of its JSON: its other members are numbers and booleans).
@@ -310,7 +225,10 @@ bool WriteCommandSpec(const Command& c, SpecSpelling spelling, std::string& out,
   }
   w.Number("completed_seq", c.completed_seq);
   w.Number("created_ms", c.created_ms);
-  if (!decision_apart) w.Decision("decision", c.decision);
+  // A decision kept in the spec (untyped, or one WriteDecisionApart
+  // declined) is its JSON's lossless text; the write path keeps a typed
+  // record apart, so this tree is built only for those that cannot be.
+  if (!decision_apart) w.Json("decision", c.decision.Json(), d.decision.Json());
   w.Bool("escalated", c.escalated);
   w.Text("escalation_reason", c.escalation_reason, d.escalation_reason);
   w.Json("evidence", c.evidence, d.evidence);

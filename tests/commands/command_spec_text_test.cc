@@ -5,7 +5,9 @@
 // string and number; its compact spelling (what the store writes now) must
 // decode to the same Command with the members holding defaults left out.
 // Both refuse exactly where DumpLossless refuses (invalid UTF-8, a
-// non-finite number), so the caller falls back the same way.
+// non-finite number), so the caller falls back the same way. A typed
+// decision record is kept apart from the spec (WriteDecisionApart) as the
+// CBOR bytes its turn keeps, or stays in the spec where it cannot be.
 // Single-threaded.
 #include <cmath>
 #include <limits>
@@ -19,6 +21,7 @@
 #include "internal/command_redis_decode.h"
 #include "internal/command_spec_text.h"
 #include "taskledger/ledger/codec.h"
+#include "taskledger/ledger/decision_bytes.h"
 
 namespace taskledger::testing {
 namespace {
@@ -313,6 +316,49 @@ TEST_CASE("command decision: a typed record that is not valid UTF-8 is refused a
   for (auto spelling : {internal::SpecSpelling::kFull, internal::SpecSpelling::kCompact}) {
     std::string out;
     CHECK_FALSE(internal::WriteCommandSpec(c, spelling, out));
+  }
+}
+
+TEST_CASE("command decision: a typed record is kept apart as the CBOR bytes its turn keeps",
+          "[commands]") {
+  const std::shared_ptr<const DecisionRecord> record = TypedRecord();
+  Command c = Sample();
+  c.decision = CommandDecision(record);
+
+  std::string apart = "prefix";
+  REQUIRE(internal::WriteDecisionApart(c.decision, apart));
+  std::string turn_bytes;
+  AppendDecisionBytes(*record, turn_bytes);
+  CHECK(apart == "prefix" + turn_bytes);  // appended, and the very bytes the turn keeps
+  auto back = DecodeDecisionBytes(std::string_view(apart).substr(6));
+  REQUIRE(back.has_value());
+  CHECK(*back == *record);
+
+  // The spec written beside it has no decision member, in either spelling,
+  // and reads back as the command with its decision left to the field.
+  for (auto spelling : {internal::SpecSpelling::kFull, internal::SpecSpelling::kCompact}) {
+    std::string spec;
+    REQUIRE(internal::WriteCommandSpec(c, spelling, spec, /*decision_apart=*/true));
+    const nlohmann::json parsed = nlohmann::json::parse(spec);
+    CHECK_FALSE(parsed.contains("decision"));
+    Command without = c;
+    without.decision = CommandDecision();
+    auto decoded = DecodeCommand(parsed);
+    REQUIRE(decoded.has_value());
+    CHECK(*decoded == without);
+  }
+
+  // What cannot be kept apart stays in the spec, and `out` is left as it was:
+  // a decision given as JSON, a typed one with members this version does not
+  // know, and one holding a string that is not valid UTF-8 (in a rule's log).
+  auto bad_utf8 = std::make_shared<DecisionRecord>(*record);
+  bad_utf8->rules[2].log[1] = "line \xc3";
+  for (const CommandDecision& kept_in_spec :
+       {CommandDecision(EncodeDecision(*record)), CommandDecision(TypedRecordWithExtra()),
+        CommandDecision(std::shared_ptr<const DecisionRecord>(bad_utf8))}) {
+    std::string out = "unchanged";
+    CHECK_FALSE(internal::WriteDecisionApart(kept_in_spec, out));
+    CHECK(out == "unchanged");
   }
 }
 

@@ -17,22 +17,27 @@ namespace taskledger::internal {
 namespace {
 
 constexpr std::string_view kReserve = R"LUA(
--- Inserts the command unless it exists; returns 1 if it did not. `decision`
--- (may be nil or ''): the decision record's CBOR, kept in a field of its own
--- (the spec then has no "decision" member).
-local function reserve(keys, args, decision)
-  local cmd, meta, order = keys[1], keys[2], keys[3]
-  if redis.call('EXISTS', cmd) == 1 then return 0 end
-  local seq = redis.call('HINCRBY', meta, 'next_seq', 1)
-  local flat = {'command_key', args[1], 'spec', args[2], 'state', args[3],
-                'seq', n2s(seq), 'attempts', '0', 'fencing_token', '0', 'lease_owner', '',
-                'lease_expires_ms', '0', 'created_ms', args[4], 'updated_ms', args[4]}
+-- Writes a new command's hash (the fields and values in `flat`, and
+-- `decision` when there is one) and places it in its run's order at `seq`.
+local function insert(keys, key, seq, flat, decision)
   if decision and decision ~= '' then
     flat[#flat + 1] = 'decision'
     flat[#flat + 1] = decision
   end
-  redis.call('HSET', cmd, unpack(flat))
-  redis.call('ZADD', order, seq, args[1])
+  redis.call('HSET', keys[1], unpack(flat))
+  redis.call('ZADD', keys[3], seq, key)
+end
+
+-- Inserts the command unless it exists; returns 1 if it did not. `decision`
+-- (may be nil or ''): the decision record's CBOR, kept in a field of its own
+-- (the spec then has no "decision" member).
+local function reserve(keys, args, decision)
+  if redis.call('EXISTS', keys[1]) == 1 then return 0 end
+  local seq = redis.call('HINCRBY', keys[2], 'next_seq', 1)
+  local flat = {'command_key', args[1], 'spec', args[2], 'state', args[3],
+                'seq', n2s(seq), 'attempts', '0', 'fencing_token', '0', 'lease_owner', '',
+                'lease_expires_ms', '0', 'created_ms', args[4], 'updated_ms', args[4]}
+  insert(keys, args[1], seq, flat, decision)
   return 1
 end
 
@@ -45,19 +50,13 @@ end
 -- `short`: the answer leaves out what the caller sent (command_key, spec,
 -- decision): the fields from state to updated_ms.
 local function reserve_leased(keys, args, lease_now, owner, lease_ms, decision, short)
-  local cmd, meta, order = keys[1], keys[2], keys[3]
-  local seq = redis.call('HINCRBY', meta, 'next_seq', 1)
+  local seq = redis.call('HINCRBY', keys[2], 'next_seq', 1)
   local now = tonumber(lease_now)
   local flat = {'command_key', args[1], 'spec', args[2], 'state', TARGET['lease'],
                 'seq', n2s(seq), 'attempts', '1', 'fencing_token', '1', 'lease_owner', owner,
                 'lease_expires_ms', n2s(now + tonumber(lease_ms)), 'created_ms', args[4],
                 'updated_ms', n2s(now)}
-  if decision and decision ~= '' then
-    flat[#flat + 1] = 'decision'
-    flat[#flat + 1] = decision
-  end
-  redis.call('HSET', cmd, unpack(flat))
-  redis.call('ZADD', order, seq, args[1])
+  insert(keys, args[1], seq, flat, decision)
   if short then return {unpack(flat, 5, 22)} end
   return flat
 end

@@ -180,7 +180,7 @@ int main(int argc, char** argv) {
   auto show = [](const ProposedCall& call, const CallResult& r) {
     std::cout << "  model calls " << call.tool << call.arguments.dump()
               << "\n    decision: " << OutcomeName(r.decision.outcome)
-              << (r.decision.read_only ? " (read-only)" : "")
+              << (r.decision.read_only() ? " (read-only)" : "")
               << (r.decision.rule_id.empty() ? "" : " by " + r.decision.rule_id) << "\n";
     if (r.command) {
       std::cout << "    command " << CommandStateName(r.command->state) << ", idempotency key "

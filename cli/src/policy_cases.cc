@@ -78,7 +78,7 @@ Result<PolicyDecision> DecidePolicyCase(const std::shared_ptr<const RulePack>& p
   d.outcome = last.outcome;
   d.rule_id = last.rule_id;
   d.reason = last.reason;
-  d.read_only = last.read_only;
+  if (last.read_only) d.tool_class = ToolClass::kReadOnly;
   for (const auto& [rule, outcome] : last.evaluations) {
     RuleEvaluation& ev = d.rules.emplace_back();
     ev.rule_id = rule;

@@ -46,7 +46,7 @@ nlohmann::json EncodeDecision(const PolicyDecision& d) {
           {"reason", d.reason},
           {"rules", std::move(rules)},
           {"tool_class", ToolClassName(d.tool_class)},
-          {"read_only", d.read_only},
+          {"read_only", d.read_only()},
           {"pack_version", d.pack_version},
           {"latency_us", d.latency_us}};
 }

@@ -147,8 +147,7 @@ void PolicyChecker::Impl::Decide(PolicyDecision& d, const ProposedCall& call,
   d.tool_class = plan.tool_class;
   d.egress = plan.egress;
   if (d.tool_class == ToolClass::kReadOnly) {
-    d.outcome = Outcome::kAllow;
-    d.read_only = true;
+    d.outcome = Outcome::kAllow;  // read_only(): no rule runs
     return;
   }
   if (d.tool_class == ToolClass::kUnknown && !pack->allow_unknown_tools()) {

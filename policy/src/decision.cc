@@ -53,7 +53,7 @@ DecisionRecord MakeDecisionRecord(const PolicyDecision& d, const ProposedCall& c
   r.rule = d.rule_id;
   r.reason = d.reason;
   r.pack_version = d.pack_version.str();
-  r.read_only = d.read_only;
+  r.read_only = d.read_only();
   r.latency_us = d.latency_us;
   // Its own field: the ledger's read-set evidence is in rules[].reads.
   if (d.provenance.is_array() && !d.provenance.empty()) r.extra["provenance"] = d.provenance;

@@ -62,7 +62,8 @@ void RegisterDecisions(py::module_& m) {
       .def_readonly("rule", &PolicyDecision::rule_id, "The deciding rule's id ('' if none ran).")
       .def_readonly("reason", &PolicyDecision::reason, "Why, written for the model to act on.")
       .def_readonly("rules", &PolicyDecision::rules, "Every rule evaluated, in order.")
-      .def_readonly("read_only", &PolicyDecision::read_only)
+      .def_property_readonly("read_only", &PolicyDecision::read_only,
+                             "True for a read-only tool: allowed, no rule ran.")
       .def_property_readonly(
           "tool_class",
           [](const PolicyDecision& d) { return std::string(ToolClassName(d.tool_class)); })

@@ -50,7 +50,7 @@ nlohmann::json DecisionJson(const CallResult& r, const RulePack& pack) {
           {"reason", d.reason},
           {"pack_version", d.pack_version},
           {"pack_name", pack.name()},
-          {"read_only", d.read_only},
+          {"read_only", d.read_only()},
           {"egress", d.egress}};
 }
 
@@ -114,7 +114,8 @@ Result<nlohmann::json> ProposeCall(const RouteContext& ctx) {
           return Status::Conflict(r.decision.reason);  // decide again on the new head
         }
         const bool leased = r.command && r.command->state == CommandState::kLeased;
-        const bool execute = r.decision.allowed() && (r.decision.read_only || leased || !r.command);
+        const bool execute =
+            r.decision.allowed() && (r.decision.read_only() || leased || !r.command);
         (r.decision.outcome == Outcome::kAllow             ? m.decisions_allow
          : r.decision.outcome == Outcome::kRequireApproval ? m.decisions_approval
                                                            : m.decisions_deny)

@@ -75,7 +75,7 @@ Result<ConversationReplay> Replay(Session& session, std::span<Event> events) {
           }
           return ToolOutput{recorded->output, recorded->error};
         });
-        if (!r.executed && recorded != nullptr && !r.decision.read_only) {
+        if (!r.executed && recorded != nullptr && !r.decision.read_only()) {
           // The gate would have stopped a call that the trace shows ran. The
           // trace is what happened, so the ledger follows it: later decisions
           // are judged against the world as it really was.
@@ -102,7 +102,7 @@ Result<ConversationReplay> Replay(Session& session, std::span<Event> events) {
           if (ev.rule_id.view() == rc.rule_id) rc.policy_error = true;
         }
         if (rc.rule_id == kCheckerErrorRule) rc.policy_error = true;
-        rc.read_only = r.decision.read_only;
+        rc.read_only = r.decision.read_only();
         rc.executed = r.executed;
         rc.latency_us = r.decision.latency_us;
         // The session is done with the call: its copies become the result's.

@@ -168,7 +168,7 @@ CallResult Session::HandleToolCall(const ProposedCall& call, const ToolExecutor&
 
 CallResult Session::HandleToolCall(const ProposedCall& call, const ContextToolExecutor& execute) {
   CallResult result = Check(call);
-  const bool writes = !result.decision.read_only;
+  const bool writes = !result.decision.read_only();
   // An egress tool is gated like a write but is not a command: it changes
   // nothing to reconcile, it only sends data out.
   if (writes && commands_ && !result.decision.egress &&

@@ -46,7 +46,7 @@ CallResult Session::Authorize(const ProposedCall& call) {
 }
 
 void Session::FinishAuthorize(const ProposedCall& call, CallResult& result) {
-  const bool writes = !result.decision.read_only;
+  const bool writes = !result.decision.read_only();
   if (result.decision.allowed()) {
     if (writes && commit_before_write_) {
       CommitBeforeWrite(call, result);

@@ -42,7 +42,7 @@ CallClass Session::ClassOf(const std::string& tool) const {
 
 CallResult Session::ProposeExternal(const ProposedCall& call) {
   CallResult result = Check(call);
-  const bool writes = !result.decision.read_only;
+  const bool writes = !result.decision.read_only();
   // As in HandleToolCall: an egress tool is gated and recorded like a write
   // (Authorize's write-ahead commit, a call record that writes) but is not a
   // command: it changes nothing to reconcile, it only sends data out.

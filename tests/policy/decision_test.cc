@@ -83,7 +83,7 @@ TEST_CASE("read-only tools run no rule; unknown tools follow the pack default", 
   auto deny_unknown = MakeChecker(MakePack(lua));
   PolicyDecision d = deny_unknown->Check(CallOf("get_order"), LedgerState{}, {}, kNow);
   CHECK(d.outcome == Outcome::kAllow);
-  CHECK(d.read_only);
+  CHECK(d.read_only());
   CHECK(d.rules.empty());
   d = deny_unknown->Check(CallOf("launch_rocket"), LedgerState{}, {}, kNow);
   CHECK(d.outcome == Outcome::kDeny);
@@ -149,11 +149,11 @@ TEST_CASE("the decision says whether the tool is egress, worked out with its cla
       INFO(e.tool << " check " << again);
       CHECK(d.tool_class == e.cls);
       CHECK(d.egress == e.egress);
-      CHECK(d.read_only == (e.cls == ToolClass::kReadOnly));
+      CHECK(d.read_only() == (e.cls == ToolClass::kReadOnly));
       CHECK(d.outcome == Outcome::kAllow);
       // ClassOf answers what the decision carries.
       CHECK(checker->ClassOf(e.tool) == CallClass{d.tool_class, d.egress});
-      CHECK(checker->ClassOf(e.tool).writes() == !d.read_only);
+      CHECK(checker->ClassOf(e.tool).writes() == !d.read_only());
       // So does the pack's own answer, for callers without a checker.
       CHECK(PackClassOf(**pack, e.tool) == CallClass{d.tool_class, d.egress});
     }

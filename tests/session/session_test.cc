@@ -129,7 +129,7 @@ TEST_CASE("lookup, confirmation and write: the write runs once and consumes the 
   // Turn 1: a read-only lookup passes without rules; its output is extracted.
   CallResult lookup = session->HandleToolCall(GetOrder("#W1"), tools.executor());
   CHECK(lookup.executed);
-  CHECK(lookup.decision.read_only);
+  CHECK(lookup.decision.read_only());
   CHECK_THAT(lookup.message, Catch::Contains("pending"));
   REQUIRE(session->EndTurn().has_value());
   const Entry* status = session->ledger().head().FindLive(Category::kFact, "order.#W1.status", 0);

@@ -64,7 +64,6 @@ struct PolicyDecision {
   std::vector<RuleEvaluation> rules;  // in evaluation order
   SharedString pack_version;
   ToolClass tool_class = ToolClass::kUnknown;
-  bool read_only = false;  // tool_class == kReadOnly: no rule ran
   // The tool matches the pack's "egress" list (RulePack::IsEgress): gated
   // like a write (tool_class kWrites) but it changes nothing to reconcile, so
   // the session never makes it a command. Worked out with tool_class, once
@@ -79,6 +78,11 @@ struct PolicyDecision {
   nlohmann::json provenance;
 
   bool allowed() const { return outcome == Outcome::kAllow; }
+  // The tool is read-only (tool_class kReadOnly): allowed, no rule ran. Worked
+  // out from tool_class, the one place a decision says whether its call
+  // writes. (A field before 0.2: write `read_only()`, and set tool_class to
+  // make a decision read-only; docs/migration-0.2.md.)
+  bool read_only() const { return tool_class == ToolClass::kReadOnly; }
 };
 
 // What the caller knows that the checker does not: where the decision sits.

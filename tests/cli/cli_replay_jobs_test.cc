@@ -188,3 +188,48 @@ TEST_CASE("replay --jobs takes a positive number of threads only") {
   CHECK(RunCli({"replay", trace, "--rules", Pack()}).exit_code == 0);  // default: hardware threads
   CHECK_THAT(RunCli({"replay", "--help"}).out, Catch::Contains("--jobs"));
 }
+
+TEST_CASE("replay --jobs: a line a worker cannot parse is reported with its own file:line") {
+  // The workers parse the lines: each error must still name its file and
+  // line (blank lines counted), in input order, as --jobs 1 does.
+  const std::string first = TempDir() + "/jobs-parse-a.jsonl";
+  const std::string second = TempDir() + "/jobs-parse-b.jsonl";
+  std::string a;
+  for (int i = 0; i < 5; ++i) a += ShopTraceLine("a" + std::to_string(i)) + "\n";
+  a += "{\"conversation\":\"a5\",\"events\":5}\n";  // line 6: events is not a list
+  a += "\n";                                         // line 7: blank, skipped
+  a += "[1,2]\n";                                    // line 8: not an object
+  for (int i = 9; i < 20; ++i) a += ShopTraceLine("a" + std::to_string(i)) + "\n";
+  WriteFile(first, a);
+  WriteFile(second, "{bad\n" + ShopTraceLine("b1") + "\n");
+  const std::vector<std::string> args = {"replay", first, second, "--rules", Pack(), "--json"};
+  CheckSameAsSerial(args);
+
+  std::vector<std::string> parallel = args;
+  parallel.insert(parallel.end(), {"--jobs", "3"});
+  CliRun r = RunCli(parallel);
+  CHECK(r.exit_code == 2);
+  // The "FILE:LINE: " each stderr line starts with, in order.
+  std::vector<std::string> places;
+  static const std::regex place(R"re(^(/[^:]+:[0-9]+): )re");
+  size_t start = 0;
+  while (start < r.err.size()) {
+    size_t end = r.err.find('\n', start);
+    if (end == std::string::npos) end = r.err.size();
+    std::smatch m;
+    const std::string line = r.err.substr(start, end - start);
+    if (std::regex_search(line, m, place)) places.push_back(m[1].str());
+    start = end + 1;
+  }
+  CHECK(places == std::vector<std::string>{first + ":6", first + ":8", second + ":1"});
+  CHECK(r.LastJson()["conversations"] == 17);  // the readable lines
+  CHECK(r.LastJson()["failed_conversations"] == 3);
+
+  parallel.push_back("--strict");
+  CliRun strict = RunCli(parallel);
+  CHECK(strict.exit_code == 2);
+  CHECK_THAT(strict.err, Catch::StartsWith(first + ":6: "));
+  CHECK_THAT(strict.err, !Catch::Contains(":8: "));
+  CHECK_THAT(strict.out, Catch::Contains("\"a4\""));   // the lines before it were printed
+  CHECK_THAT(strict.out, !Catch::Contains("\"a9\""));  // nothing after it
+}

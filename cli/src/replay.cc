@@ -24,6 +24,7 @@
 #include "audit_visibility.h"
 #include "cli_common.h"
 #include "replay_input.h"
+#include "replay_decision.h"
 #include "replay_jobs.h"
 #include "replay_summary.h"
 #include "taskledger/base/clock.h"
@@ -67,51 +68,6 @@ std::string RunUniquePrefix() {
 std::string PrefixedId(const std::string& prefix, const std::string& conversation) {
   if (prefix.empty() || prefix.back() == '/') return prefix + conversation;
   return prefix + "/" + conversation;
-}
-
-void PrintDecision(std::ostream& out, const ReplayOptions& o, const std::string& conversation,
-                   const ReplayedCall& c) {
-  if (o.quiet || c.read_only) return;
-  std::string verdict;
-  if (c.policy_error) {
-    // Never "as expected": a broken rule fails closed whatever the label says.
-    verdict = "POLICY ERROR: the deciding rule failed";
-  } else if (c.expect) {
-    bool blocked = c.outcome != Outcome::kAllow;
-    bool as_expected = c.expect->decision == "allow" ? !blocked
-                       : c.expect->decision == "deny"
-                           ? blocked && (c.expect->rule.empty() || c.expect->rule == c.rule_id)
-                           : OutcomeName(c.outcome) == c.expect->decision;
-    verdict = as_expected ? "as expected" : "MISMATCH: expected " + c.expect->decision;
-    if (!as_expected && !c.expect->rule.empty()) verdict += " by " + c.expect->rule;
-  }
-  if (o.common.json) {
-    nlohmann::json j = {
-        {"conversation", conversation},       {"call_id", c.call_id},  {"tool", c.tool},
-        {"decision", OutcomeName(c.outcome)}, {"rule", c.rule_id},     {"reason", c.reason},
-        {"version_seen", c.version_seen},     {"executed", c.executed}};
-    if (c.expect) j["expect"] = {{"decision", c.expect->decision}, {"rule", c.expect->rule}};
-    if (!c.errored_rules.empty() || c.policy_error) {
-      j["policy_error"] = c.policy_error;
-      j["errored_rules"] = c.errored_rules;
-    }
-    out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    return;
-  }
-  out << conversation << " " << c.call_id << " " << c.tool << " -> " << OutcomeName(c.outcome);
-  if (c.outcome == Outcome::kAllow) {
-    // An allow has no single deciding rule: every applicable rule passed.
-    out << (c.rules_evaluated == 0 ? " [no rule applies]"
-            : c.rules_evaluated == 1
-                ? " [1 rule passed]"
-                : " [all " + std::to_string(c.rules_evaluated) + " rules passed]");
-  } else if (!c.rule_id.empty()) {
-    out << " [" << c.rule_id << "]";
-  }
-  out << " @v" << c.version_seen;
-  if (!c.reason.empty()) out << ": " << c.reason;
-  if (!verdict.empty()) out << " (" << verdict << ")";
-  out << "\n";
 }
 
 // The hardware threads (1 if unknown).
@@ -182,7 +138,7 @@ ReplayDone ReplayLine(const ReplayOptions& o, Store& store,
   auto result = ReplayConversation(**session, std::move(trace));
   if (!result) return fail(result.error().ToString());
   std::ostringstream out;
-  for (const ReplayedCall& c : result->calls) PrintDecision(out, o, result->conversation, c);
+  for (const ReplayedCall& c : result->calls) PrintReplayDecision(out, o.quiet, o.common.json, result->conversation, c);
   done.out = std::move(out).str();
   done.tally.Add(*result);
   done.replayed = true;

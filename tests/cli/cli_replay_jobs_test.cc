@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/cli_runner.h"
 
 using namespace taskledger::testing;
@@ -232,4 +234,51 @@ TEST_CASE("replay --jobs: a line a worker cannot parse is reported with its own 
   CHECK_THAT(strict.err, !Catch::Contains(":8: "));
   CHECK_THAT(strict.out, Catch::Contains("\"a4\""));   // the lines before it were printed
   CHECK_THAT(strict.out, !Catch::Contains("\"a9\""));  // nothing after it
+}
+
+TEST_CASE("replay --json decision lines are exactly nlohmann's dump of themselves") {
+  // The decision lines are written without building a json object: each must
+  // be the bytes nlohmann's dump gives (sorted keys, its escaping), for
+  // labels, rule errors, and ids that need escaping or are not ASCII.
+  const std::string broken = [] {
+    std::string d = WriteShopPack(TempDir() + "/jobs-broken");
+    std::string lua = ReadFile(d + "/shop.lua");
+    const std::string good = "if ledger.confirmed(call) then return allow() end";
+    REQUIRE(lua.find(good) != std::string::npos);
+    lua.replace(lua.find(good), good.size(), "if ledger.nope(call) then return allow() end");
+    WriteFile(d + "/shop.lua", lua);
+    return d;
+  }();
+  std::string text;
+  for (const std::string& id :
+       {std::string("plain"), std::string("quote\\\"d"), std::string("back\\\\slash"),
+        std::string("tab\\tand\\u0001"), std::string("caf\u00e9 \u2028 \U0001F600"),
+        std::string("del\x7f")}) {
+    text += ShopTraceLine(id) + "\n";
+  }
+  const std::string trace = TempDir() + "/jobs-escapes.jsonl";
+  WriteFile(trace, text);
+  size_t lines = 0;
+  size_t with_errors = 0;
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"replay", trace, "--rules", Pack(), "--json"},
+        std::vector<std::string>{"replay", trace, "--rules", broken, "--json"},
+        std::vector<std::string>{"replay", kViolations, "--rules", kRetail, "--json"}}) {
+    CliRun r = RunCli(args);
+    size_t start = 0;
+    while (start < r.out.size()) {
+      size_t end = r.out.find('\n', start);
+      if (end == std::string::npos) end = r.out.size();
+      const std::string line = r.out.substr(start, end - start);
+      start = end + 1;
+      if (line.rfind("{\"call_id\":", 0) != 0) continue;  // the summary
+      ++lines;
+      const nlohmann::json parsed = nlohmann::json::parse(line);
+      INFO(line);
+      CHECK(parsed.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) == line);
+      if (parsed.contains("errored_rules")) ++with_errors;
+    }
+  }
+  CHECK(lines > 300);
+  CHECK(with_errors >= 6);  // every cancel of the broken pack
 }

@@ -112,8 +112,8 @@ struct CliRound {
 
 // One `taskledger replay --json` run of the CLI: its events_per_s (the last
 // stdout line) and CPU time. Any exit code but 0 is an error.
-Result<CliRound> RunCli(const std::string& cli, const std::string& trace,
-                        const std::string& rules, int jobs) {
+Result<CliRound> RunCli(const std::string& cli, const std::string& trace, const std::string& rules,
+                        int jobs) {
   int out[2];
   if (pipe(out) != 0) return Status::Internal("pipe failed");
   posix_spawn_file_actions_t actions;
@@ -121,9 +121,10 @@ Result<CliRound> RunCli(const std::string& cli, const std::string& trace,
   posix_spawn_file_actions_adddup2(&actions, out[1], 1);
   posix_spawn_file_actions_addclose(&actions, out[0]);
   const std::string jobs_text = std::to_string(jobs);
-  std::vector<std::string> args = {cli,     "replay", trace,  "--rules",
-                                   rules,   "--json", "--jobs", jobs_text};
+  std::vector<std::string> args = {cli,   "replay", trace,    "--rules",
+                                   rules, "--json", "--jobs", jobs_text};
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   const double cpu = ChildrenCpuSeconds();

@@ -23,8 +23,8 @@
 #include "audit_html.h"
 #include "audit_visibility.h"
 #include "cli_common.h"
-#include "replay_input.h"
 #include "replay_decision.h"
+#include "replay_input.h"
 #include "replay_jobs.h"
 #include "replay_summary.h"
 #include "taskledger/base/clock.h"
@@ -92,8 +92,8 @@ ReplayParsed ParseLine(const ReplayOptions& o, const TraceLimits& limits, Replay
   }
   ReplayParsed parsed;
   if (*work.conversation) {
-    work.id = ConversationId{o.common.tenant,
-                             PrefixedId(o.prefix, (*work.conversation)->conversation)};
+    work.id =
+        ConversationId{o.common.tenant, PrefixedId(o.prefix, (*work.conversation)->conversation)};
     parsed.key = work.id.conversation;
   } else {
     parsed.stop = o.strict;
@@ -138,7 +138,8 @@ ReplayDone ReplayLine(const ReplayOptions& o, Store& store,
   auto result = ReplayConversation(**session, std::move(trace));
   if (!result) return fail(result.error().ToString());
   std::ostringstream out;
-  for (const ReplayedCall& c : result->calls) PrintReplayDecision(out, o.quiet, o.common.json, result->conversation, c);
+  for (const ReplayedCall& c : result->calls)
+    PrintReplayDecision(out, o.quiet, o.common.json, result->conversation, c);
   done.out = std::move(out).str();
   done.tally.Add(*result);
   done.replayed = true;

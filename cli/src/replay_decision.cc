@@ -29,8 +29,7 @@ void AppendJsonString(std::string& out, std::string_view text) {
 // One --json decision line: the keys in nlohmann's (sorted) order, the same
 // bytes as dumping the object, written without building it (the line is
 // printed for every gated call).
-void PrintDecisionJson(std::ostream& out, const std::string& conversation,
-                       const ReplayedCall& c) {
+void PrintDecisionJson(std::ostream& out, const std::string& conversation, const ReplayedCall& c) {
   std::string line;
   line.reserve(160 + c.reason.size());
   line += "{\"call_id\":";

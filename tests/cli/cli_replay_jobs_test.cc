@@ -199,8 +199,8 @@ TEST_CASE("replay --jobs: a line a worker cannot parse is reported with its own 
   std::string a;
   for (int i = 0; i < 5; ++i) a += ShopTraceLine("a" + std::to_string(i)) + "\n";
   a += "{\"conversation\":\"a5\",\"events\":5}\n";  // line 6: events is not a list
-  a += "\n";                                         // line 7: blank, skipped
-  a += "[1,2]\n";                                    // line 8: not an object
+  a += "\n";                                        // line 7: blank, skipped
+  a += "[1,2]\n";                                   // line 8: not an object
   for (int i = 9; i < 20; ++i) a += ShopTraceLine("a" + std::to_string(i)) + "\n";
   WriteFile(first, a);
   WriteFile(second, "{bad\n" + ShopTraceLine("b1") + "\n");

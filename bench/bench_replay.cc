@@ -4,17 +4,27 @@
 // through its own Session, as cli/src/replay.cc does (one PolicyChecker and
 // one compiled extract.json for the run, a fresh memory store per round). A
 // parse-only round (TraceReader alone) is timed too, so the cost of reading
-// the input can be told from the cost of the engine. Single-threaded.
+// the input can be told from the cost of the engine. This part is one thread.
+//
+// Each round then runs the built CLI, `taskledger replay TRACE --rules DIR
+// --json`, as the issue measures it: once with --jobs 1 and once with --jobs
+// N (default: the hardware threads, the CLI's own default), and takes its
+// events_per_s and the child's CPU seconds (user + system).
 //
 // Wall-clock rates move with the load of a shared machine; the per-round CPU
 // time of this thread (CLOCK_THREAD_CPUTIME_ID) moves much less, so the JSON
 // has both. Medians over the rounds.
 //
-// Usage: bench_replay [--rounds N] [--trace FILE] [--rules DIR]
+// Usage: bench_replay [--rounds N] [--trace FILE] [--rules DIR] [--jobs N] [--cli PATH]
 // The last stdout line is JSON: {"events":..,"rounds":..,"events_per_s":..,
 // "events_per_cpu_s":..,"parse_events_per_s":..,"parse_events_per_cpu_s":..,
-// "parse_share_cpu":..,"goal_events_per_s":150000}
+// "parse_share_cpu":..,"cli_jobs":N,"cli_events_per_s":..,"cli_cpu_s":..,
+// "cli_jobs1_events_per_s":..,"cli_jobs1_cpu_s":..,"goal_events_per_s":150000}
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -22,8 +32,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "taskledger/ledger/memory_store.h"
 #include "taskledger/pack/rule_pack.h"
@@ -83,6 +96,65 @@ Result<Round> Pass(const std::string& trace, const std::shared_ptr<const RulePac
   return r;
 }
 
+double ChildrenCpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_CHILDREN, &u);
+  auto seconds = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
+  return seconds(u.ru_utime) + seconds(u.ru_stime);
+}
+
+struct CliRound {
+  double events_per_s = 0;
+  double cpu = 0;  // the child's user + system seconds
+};
+
+// One `taskledger replay --json` run of the CLI: its events_per_s (the last
+// stdout line) and CPU time. Any exit code but 0 is an error.
+Result<CliRound> RunCli(const std::string& cli, const std::string& trace, const std::string& rules,
+                        int jobs) {
+  int out[2];
+  if (pipe(out) != 0) return Status::Internal("pipe failed");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  posix_spawn_file_actions_addclose(&actions, out[0]);
+  const std::string jobs_text = std::to_string(jobs);
+  std::vector<std::string> args = {cli,   "replay", trace,    "--rules",
+                                   rules, "--json", "--jobs", jobs_text};
+  std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const double cpu = ChildrenCpuSeconds();
+  pid_t pid = 0;
+  const int spawned = posix_spawn(&pid, cli.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(out[1]);
+  if (spawned != 0) {
+    close(out[0]);
+    return Status::NotFound("cannot run " + cli + " (build the taskledger target, or --cli PATH)");
+  }
+  std::string text;
+  char buffer[65536];
+  for (ssize_t n; (n = read(out[0], buffer, sizeof buffer)) > 0;) text.append(buffer, n);
+  close(out[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return Status::Internal(cli + " replay did not exit 0");
+  }
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  const nlohmann::json summary = nlohmann::json::parse(
+      text.substr(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1), nullptr,
+      false);
+  if (!summary.is_object() || !summary.contains("events_per_s")) {
+    return Status::Internal(cli + " replay printed no JSON summary");
+  }
+  return CliRound{summary["events_per_s"].get<double>(), ChildrenCpuSeconds() - cpu};
+}
+
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];
@@ -100,6 +172,10 @@ int main(int argc, char** argv) {
   const std::filesystem::path root = std::filesystem::path(TASKLEDGER_SOURCE_DIR);
   std::string trace = (root / "tests" / "data" / "tau-bench-retail" / "retail_gold.jsonl").string();
   std::string rules = (root / "rules" / "retail").string();
+  // The CLI built next to this bench (bench/CMakeLists.txt makes it a dependency).
+  std::string cli = TASKLEDGER_CLI;
+  const unsigned hardware = std::thread::hardware_concurrency();
+  int jobs = hardware == 0 ? 1 : static_cast<int>(hardware);  // the CLI's default
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--rounds" && i + 1 < argc) {
@@ -108,8 +184,14 @@ int main(int argc, char** argv) {
       trace = argv[++i];
     } else if (a == "--rules" && i + 1 < argc) {
       rules = argv[++i];
+    } else if (a == "--jobs" && i + 1 < argc) {
+      jobs = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--cli" && i + 1 < argc) {
+      cli = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: bench_replay [--rounds N] [--trace FILE] [--rules DIR]\n");
+      std::fprintf(stderr,
+                   "usage: bench_replay [--rounds N] [--trace FILE] [--rules DIR] [--jobs N] "
+                   "[--cli PATH]\n");
       return 2;
     }
   }
@@ -125,6 +207,7 @@ int main(int argc, char** argv) {
   options.call_result_texts = false;  // the replay reads the decisions, not the texts
 
   std::vector<double> rate, cpu_rate, parse_rate, parse_cpu_rate, share;
+  std::vector<double> cli_rate, cli_cpu, cli1_rate, cli1_cpu;
   uint64_t events = 0;
   for (int i = 0; i < rounds; ++i) {
     auto parsed = Pass(trace, pack.value(), nullptr);
@@ -139,14 +222,27 @@ int main(int argc, char** argv) {
     parse_rate.push_back(static_cast<double>(p.events) / p.wall);
     parse_cpu_rate.push_back(static_cast<double>(p.events) / p.cpu);
     share.push_back(p.cpu / r.cpu);
-    std::fprintf(stderr, "round %d: %.0f events/s (%.0f per CPU s), parse alone %.0f events/s\n",
-                 i + 1, rate.back(), cpu_rate.back(), parse_rate.back());
+    auto one = RunCli(cli, trace, rules, 1);
+    if (!one.has_value()) return Fail(one.error());
+    auto many = RunCli(cli, trace, rules, jobs);
+    if (!many.has_value()) return Fail(many.error());
+    cli1_rate.push_back(one.value().events_per_s);
+    cli1_cpu.push_back(one.value().cpu);
+    cli_rate.push_back(many.value().events_per_s);
+    cli_cpu.push_back(many.value().cpu);
+    std::fprintf(stderr,
+                 "round %d: %.0f events/s (%.0f per CPU s), parse alone %.0f events/s; CLI "
+                 "--jobs 1 %.0f events/s (%.3f CPU s), --jobs %d %.0f events/s (%.3f CPU s)\n",
+                 i + 1, rate.back(), cpu_rate.back(), parse_rate.back(), cli1_rate.back(),
+                 cli1_cpu.back(), jobs, cli_rate.back(), cli_cpu.back());
   }
   std::printf(
       "{\"events\":%llu,\"rounds\":%d,\"events_per_s\":%.0f,\"events_per_cpu_s\":%.0f,"
       "\"parse_events_per_s\":%.0f,\"parse_events_per_cpu_s\":%.0f,\"parse_share_cpu\":%.3f,"
-      "\"goal_events_per_s\":150000}\n",
+      "\"cli_jobs\":%d,\"cli_events_per_s\":%.0f,\"cli_cpu_s\":%.3f,"
+      "\"cli_jobs1_events_per_s\":%.0f,\"cli_jobs1_cpu_s\":%.3f,\"goal_events_per_s\":150000}\n",
       static_cast<unsigned long long>(events), rounds, Median(rate), Median(cpu_rate),
-      Median(parse_rate), Median(parse_cpu_rate), Median(share));
+      Median(parse_rate), Median(parse_cpu_rate), Median(share), jobs, Median(cli_rate),
+      Median(cli_cpu), Median(cli1_rate), Median(cli1_cpu));
   return 0;
 }

@@ -23,6 +23,7 @@
 #include "audit_html.h"
 #include "audit_visibility.h"
 #include "cli_common.h"
+#include "replay_decision.h"
 #include "replay_input.h"
 #include "replay_jobs.h"
 #include "replay_summary.h"
@@ -69,51 +70,6 @@ std::string PrefixedId(const std::string& prefix, const std::string& conversatio
   return prefix + "/" + conversation;
 }
 
-void PrintDecision(std::ostream& out, const ReplayOptions& o, const std::string& conversation,
-                   const ReplayedCall& c) {
-  if (o.quiet || c.read_only) return;
-  std::string verdict;
-  if (c.policy_error) {
-    // Never "as expected": a broken rule fails closed whatever the label says.
-    verdict = "POLICY ERROR: the deciding rule failed";
-  } else if (c.expect) {
-    bool blocked = c.outcome != Outcome::kAllow;
-    bool as_expected = c.expect->decision == "allow" ? !blocked
-                       : c.expect->decision == "deny"
-                           ? blocked && (c.expect->rule.empty() || c.expect->rule == c.rule_id)
-                           : OutcomeName(c.outcome) == c.expect->decision;
-    verdict = as_expected ? "as expected" : "MISMATCH: expected " + c.expect->decision;
-    if (!as_expected && !c.expect->rule.empty()) verdict += " by " + c.expect->rule;
-  }
-  if (o.common.json) {
-    nlohmann::json j = {
-        {"conversation", conversation},       {"call_id", c.call_id},  {"tool", c.tool},
-        {"decision", OutcomeName(c.outcome)}, {"rule", c.rule_id},     {"reason", c.reason},
-        {"version_seen", c.version_seen},     {"executed", c.executed}};
-    if (c.expect) j["expect"] = {{"decision", c.expect->decision}, {"rule", c.expect->rule}};
-    if (!c.errored_rules.empty() || c.policy_error) {
-      j["policy_error"] = c.policy_error;
-      j["errored_rules"] = c.errored_rules;
-    }
-    out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    return;
-  }
-  out << conversation << " " << c.call_id << " " << c.tool << " -> " << OutcomeName(c.outcome);
-  if (c.outcome == Outcome::kAllow) {
-    // An allow has no single deciding rule: every applicable rule passed.
-    out << (c.rules_evaluated == 0 ? " [no rule applies]"
-            : c.rules_evaluated == 1
-                ? " [1 rule passed]"
-                : " [all " + std::to_string(c.rules_evaluated) + " rules passed]");
-  } else if (!c.rule_id.empty()) {
-    out << " [" << c.rule_id << "]";
-  }
-  out << " @v" << c.version_seen;
-  if (!c.reason.empty()) out << ": " << c.reason;
-  if (!verdict.empty()) out << " (" << verdict << ")";
-  out << "\n";
-}
-
 // The hardware threads (1 if unknown).
 size_t DefaultJobs() {
   const unsigned n = std::thread::hardware_concurrency();
@@ -125,8 +81,28 @@ std::string Stored(const ConversationId& id) {
          " already has turns in the store; skipped (use another --prefix)";
 }
 
-// Replays one trace line (on a worker's thread): what the serial loop printed
-// for it goes into `done` instead, to be printed in input order.
+// Parses one trace line (on a worker's thread) and names its stored
+// conversation; an unreadable line stops the run under --strict.
+ReplayParsed ParseLine(const ReplayOptions& o, const TraceLimits& limits, ReplayWork& work) {
+  if (work.text) {
+    work.conversation.emplace(ParseTraceLine(*work.text, limits));
+    std::string().swap(*work.text);  // the parsed conversation holds what is needed
+  } else {
+    work.conversation.emplace(work.text.error());
+  }
+  ReplayParsed parsed;
+  if (*work.conversation) {
+    work.id =
+        ConversationId{o.common.tenant, PrefixedId(o.prefix, (*work.conversation)->conversation)};
+    parsed.key = work.id.conversation;
+  } else {
+    parsed.stop = o.strict;
+  }
+  return parsed;
+}
+
+// Replays one parsed trace line (on a worker's thread): what the serial loop
+// printed for it goes into `done` instead, to be printed in input order.
 ReplayDone ReplayLine(const ReplayOptions& o, Store& store,
                       const std::shared_ptr<const RulePack>& pack, const SessionOptions& options,
                       ReplayWork& work) {
@@ -136,10 +112,12 @@ ReplayDone ReplayLine(const ReplayOptions& o, Store& store,
     done.err = where + ": " + why + "\n";
     done.failed = true;
     done.tally.AddFailedConversation();
+    done.stop = o.strict;
     return std::move(done);
   };
-  if (!work.conversation) return fail(work.conversation.error().ToString());
-  TraceConversation& trace = *work.conversation;
+  Result<TraceConversation>& parsed = *work.conversation;
+  if (!parsed) return fail(parsed.error().ToString());
+  TraceConversation& trace = *parsed;
   // A conversation already in the store (an earlier run, or a duplicate
   // line) is skipped before a session reads its history.
   if (auto head = store.Head(work.id); head.has_value() && *head != 0) return fail(Stored(work.id));
@@ -148,6 +126,7 @@ ReplayDone ReplayLine(const ReplayOptions& o, Store& store,
     done.err =
         "taskledger: " + where + ": cannot open session: " + session.error().ToString() + "\n";
     done.fatal = true;
+    done.stop = true;
     return done;
   }
   if ((*session)->ledger().version() != 0) {
@@ -159,7 +138,8 @@ ReplayDone ReplayLine(const ReplayOptions& o, Store& store,
   auto result = ReplayConversation(**session, std::move(trace));
   if (!result) return fail(result.error().ToString());
   std::ostringstream out;
-  for (const ReplayedCall& c : result->calls) PrintDecision(out, o, result->conversation, c);
+  for (const ReplayedCall& c : result->calls)
+    PrintReplayDecision(out, o.quiet, o.common.json, result->conversation, c);
   done.out = std::move(out).str();
   done.tally.Add(*result);
   done.replayed = true;
@@ -238,9 +218,14 @@ int RunReplay(ReplayOptions& o) {
   const int64_t start = MonotonicMs();
   ProgressBar progress("replay");
   ReplayInput input(o.traces);
-  ReplayJobs jobs(workers, 4 * workers, [&](ReplayWork& work, size_t worker) {
-    return ReplayLine(o, *store, *pack, worker_options[worker], work);
-  });
+  // The workers parse the lines too: this thread only reads them and prints
+  // the results.
+  const TraceLimits limits = input.limits();
+  ReplayJobs jobs(
+      workers, 4 * workers, [&](ReplayWork& work) { return ParseLine(o, limits, work); },
+      [&](ReplayWork& work, size_t worker) {
+        return ReplayLine(o, *store, *pack, worker_options[worker], work);
+      });
   // Takes the next line's result back, in input order: its output, its
   // place in the tally; false when the replay must stop there (exit 2).
   auto take = [&](ReplayDone& done) {
@@ -248,7 +233,7 @@ int RunReplay(ReplayOptions& o) {
     std::cerr << done.err;
     tally.Merge(done.tally);
     if (done.replayed) replayed.push_back(std::move(done.id));
-    if (done.fatal || (done.failed && o.strict)) return false;
+    if (done.stop) return false;
     uint64_t elapsed = static_cast<uint64_t>(std::max<int64_t>(1, MonotonicMs() - start));
     progress.Update(input.bytes_read(), input.file_size(),
                     std::to_string(tally.conversations()) + " conversations, " +
@@ -256,7 +241,7 @@ int RunReplay(ReplayOptions& o) {
     return true;
   };
   uint64_t submitted = 0;
-  while (auto line = input.Next()) {
+  while (auto line = input.NextText()) {
     if (o.limit != 0 && submitted >= o.limit) {
       // The later files are still opened (an unreadable one is an error),
       // but nothing more is replayed. Every line submitted counts once, as
@@ -264,18 +249,9 @@ int RunReplay(ReplayOptions& o) {
       input.SkipRestOfFile();
       continue;
     }
-    ReplayWork work{line->where, std::move(line->conversation), {}};
-    std::string key;
-    if (work.conversation) {
-      work.id =
-          ConversationId{o.common.tenant, PrefixedId(o.prefix, work.conversation->conversation)};
-      key = work.id.conversation;
-    }
-    const bool unreadable = !work.conversation;
-    jobs.Submit(std::move(work), key);
+    jobs.Submit(ReplayWork{std::move(line->where), std::move(line->text), std::nullopt, {}});
     ++submitted;
-    // An unreadable line under --strict stops the reading here, as serially.
-    while (auto done = jobs.Next(jobs.Full() || (unreadable && o.strict))) {
+    while (auto done = jobs.Next(jobs.Full())) {
       if (!take(*done)) return kExitUsage;
     }
   }

@@ -51,15 +51,27 @@ Result<ConversationReplay> Replay(Session& session, std::span<Event> events) {
         break;
       }
       case TraceEventType::kCall: {
-        ProposedCall call{e.id, e.tool, e.arguments};
         auto found = results.find(std::string_view(e.id));
+        // A handed-over call event is not read again (a user message looks
+        // ahead at the call after it, before it): its fields move.
+        ProposedCall call = [&] {
+          if constexpr (kMayTake) {
+            return ProposedCall{std::move(e.id), std::move(e.tool), std::move(e.arguments)};
+          } else {
+            return ProposedCall{e.id, e.tool, e.arguments};
+          }
+        }();
         Event* recorded = found == results.end() ? nullptr : found->second.event;
         // This call is the last to use its result: the output may be taken.
         [[maybe_unused]] const bool last_use =
             kMayTake && recorded != nullptr && --found->second.calls_left == 0;
         bool taken = false;
         ReplayedCall rc;
-        rc.expect = e.expect;
+        if constexpr (kMayTake) {
+          rc.expect = std::move(e.expect);
+        } else {
+          rc.expect = e.expect;
+        }
         rc.has_result = recorded != nullptr;
         rc.version_seen = session.ledger().version();
         rc.turn = session.ledger().turn();
@@ -82,7 +94,7 @@ Result<ConversationReplay> Replay(Session& session, std::span<Event> events) {
           if (taken && !r.output) {
             // The session ran the executor, reported the call as not run and
             // dropped its output: the recorded output is gone with it.
-            return Status::Internal("replay: the recorded output of call " + e.id +
+            return Status::Internal("replay: the recorded output of call " + call.id +
                                     " was taken by a call the session did not run");
           }
           Status s = session.RecordToolOutput(

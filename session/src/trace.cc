@@ -125,10 +125,13 @@ Result<TraceConversation> ParseTraceLine(std::string_view line, const TraceLimit
   if (line.find_first_not_of(" \t\r\n") == std::string_view::npos) {
     return Status::InvalidArgument("empty line");
   }
+  // The fast reader takes no line nested deeper than the limit (simdjson's
+  // own depth limit), so the depth pass is only needed for the lines it
+  // declines: their first error is the depth, as before.
+  if (auto fast = trace_internal::ParseWithSimdjson(line, limits)) return std::move(*fast);
   if (JsonNestsDeeperThan(line, limits.max_depth)) {
     return Status::LimitExceeded("JSON nested deeper than " + std::to_string(limits.max_depth));
   }
-  if (auto fast = trace_internal::ParseWithSimdjson(line, limits)) return std::move(*fast);
   return trace_internal::ParseWithNlohmann(line, limits);
 }
 

@@ -64,25 +64,37 @@ bool TraceReader::ReadLine() {
   }
 }
 
-std::optional<TraceLine> TraceReader::Next() {
+std::optional<Status> TraceReader::Advance() {
   while (!failed_) {
     if (!ReadLine()) {
-      if (failed_) {
-        return TraceLine{line_no_ + 1, Status::Unavailable("read error in " + path_)};
-      }
-      return std::nullopt;
+      if (!failed_) return std::nullopt;
+      ++line_no_;
+      return Status::Unavailable("read error in " + path_);
     }
     ++line_no_;
     if (too_long_) {
-      return TraceLine{line_no_,
-                       Status::LimitExceeded("line longer than " +
-                                             std::to_string(limits_.max_line_bytes) + " bytes")};
+      return Status::LimitExceeded("line longer than " + std::to_string(limits_.max_line_bytes) +
+                                   " bytes");
     }
     if (!line_.empty() && line_.back() == '\r') line_.pop_back();
     if (line_.find_first_not_of(" \t") == std::string::npos) continue;
-    return TraceLine{line_no_, ParseTraceLine(line_, limits_)};
+    return Status::Ok();
   }
   return std::nullopt;
+}
+
+std::optional<TraceLine> TraceReader::Next() {
+  std::optional<Status> read = Advance();
+  if (!read) return std::nullopt;
+  if (!read->ok()) return TraceLine{line_no_, std::move(*read)};
+  return TraceLine{line_no_, ParseTraceLine(line_, limits_)};
+}
+
+std::optional<TraceLineText> TraceReader::NextText() {
+  std::optional<Status> read = Advance();
+  if (!read) return std::nullopt;
+  if (!read->ok()) return TraceLineText{line_no_, std::move(*read)};
+  return TraceLineText{line_no_, line_};
 }
 
 }  // namespace taskledger

@@ -21,6 +21,7 @@
 // numbers the same correctly rounded doubles nlohmann's strtod gives.
 #include <simdjson.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <memory>
@@ -230,15 +231,25 @@ std::optional<TraceConversation> Convert(dom::element doc, const TraceLimits& li
 std::optional<TraceConversation> ParseWithSimdjson(std::string_view line,
                                                    const TraceLimits& limits) {
   if (MayHoldMinusZero(line)) return std::nullopt;
+  if (limits.max_depth < 1) return std::nullopt;
+  // simdjson refuses (DEPTH_ERROR) anything nested deeper than its max_depth,
+  // so with max_depth = limits.max_depth no line it takes nests deeper than
+  // the limit, whether or not ParseTraceLine checked the depth first.
+  const auto depth = static_cast<size_t>(limits.max_depth);
   dom::element doc;
   if (line.size() > kKeptParserBytes) {
     auto parser = std::make_unique<dom::parser>();
-    if (parser->parse(line.data(), line.size()).get(doc) != simdjson::SUCCESS) {
+    if (parser->allocate(line.size(), depth) != simdjson::SUCCESS ||
+        parser->parse(line.data(), line.size()).get(doc) != simdjson::SUCCESS) {
       return std::nullopt;
     }
     return Convert(doc, limits);
   }
   thread_local dom::parser parser;
+  if (parser.max_depth() != depth &&
+      parser.allocate(std::max(parser.capacity(), line.size()), depth) != simdjson::SUCCESS) {
+    return std::nullopt;
+  }
   if (parser.parse(line.data(), line.size()).get(doc) != simdjson::SUCCESS) return std::nullopt;
   return Convert(doc, limits);
 }

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/cli_runner.h"
 
 using namespace taskledger::testing;
@@ -187,4 +189,96 @@ TEST_CASE("replay --jobs takes a positive number of threads only") {
   CHECK(RunCli({"replay", trace, "--rules", Pack(), "--jobs", "1"}).exit_code == 0);
   CHECK(RunCli({"replay", trace, "--rules", Pack()}).exit_code == 0);  // default: hardware threads
   CHECK_THAT(RunCli({"replay", "--help"}).out, Catch::Contains("--jobs"));
+}
+
+TEST_CASE("replay --jobs: a line a worker cannot parse is reported with its own file:line") {
+  // The workers parse the lines: each error must still name its file and
+  // line (blank lines counted), in input order, as --jobs 1 does.
+  const std::string first = TempDir() + "/jobs-parse-a.jsonl";
+  const std::string second = TempDir() + "/jobs-parse-b.jsonl";
+  std::string a;
+  for (int i = 0; i < 5; ++i) a += ShopTraceLine("a" + std::to_string(i)) + "\n";
+  a += "{\"conversation\":\"a5\",\"events\":5}\n";  // line 6: events is not a list
+  a += "\n";                                        // line 7: blank, skipped
+  a += "[1,2]\n";                                   // line 8: not an object
+  for (int i = 9; i < 20; ++i) a += ShopTraceLine("a" + std::to_string(i)) + "\n";
+  WriteFile(first, a);
+  WriteFile(second, "{bad\n" + ShopTraceLine("b1") + "\n");
+  const std::vector<std::string> args = {"replay", first, second, "--rules", Pack(), "--json"};
+  CheckSameAsSerial(args);
+
+  std::vector<std::string> parallel = args;
+  parallel.insert(parallel.end(), {"--jobs", "3"});
+  CliRun r = RunCli(parallel);
+  CHECK(r.exit_code == 2);
+  // The "FILE:LINE: " each stderr line starts with, in order.
+  std::vector<std::string> places;
+  static const std::regex place(R"re(^(/[^:]+:[0-9]+): )re");
+  size_t start = 0;
+  while (start < r.err.size()) {
+    size_t end = r.err.find('\n', start);
+    if (end == std::string::npos) end = r.err.size();
+    std::smatch m;
+    const std::string line = r.err.substr(start, end - start);
+    if (std::regex_search(line, m, place)) places.push_back(m[1].str());
+    start = end + 1;
+  }
+  CHECK(places == std::vector<std::string>{first + ":6", first + ":8", second + ":1"});
+  CHECK(r.LastJson()["conversations"] == 17);  // the readable lines
+  CHECK(r.LastJson()["failed_conversations"] == 3);
+
+  parallel.push_back("--strict");
+  CliRun strict = RunCli(parallel);
+  CHECK(strict.exit_code == 2);
+  CHECK_THAT(strict.err, Catch::StartsWith(first + ":6: "));
+  CHECK_THAT(strict.err, !Catch::Contains(":8: "));
+  CHECK_THAT(strict.out, Catch::Contains("\"a4\""));   // the lines before it were printed
+  CHECK_THAT(strict.out, !Catch::Contains("\"a9\""));  // nothing after it
+}
+
+TEST_CASE("replay --json decision lines are exactly nlohmann's dump of themselves") {
+  // The decision lines are written without building a json object: each must
+  // be the bytes nlohmann's dump gives (sorted keys, its escaping), for
+  // labels, rule errors, and ids that need escaping or are not ASCII.
+  const std::string broken = [] {
+    std::string d = WriteShopPack(TempDir() + "/jobs-broken");
+    std::string lua = ReadFile(d + "/shop.lua");
+    const std::string good = "if ledger.confirmed(call) then return allow() end";
+    REQUIRE(lua.find(good) != std::string::npos);
+    lua.replace(lua.find(good), good.size(), "if ledger.nope(call) then return allow() end");
+    WriteFile(d + "/shop.lua", lua);
+    return d;
+  }();
+  std::string text;
+  for (const std::string& id :
+       {std::string("plain"), std::string("quote\\\"d"), std::string("back\\\\slash"),
+        std::string("tab\\tand\\u0001"), std::string("caf\u00e9 \u2028 \U0001F600"),
+        std::string("del\x7f")}) {
+    text += ShopTraceLine(id) + "\n";
+  }
+  const std::string trace = TempDir() + "/jobs-escapes.jsonl";
+  WriteFile(trace, text);
+  size_t lines = 0;
+  size_t with_errors = 0;
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"replay", trace, "--rules", Pack(), "--json"},
+        std::vector<std::string>{"replay", trace, "--rules", broken, "--json"},
+        std::vector<std::string>{"replay", kViolations, "--rules", kRetail, "--json"}}) {
+    CliRun r = RunCli(args);
+    size_t start = 0;
+    while (start < r.out.size()) {
+      size_t end = r.out.find('\n', start);
+      if (end == std::string::npos) end = r.out.size();
+      const std::string line = r.out.substr(start, end - start);
+      start = end + 1;
+      if (line.rfind("{\"call_id\":", 0) != 0) continue;  // the summary
+      ++lines;
+      const nlohmann::json parsed = nlohmann::json::parse(line);
+      INFO(line);
+      CHECK(parsed.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) == line);
+      if (parsed.contains("errored_rules")) ++with_errors;
+    }
+  }
+  CHECK(lines > 300);
+  CHECK(with_errors >= 6);  // every cancel of the broken pack
 }

@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 
 #include "internal/trace_parse.h"
+#include "taskledger/base/json_depth.h"
 #include "taskledger/session/trace.h"
 
 using taskledger::ParseTraceLine;
@@ -194,4 +195,43 @@ TEST_CASE("trace parse: the event limit holds on both paths", "[trace]") {
   auto parsed = ParseTraceLine(three, tight);
   REQUIRE_FALSE(parsed.has_value());
   CHECK(parsed.error().ToString() == ti::ParseWithNlohmann(three, tight).error().ToString());
+}
+
+TEST_CASE("trace parse: the depth limit holds on both paths, at and around the limit", "[trace]") {
+  // The fast path relies on simdjson's own depth limit instead of a separate
+  // pass: a line one level too deep must still be refused with the depth
+  // error, and a line at the limit read as the reference reads it.
+  for (int max_depth : {4, 5, 8, taskledger::kDefaultMaxJsonDepth}) {
+    TraceLimits limits;
+    limits.max_depth = max_depth;
+    // Call() wraps the arguments 4 levels deep (line, events, event, arguments).
+    for (int depth = 4; depth <= max_depth + 3; ++depth) {
+      std::string arguments = "1";
+      for (int d = 4; d < depth; ++d)
+        arguments = (d % 2 == 0 ? "[" : "{\"k\":") + arguments + (d % 2 == 0 ? "]" : "}");
+      arguments = "{\"a\":" + arguments + "}";
+      const std::string line = Call(arguments);
+      INFO("max_depth " << max_depth << ", line " << line);
+      auto got = ParseTraceLine(line, limits);
+      if (taskledger::JsonNestsDeeperThan(line, max_depth)) {
+        REQUIRE_FALSE(got.has_value());
+        CHECK(got.error().ToString() ==
+              "limit exceeded: JSON nested deeper than " + std::to_string(max_depth));
+        CHECK_FALSE(ti::ParseWithSimdjson(line, limits).has_value());
+      } else {
+        auto want = ti::ParseWithNlohmann(line, limits);
+        REQUIRE(want.has_value());
+        REQUIRE(got.has_value());
+        CHECK(SameTrace(*got, *want));
+      }
+    }
+  }
+  // The deep line first, then a shallow one on the same thread's parser, and
+  // back: the parser's depth setting follows the limits of each call.
+  TraceLimits shallow;
+  shallow.max_depth = 4;
+  const std::string deep = Call(R"({"a":[[[1]]]})");
+  CHECK_FALSE(ParseTraceLine(deep, shallow).has_value());
+  CHECK(ParseTraceLine(deep, TraceLimits{}).has_value());
+  CHECK_FALSE(ParseTraceLine(deep, shallow).has_value());
 }

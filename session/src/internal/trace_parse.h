@@ -1,6 +1,9 @@
 // The two readers behind ParseTraceLine (trace.h), for trace.cc, trace_simd.cc
 // and the test that holds them to the same results. Both run after
-// ParseTraceLine's checks of line size, blankness and nesting depth.
+// ParseTraceLine's checks of line size and blankness; ParseWithNlohmann also
+// after its nesting-depth check, while ParseWithSimdjson enforces
+// limits.max_depth itself (simdjson's depth limit: it declines any line
+// nested deeper), so the separate depth pass runs only on lines it declines.
 //
 // ParseWithNlohmann is the reference: nlohmann's parser and the format's
 // checks, the one source of every error message. ParseWithSimdjson reads the

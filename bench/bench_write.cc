@@ -2,22 +2,34 @@
 // command ledger on the same Redis: the policy decision, the command's
 // reservation, the write-ahead commit of the turn, the lease and the settled
 // outcome (Session::HandleToolCall with a tool that does nothing), against
-// the floor of one bare PING, measured interleaved. Round trips are counted
-// on the server with MONITOR (redis-cli), top-level commands only: what a
-// Redis function runs inside itself is not a round trip.
+// the floor of one bare PING, measured interleaved. Two forms of the write:
+//   deferred  HandleToolCall alone, as a loop runs it: the settle is sent and
+//             its answer read at the next write (session.h "Deferred
+//             settle"); the write timed is the second of two back to back,
+//             so reading the first one's answer is inside its time;
+//   flushed   HandleToolCall + Session::Flush(): the settle's answer awaited
+//             before the write counts as done (what every write cost before
+//             the settle was deferred).
+// Round trips are counted on the server with MONITOR (redis-cli), top-level
+// commands only: what a Redis function runs inside itself is not a round
+// trip. write_commands is what a write sends; write_round_trips what a
+// deferred write awaits (its commands minus the settle, whose answer it does
+// not wait for); flushed_write_round_trips what a flushed write awaits (all).
 //
-// Where a write's time goes, from a phase of writes alone (no PINGs): the
-// client's CPU per write (getrusage, user + system: the kernel's share of
-// sending on loopback included) and the server's (INFO cpu of the server
-// process, all its threads, AOF writes included), in microseconds (-1: the
-// server did not say); and the same for one bare PING, the cost of a round
-// trip by itself. Only the totals: the user/system split is apportioned by
-// ticks and swings from run to run.
+// Where a write's time goes, from a phase of deferred writes alone (no
+// PINGs): the client's CPU per write (getrusage, user + system: the kernel's
+// share of sending on loopback included) and the server's (INFO cpu of the
+// server process, all its threads, AOF writes included), in microseconds (-1:
+// the server did not say); and the same for one bare PING, the cost of a
+// round trip by itself. Only the totals: the user/system split is apportioned
+// by ticks and swings from run to run.
 //
 // Usage: bench_write --url redis://HOST:PORT [--samples N] [--counted N]
 // The last line of output is one JSON object:
-// {"write_round_trips":..,"write_p50_us":..,"write_p99_us":..,"ping_p50_us":..,
-//  "write_to_ping_p50":..,"end_turn_round_trips":..,"client_cpu_us":..,
+// {"write_round_trips":..,"write_commands":..,"flushed_write_round_trips":..,
+//  "end_turn_round_trips":..,"write_p50_us":..,"write_p99_us":..,
+//  "write_after_settle_p50_us":..,"flushed_write_p50_us":..,"flushed_write_p99_us":..,"ping_p50_us":..,
+//  "write_to_ping_p50":..,"flushed_write_to_ping_p50":..,"client_cpu_us":..,
 //  "server_cpu_us":..,"ping_client_cpu_us":..,"ping_server_cpu_us":..}
 // Single-threaded.
 #include <signal.h>
@@ -31,6 +43,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -137,6 +150,10 @@ int main(int argc, char** argv) {
       std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
   SessionOptions session_options;
   session_options.commands.store = commands->get();
+  int settles_sent = 0;  // deferred settles: sent, answer read at the next write
+  session_options.commands.observer = [&settles_sent](std::string_view point, const Command&) {
+    if (point == "settle_sent") ++settles_sent;
+  };
   auto opened = Session::Open(**store, {"bench", "write-" + stamp}, pack, session_options);
   if (!opened) return Fail("open session", opened.error());
   Session& session = **opened;
@@ -150,6 +167,7 @@ int main(int argc, char** argv) {
         session.HandleToolCall({"c" + std::to_string(item), "ship", {{"item", item}}}, tool);
     return r.executed && r.command && r.command->state == CommandState::kSucceeded;
   };
+  auto flushed_write = [&] { return write() && session.Flush().ok(); };
 
   // Round trips: MONITOR while `counted` writes run, then one EndTurn.
   const std::string log = "/tmp/taskledger-bench-write-" + stamp + ".log";
@@ -179,25 +197,47 @@ int main(int argc, char** argv) {
   for (int i = 0; i < counted; ++i) {
     if (!write()) return Fail("write", Status::Internal("a write did not succeed"));
   }
+  const int deferred_settles = settles_sent;
+  // The last deferred settle is read by the first flushed write.
   (void)ping.Command({"ECHO", marker + "-writes"});
+  for (int i = 0; i < counted; ++i) {
+    if (!flushed_write()) return Fail("write", Status::Internal("a flushed write did not succeed"));
+  }
+  (void)ping.Command({"ECHO", marker + "-flushed"});
   if (auto v = session.EndTurn(); !v) return Fail("end turn", v.error());
   (void)ping.Command({"ECHO", marker + "-end"});
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   monitor.Stop();
   const int write_commands = CountCommands(log, marker + "-writes");
+  const int flushed_commands = CountCommands(log, marker + "-flushed") - write_commands - 1;
   const int all_commands = CountCommands(log, marker + "-end");
   if (write_commands == 0) return Fail("monitor", Status::Unavailable("MONITOR saw nothing"));
 
-  // Latency, interleaved with PING.
-  std::vector<double> pings, writes;
+  // Latency, interleaved with PING. Each round: PING (the server idle: the
+  // round before ended with a Flush), two deferred writes back to back (the
+  // first with no settle outstanding: write_after_settle_p50_us, a loop with
+  // work between writes; the second reads the first one's settle answer
+  // before its own call, the dearer case: write_p50_us), an untimed Flush, a
+  // flushed write.
+  std::vector<double> pings, writes, settled_writes, flushed;
+  auto us_since = [](Steady::time_point t0) {
+    return std::chrono::duration<double, std::micro>(Steady::now() - t0).count();
+  };
   for (int i = 0; i < samples; ++i) {
     auto t0 = Steady::now();
     (void)ping.Command({"PING"});
-    pings.push_back(std::chrono::duration<double, std::micro>(Steady::now() - t0).count());
+    pings.push_back(us_since(t0));
     t0 = Steady::now();
     if (!write()) return Fail("write", Status::Internal("a write did not succeed"));
-    writes.push_back(std::chrono::duration<double, std::micro>(Steady::now() - t0).count());
-    if (i % 64 == 63) {
+    settled_writes.push_back(us_since(t0));
+    t0 = Steady::now();
+    if (!write()) return Fail("write", Status::Internal("a write did not succeed"));
+    writes.push_back(us_since(t0));
+    if (Status s = session.Flush(); !s.ok()) return Fail("flush", s);
+    t0 = Steady::now();
+    if (!flushed_write()) return Fail("write", Status::Internal("a flushed write did not succeed"));
+    flushed.push_back(us_since(t0));
+    if (i % 32 == 31) {
       if (auto v = session.EndTurn(); !v) return Fail("end turn", v.error());
     }
   }
@@ -227,14 +267,22 @@ int main(int argc, char** argv) {
   (void)(*store)->DropConversation(session.id());
 
   const double ping_p50 = Percentile(pings, 0.5), write_p50 = Percentile(writes, 0.5);
-  std::printf("%d writes counted, %d latency samples\n", counted, samples);
+  const double flushed_p50 = Percentile(flushed, 0.5);
+  std::printf("%d writes counted of each form, %d latency samples of each\n", counted, samples);
   std::printf(
-      "{\"write_round_trips\":%.2f,\"end_turn_round_trips\":%d,\"write_p50_us\":%.1f,"
-      "\"write_p99_us\":%.1f,\"ping_p50_us\":%.1f,\"write_to_ping_p50\":%.2f,"
+      "{\"write_round_trips\":%.2f,\"write_commands\":%.2f,\"flushed_write_round_trips\":%.2f,"
+      "\"end_turn_round_trips\":%d,\"write_p50_us\":%.1f,\"write_p99_us\":%.1f,"
+      "\"write_after_settle_p50_us\":%.1f,\"flushed_write_p50_us\":%.1f,\"flushed_write_p99_us\":%."
+      "1f,\"ping_p50_us\":%.1f,"
+      "\"write_to_ping_p50\":%.2f,\"flushed_write_to_ping_p50\":%.2f,"
       "\"client_cpu_us\":%.1f,\"server_cpu_us\":%.1f,"
       "\"ping_client_cpu_us\":%.1f,\"ping_server_cpu_us\":%.1f}\n",
-      static_cast<double>(write_commands) / counted, all_commands - write_commands - 1, write_p50,
-      Percentile(writes, 0.99), ping_p50, ping_p50 > 0 ? write_p50 / ping_p50 : 0.0,
+      static_cast<double>(write_commands - deferred_settles) / counted,
+      static_cast<double>(write_commands) / counted,
+      static_cast<double>(flushed_commands) / counted,
+      all_commands - write_commands - flushed_commands - 2, write_p50, Percentile(writes, 0.99),
+      Percentile(settled_writes, 0.5), flushed_p50, Percentile(flushed, 0.99), ping_p50,
+      ping_p50 > 0 ? write_p50 / ping_p50 : 0.0, ping_p50 > 0 ? flushed_p50 / ping_p50 : 0.0,
       per_write(client_before, client_after), per_write(server_before, server_after),
       per_write(ping_client_before, ping_client_after),
       per_write(ping_server_before, ping_server_after));

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "taskledger/commands/command_ledger.h"
+#include "taskledger/commands/deferred_transition.h"
 
 namespace taskledger {
 
@@ -94,8 +95,10 @@ Result<Command> CommandLedger::Unlease(const Command& leased) {
   return back;
 }
 
-Result<Command> CommandLedger::RecordOutcome(const Command& leased, const ToolOutcome& outcome) {
+TransitionRequest OutcomeTransition(const Command& leased, const ToolOutcome& outcome) {
   TransitionRequest r;
+  r.run = leased.run;
+  r.command_key = leased.command_key;
   r.fencing_token = leased.fencing_token;
   bool evidenced = !outcome.external_id.empty() && !outcome.evidence.is_null();
   if (outcome.kind == ToolOutcome::Kind::kSucceeded && evidenced) {
@@ -111,6 +114,11 @@ Result<Command> CommandLedger::RecordOutcome(const Command& leased, const ToolOu
                   ? "the tool reported success without an external id and evidence"
                   : (outcome.error.empty() ? "ambiguous outcome" : outcome.error);
   }
+  return r;
+}
+
+Result<Command> CommandLedger::RecordOutcome(const Command& leased, const ToolOutcome& outcome) {
+  TransitionRequest r = OutcomeTransition(leased, outcome);
   auto recorded = Transit(leased, r);
   if (!recorded) return recorded;
   Observe("outcome", *recorded);

@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include "internal/command_encoding.h"
@@ -29,6 +30,7 @@
 #include "internal/command_redis_functions.h"
 #include "internal/command_spec_text.h"
 #include "taskledger/commands/command_transition.h"
+#include "taskledger/commands/deferred_transition.h"
 #include "taskledger/redis/client.h"
 #include "taskledger/redis/router.h"
 
@@ -46,7 +48,7 @@ std::string Json(const nlohmann::json& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-class RedisCommandStore final : public CommandStore {
+class RedisCommandStore final : public CommandStore, public DeferringCommandStore {
  public:
   RedisCommandStore(std::unique_ptr<internal::RedisRouter> router, const RedisOptions& options)
       : router_(std::move(router)), replicas_(options.replicas) {
@@ -98,31 +100,19 @@ class RedisCommandStore final : public CommandStore {
   // the reply then carries no spec. A full reply (a library that does not
   // answer deltas) applies the same way.
   Result<Command> Apply(const TransitionRequest& r) override {
-    auto keys = internal::KeysOfRun(r.run);
-    const std::string key = keys.Command(r.command_key);
-    std::string function = "tlc_" + std::string(TransitionName(r.transition));
-    std::optional<Command> base;
-    if (TransitionNeedsFencingToken(r.transition)) base = leased_.Take(key, r.fencing_token);
-    auto reply =
-        FCall(function, {key, keys.meta},
-              {std::to_string(r.now_ms), std::to_string(r.fencing_token), r.owner,
-               std::to_string(r.lease_ms), r.external_id,
-               r.evidence.is_null() ? "" : Json(r.evidence), r.error, r.actor, r.reason,
-               std::to_string(r.max_attempts), std::to_string(r.replay.max_attempts_per_command),
-               std::to_string(r.replay.max_replays_per_run),
-               std::to_string(r.replay.max_replays_per_window), std::to_string(r.replay.window_ms),
-               base ? "delta" : ""},
-              std::string(TransitionName(r.transition)) + " " + r.command_key);
-    if (!reply) return reply.error();
-    if (base) {
-      if (Status s = internal::ApplyHashFields(*reply, function, *base); !s.ok()) return s;
-      leased_.Update(key, *base);
-      return std::move(*base);
+    Transit t = Prepare(r);
+    Reply waited;
+    auto reply = router_->FCall(internal::CommandFunctionLibrary(), t.function, t.keys, t.args,
+                                wait_.empty() ? nullptr : &wait_, &waited);
+    if (reply && !wait_.empty() && !reply->is_error()) {
+      if (Status s = Replicated(waited, t.context); !s.ok()) return s;
     }
-    auto c = DecodeHash(*reply, function, &specs_);
-    if (c) leased_.Update(key, *c);
-    return c;
+    return Finish(t, std::move(reply));
   }
+
+  // Apply's FCALL sent now and read at Wait(); applied at once when a WAIT
+  // for replicas must follow it (the wait is the point of such a store).
+  std::unique_ptr<PendingTransition> SendTransition(const TransitionRequest& r) override;
 
   Result<Command> Get(const RunId& run, std::string_view command_key) override {
     auto keys = internal::KeysOfRun(run);
@@ -224,6 +214,55 @@ class RedisCommandStore final : public CommandStore {
   }
 
  private:
+  // One transition's FCALL and what its reply is applied to.
+  struct Transit {
+    std::string key, function, context;
+    std::vector<std::string> keys, args;
+    std::optional<Command> base;  // the command as this store leased it, when fenced
+  };
+
+  Transit Prepare(const TransitionRequest& r) {
+    auto run_keys = internal::KeysOfRun(r.run);
+    Transit t;
+    t.key = run_keys.Command(r.command_key);
+    t.function = "tlc_" + std::string(TransitionName(r.transition));
+    t.context = std::string(TransitionName(r.transition)) + " " + r.command_key;
+    if (TransitionNeedsFencingToken(r.transition)) t.base = leased_.Take(t.key, r.fencing_token);
+    t.keys = {t.key, run_keys.meta};
+    t.args = {std::to_string(r.now_ms),
+              std::to_string(r.fencing_token),
+              r.owner,
+              std::to_string(r.lease_ms),
+              r.external_id,
+              r.evidence.is_null() ? "" : Json(r.evidence),
+              r.error,
+              r.actor,
+              r.reason,
+              std::to_string(r.max_attempts),
+              std::to_string(r.replay.max_attempts_per_command),
+              std::to_string(r.replay.max_replays_per_run),
+              std::to_string(r.replay.max_replays_per_window),
+              std::to_string(r.replay.window_ms),
+              t.base ? "delta" : ""};
+    return t;
+  }
+
+  // The record after transition `t` from its FCALL's reply.
+  Result<Command> Finish(Transit& t, Result<Reply> reply) {
+    if (!reply) return reply.error();
+    if (reply->is_error()) return internal::CommandErrorToStatus(*reply, t.context);
+    if (t.base) {
+      if (Status s = internal::ApplyHashFields(*reply, t.function, *t.base); !s.ok()) return s;
+      leased_.Update(t.key, *t.base);
+      return std::move(*t.base);
+    }
+    auto c = DecodeHash(*reply, t.function, &specs_);
+    if (c) leased_.Update(t.key, *c);
+    return c;
+  }
+
+  friend class SentTransition;
+
   // tlc_reserve2 or tlc_reserve_lease2 (`lease_args` appended to the
   // reserve's), or with `commit` tlc_commit_reserve_lease2 (its key and
   // arguments first; the commit's outcome in *carried, a refusal of it is no
@@ -416,6 +455,57 @@ class RedisCommandStore final : public CommandStore {
   internal::SpecCache specs_;  // the last command spec decoded (a write's reserve, then its settle)
   internal::LeasedHashes leased_;  // the commands this store leased, as their lease left them
 };
+
+// A transition already answered (applied at once): its record or its error.
+class AnsweredTransition final : public PendingTransition {
+ public:
+  explicit AnsweredTransition(Result<Command> result) {
+    if (result) {
+      command_ = std::move(result).value();
+    } else {
+      error_ = result.error();
+    }
+  }
+  Result<Command> Wait() override {
+    if (waited_) return Status::FailedPrecondition("the transition was read already");
+    waited_ = true;
+    if (!command_) return error_;
+    return std::move(*command_);
+  }
+
+ private:
+  std::optional<Command> command_;
+  Status error_;
+  bool waited_ = false;
+};
+
+// A transition whose FCALL is on the wire; the reply is read by Wait() (or
+// by the DeferredReply's destructor, and then dropped).
+class SentTransition final : public PendingTransition {
+ public:
+  SentTransition(RedisCommandStore& store, RedisCommandStore::Transit transit,
+                 internal::DeferredReply reply)
+      : store_(store), transit_(std::move(transit)), reply_(std::move(reply)) {}
+  Result<Command> Wait() override {
+    if (waited_) return Status::FailedPrecondition(transit_.context + " was read already");
+    waited_ = true;
+    return store_.Finish(transit_, reply_.Wait());
+  }
+
+ private:
+  RedisCommandStore& store_;
+  RedisCommandStore::Transit transit_;
+  internal::DeferredReply reply_;
+  bool waited_ = false;
+};
+
+std::unique_ptr<PendingTransition> RedisCommandStore::SendTransition(const TransitionRequest& r) {
+  if (!wait_.empty()) return std::make_unique<AnsweredTransition>(Apply(r));
+  Transit t = Prepare(r);
+  internal::DeferredReply reply =
+      router_->SendFCall(internal::CommandFunctionLibrary(), t.function, t.keys, t.args);
+  return std::make_unique<SentTransition>(*this, std::move(t), std::move(reply));
+}
 
 }  // namespace
 

@@ -122,7 +122,11 @@ Session::Session(Store& store, std::unique_ptr<Ledger> ledger, std::shared_ptr<c
                  "pack constants");
 }
 
-Session::~Session() = default;
+Session::~Session() {
+  // A deferred settle still outstanding is read (its error, if any, can no
+  // longer be reported: the startup guard of the run finds the command).
+  if (commands_) (void)Commands::Settle(*this);
+}
 
 const ConversationId& Session::id() const { return ledger_->id(); }
 
@@ -268,6 +272,9 @@ void Session::ConsumeConfirmation(const ProposedCall& call) {
 }
 
 Result<uint64_t> Session::EndTurn() {
+  if (commands_) {
+    if (Status settled = Commands::Settle(*this); !settled.ok()) return settled;
+  }
   if (wrote_ahead_ && !ledger_->has_pending()) {
     wrote_ahead_ = false;
     return ledger_->version();

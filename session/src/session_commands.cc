@@ -113,10 +113,66 @@ Status Session::RecoverCommands() {
   return Status::Ok();
 }
 
+Status Session::Flush() { return commands_ ? Commands::Settle(*this) : Status::Ok(); }
+
+Status Session::Commands::Settle(Session& s) {
+  Commands& cmd = *s.commands_;
+  if (!cmd.unsettled) return Status::Ok();
+  Unsettled u = std::move(*cmd.unsettled);
+  cmd.unsettled.reset();
+  auto settled = u.pending->Wait();
+  if (settled) {
+    if (cmd.options.observer) cmd.options.observer("outcome", *settled);
+    return Status::Ok();
+  }
+  Status why(settled.error().code(),
+             "the outcome of " + u.tool + " (call " + u.call_id + ", command " + u.command_key +
+                 " of run " + cmd.run.run +
+                 ") was sent but not recorded: " + settled.error().message() +
+                 "; the startup guard of the run reconciles it through the lookup");
+  // The same record a synchronous settle that failed leaves in the turn.
+  s.ledger_->StageError(ExtractionError{.source = "commands",
+                                        .tool = u.tool,
+                                        .call_id = u.call_id,
+                                        .rule = std::nullopt,
+                                        .code = "command_unsettled",
+                                        .message = why.ToString(),
+                                        .extra = {{"command_key", u.command_key}}});
+  return why;
+}
+
+bool Session::Commands::SendSettle(Session& s, const ProposedCall& call, const Command& leased,
+                                   const ToolOutcome& outcome, CallResult& result) {
+  Commands& cmd = *s.commands_;
+  if (cmd.deferring == nullptr) return false;
+  TransitionRequest r = OutcomeTransition(leased, outcome);
+  if (r.transition != Transition::kSucceed && r.transition != Transition::kFail) return false;
+  r.now_ms = s.clock_->NowMs();
+  // The record as the store's transition will leave it (the same state
+  // machine); its run counters are the store's, so completed_seq is not known.
+  Command settled = leased;
+  RunCounters counters;
+  if (!ApplyTransition(settled, counters, r).ok()) return false;
+  settled.completed_seq = leased.completed_seq;
+  cmd.unsettled =
+      Unsettled{cmd.deferring->SendTransition(r), leased.command_key, call.tool, call.id};
+  if (cmd.options.observer) cmd.options.observer("settle_sent", settled);
+  result.command = std::move(settled);
+  return true;
+}
+
 void Session::HandleCommand(const ProposedCall& call, const ContextToolExecutor& execute,
                             CallResult& result) {
+  if (Status settled = Commands::Settle(*this); !settled.ok()) {
+    // Nothing of this call happened: it is denied as a call the store could
+    // not record (whatever the settle's code: a fenced settle's Conflict is no
+    // state conflict of this turn), the reason naming the unsettled write.
+    DenyForStore(call, Status::Unavailable(settled.ToString()), result);
+    StageCallRecord(call, true, "denied");
+    return;
+  }
   if (auto leased = Commands::ReserveReady(*this, call, result, /*external=*/false)) {
-    Commands::RunLeased(*this, call, *leased, execute, result);
+    Commands::RunLeased(*this, call, *leased, execute, result, /*defer=*/true);
   }
 }
 
@@ -133,7 +189,8 @@ void Session::StageApproval(const ProposedCall& call, const Command& command, Ca
 }
 
 void Session::Commands::RunLeased(Session& s, const ProposedCall& call, const Command& leased,
-                                  const ContextToolExecutor& execute, CallResult& result) {
+                                  const ContextToolExecutor& execute, CallResult& result,
+                                  bool defer) {
   Commands& cmd = *s.commands_;
   ToolContext context{leased.idempotency_key, leased.command_key, leased.run, leased.attempts};
   const bool uncertain = s.ExecutePlain(call, true, execute, context, result);
@@ -148,6 +205,7 @@ void Session::Commands::RunLeased(Session& s, const ProposedCall& call, const Co
   } else {
     outcome = ToolOutcome::Failed(result.message);
   }
+  if (defer && Commands::SendSettle(s, call, leased, outcome, result)) return;
   auto settled = cmd.ledger.RecordOutcome(leased, outcome);
   if (!settled) {
     // The lease stays; the startup guard of the next session finds it.
@@ -252,6 +310,7 @@ Result<std::vector<CallResult>> Session::ResumeApproved(const ContextToolExecuto
   std::vector<CallResult> out;
   if (!commands_) return out;
   Commands& cmd = *commands_;
+  if (Status settled = Commands::Settle(*this); !settled.ok()) return settled;
   auto listed = cmd.store.ListCommands(cmd.run);
   if (!listed) return listed.error();
   for (const Command& c : *listed) {
@@ -262,7 +321,8 @@ Result<std::vector<CallResult>> Session::ResumeApproved(const ContextToolExecuto
       CallResult r;
       // A failed write-ahead commit leaves it approved: the next call runs it.
       if (auto leased = Commands::LeaseReady(*this, call, c, r)) {
-        Commands::RunLeased(*this, call, *leased, execute, r);
+        // Settled at once: the next approved command's lease follows at once.
+        Commands::RunLeased(*this, call, *leased, execute, r, /*defer=*/false);
       }
       out.push_back(std::move(r));
     } else if (c.state == CommandState::kCancelled && !c.approver.empty()) {

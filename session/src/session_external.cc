@@ -56,6 +56,12 @@ CallResult Session::ProposeExternal(const ProposedCall& call) {
 }
 
 void Session::ProposeCommand(const ProposedCall& call, CallResult& result) {
+  if (Status settled = Commands::Settle(*this); !settled.ok()) {
+    // A deferred settle's error, denied as in HandleCommand.
+    DenyForStore(call, Status::Unavailable(settled.ToString()), result);
+    StageCallRecord(call, true, "denied");
+    return;
+  }
   auto leased = Commands::ReserveReady(*this, call, result, /*external=*/true);
   if (!leased) return;
   result.command = std::move(leased);
@@ -77,6 +83,7 @@ Result<CallResult> Session::ReportOutcome(const ProposedCall& call,
         "this session has no command store; report without a "
         "command key");
   }
+  if (Status settled = Commands::Settle(*this); !settled.ok()) return settled;
   Commands& cmd = *commands_;
   auto current = cmd.store.Get(cmd.run, outcome.command_key);
   if (!current) return current.error();

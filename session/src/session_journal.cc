@@ -24,16 +24,19 @@ const Journal* Session::journal() const {
 Result<nlohmann::json> Session::Journaled(const std::string& kind, const nlohmann::json& request,
                                           const std::function<Result<nlohmann::json>()>& produce) {
   if (!commands_ || !commands_->journal) return NoJournal();
+  if (Status settled = Commands::Settle(*this); !settled.ok()) return settled;
   return commands_->journal->Step(kind, request, produce);
 }
 
 Result<int64_t> Session::JournaledNowMs() {
   if (!commands_ || !commands_->journal) return NoJournal();
+  if (Status settled = Commands::Settle(*this); !settled.ok()) return settled;
   return commands_->journal->NowMs(*clock_);
 }
 
 Result<uint64_t> Session::JournaledRandom(const std::function<uint64_t()>& rng) {
   if (!commands_ || !commands_->journal) return NoJournal();
+  if (Status settled = Commands::Settle(*this); !settled.ok()) return settled;
   return commands_->journal->Random(rng);
 }
 

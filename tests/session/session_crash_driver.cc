@@ -2,7 +2,8 @@
 // run after run launches session_crash_worker (an agent loop through
 // Session) and SIGKILLs it at every point of a write (after reserve, after
 // lease, during the call, after the external effect but before the outcome,
-// after the outcome) and of an approval (after the command is reserved
+// after the outcome was sent but before its answer was read (a deferred
+// settle), after the outcome) and of an approval (after the command is reserved
 // blocked, after the operator approved it, then the write's points), plus
 // random-time kills, and finally lets a worker finish. Then it checks the
 // evidence: no effect applied twice per item, every step's command present
@@ -47,9 +48,9 @@ int main(int argc, char** argv) {
     auto redis = testing::RedisServer::Start();
     const std::string effects = testing::MakeEffectsDir("taskledger-session-crash");
     std::mt19937 rng(20);
-    const std::vector<std::string> kPoints = {"after_reserve", "after_lease",   "during_call",
-                                              "after_effect",  "after_outcome", "after_blocked",
-                                              "after_approve"};
+    const std::vector<std::string> kPoints = {"after_reserve", "after_lease",      "during_call",
+                                              "after_effect",  "after_outcome",    "after_blocked",
+                                              "after_approve", "after_settle_sent"};
     testing::CrashTally tally;
     std::vector<std::string> runs;
     auto start = std::chrono::steady_clock::now();
@@ -62,9 +63,16 @@ int main(int argc, char** argv) {
         std::vector<const char*> points = {"after_reserve", "after_lease", "during_call"};
         if (k % 2 == 1) points = {"after_blocked", "after_approve", "after_lease", "during_call"};
         for (const char* p : points) schedule.push_back({p, k, -1});
-        // The last one alternates between "effect applied, outcome unrecorded"
-        // and "outcome recorded, turn not committed".
-        schedule.push_back({(k / 2) % 2 == 0 ? "after_effect" : "after_outcome", k, -1});
+        // The last one leaves the step's effect made (a worker killed later
+        // in a step finds it done, so one such point per step): "effect
+        // applied, outcome unrecorded", for a ship (whose settle is deferred)
+        // "settle sent, its answer unread", and "outcome recorded, turn not
+        // committed", in turn.
+        static constexpr const char* kShipLast[] = {"after_effect", "after_settle_sent",
+                                                    "after_outcome"};
+        const char* last = (k / 2) % 2 == 0 ? "after_effect" : "after_outcome";
+        if (k % 2 == 0) last = kShipLast[(k / 2) % 3];
+        schedule.push_back({last, k, -1});
       }
       // A second run of its own is killed at random times instead (a loop
       // this fast would finish a scripted run between two random kills).

@@ -10,7 +10,8 @@
 //
 // usage: session_crash_worker REDIS_URL EFFECTS_DIR RUN STEPS
 // env:   TL_CRASH_POINT=after_reserve|after_lease|during_call|after_effect|after_outcome|
-//                       after_blocked|after_approve
+//                       after_blocked|after_approve|after_settle_sent (a deferred
+//                       settle sent, its answer not read yet)
 //        TL_CRASH_STEP=K   -> SIGKILL itself at that point of step K
 // Exit 0 when the loop got through every step; 2 on a store error.
 #include <signal.h>
@@ -99,6 +100,7 @@ int main(int argc, char** argv) {
     }
     if (point == "leased") MaybeDie("after_lease", step);
     if (point == "outcome") MaybeDie("after_outcome", step);
+    if (point == "settle_sent") MaybeDie("after_settle_sent", step);
   };
   auto opened = Session::Open(**store, conversation, Pack(), options);  // runs the startup guard
   if (!opened) {

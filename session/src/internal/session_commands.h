@@ -5,10 +5,12 @@
 // session). Not thread-safe, like Session.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "taskledger/commands/command_ledger.h"
+#include "taskledger/commands/deferred_transition.h"
 #include "taskledger/policy/checker.h"
 #include "taskledger/session/session.h"
 
@@ -20,7 +22,9 @@ struct Session::Commands {
       : store(s),
         run(std::move(r)),
         ledger(s, clock, std::move(ledger_options)),
-        options(std::move(o)) {}
+        options(std::move(o)) {
+    if (options.defer_settle) deferring = dynamic_cast<DeferringCommandStore*>(&s);
+  }
   // Binds `tool`'s lookup (SessionCommandOptions::lookup) in the ledger.
   void BindLookup(const std::string& tool);
 
@@ -63,11 +67,33 @@ struct Session::Commands {
   // confirmation the write-ahead commit used up, is restored) and returns nullopt.
   static std::optional<Command> Lease(Session& s, const ProposedCall& call, const Command& c,
                                       CallResult& result, const std::optional<Entry>& consumed);
-  // Runs a command this session leased, settles it and records the call.
+  // Runs a command this session leased, settles it and records the call;
+  // `defer`: the settle may be sent without waiting (SendSettle).
   static void RunLeased(Session& s, const ProposedCall& call, const Command& leased,
-                        const ContextToolExecutor& execute, CallResult& result);
+                        const ContextToolExecutor& execute, CallResult& result, bool defer);
+
+  // Reads the answer of the deferred settle outstanding, if any (Flush):
+  // Ok, or its error naming the command (then also staged as a
+  // command_unsettled extraction error). Called first by every operation
+  // that reaches the command store, so each sees the settled record.
+  static Status Settle(Session& s);
+  // Sends the settle of `leased` for `outcome` without waiting (deferred
+  // settle) when the store can and the outcome is a success or a failure;
+  // then result.command is the record as the settle writes it. False when
+  // nothing was sent: the caller settles it at once.
+  static bool SendSettle(Session& s, const ProposedCall& call, const Command& leased,
+                         const ToolOutcome& outcome, CallResult& result);
 
   CommandStore& store;
+  // `store` when it can send a transition without waiting and the options
+  // defer settles (SessionCommandOptions::defer_settle); else null.
+  DeferringCommandStore* deferring = nullptr;
+  // A settle sent and not read yet: its transition, and whose call it was.
+  struct Unsettled {
+    std::unique_ptr<PendingTransition> pending;
+    std::string command_key, tool, call_id;
+  };
+  std::optional<Unsettled> unsettled;
   RunId run;
   CommandLedger ledger;
   SessionCommandOptions options;

@@ -36,6 +36,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,6 +59,45 @@ struct RouterOptions {
   // How long one call keeps retrying a cluster that redirects, is down
   // (CLUSTERDOWN, TRYAGAIN) or whose primary refuses connections (failover).
   std::chrono::milliseconds cluster_timeout{5000};
+};
+
+class RedisRouter;
+
+// An FCALL sent by RedisRouter::SendFCall whose reply is not read yet ("send
+// now, read later"): it holds the connection the command went out on, leased
+// from its pool, so no other caller can send on it (or read its reply) before
+// Wait() has read the reply. Wait() returns what RedisRouter::FCall would
+// have: the reply, after the same handling of "nothing ran" answers (MOVED,
+// ASK, TRYAGAIN, CLUSTERDOWN, function not found: the command is sent again,
+// synchronously, through FCall), or Unavailable / Timeout when the connection
+// broke or the reply did not come within the command timeout (the command
+// may have run: never sent again). One Wait per object; a second returns
+// FailedPrecondition. Destroying it unread reads (and discards) the reply
+// first, so the connection goes back to its pool clean (or is dropped on a
+// failure). Movable, not copyable; not thread-safe.
+class DeferredReply {
+ public:
+  DeferredReply(DeferredReply&& other) noexcept;
+  DeferredReply& operator=(DeferredReply&&) = delete;
+  ~DeferredReply();
+
+  // True once the command is on the wire (false: nothing was sent yet, and
+  // Wait() sends it synchronously, e.g. no primary for its slot right now).
+  bool sent() const { return client_.has_value(); }
+  Result<Reply> Wait();
+
+ private:
+  friend class RedisRouter;
+  DeferredReply(RedisRouter& router, const FunctionLibrary& library, std::string function,
+                std::vector<std::string> keys, std::vector<std::string> args);
+
+  RedisRouter* router_;
+  const FunctionLibrary* library_;
+  std::string function_;
+  std::vector<std::string> keys_, args_;
+  std::optional<RedisPool::Lease> client_;  // the connection with the reply outstanding
+  std::optional<ClusterNode> node_;         // cluster: the node it went to
+  bool waited_ = false;
 };
 
 class RedisRouter {
@@ -87,6 +127,13 @@ class RedisRouter {
   Result<Reply> FCall(const FunctionLibrary& library, std::string_view function,
                       const std::vector<std::string>& keys, const std::vector<std::string>& args,
                       const Argv* trailer = nullptr, Reply* trailer_reply = nullptr);
+
+  // The FCALL of FCall (no trailer), sent now on a connection of keys[0]'s
+  // server and read later through the DeferredReply, which holds that
+  // connection until then. Sending costs no wait for the server; a failed
+  // write shows at Wait() (Unavailable). REQUIRES: !keys.empty().
+  DeferredReply SendFCall(const FunctionLibrary& library, std::string_view function,
+                          std::vector<std::string> keys, std::vector<std::string> args);
 
   // `count` commands on many keys at once: command k is on key_of(k), and
   // queue(client, k) must Queue() exactly that one command. Commands are
@@ -135,6 +182,7 @@ class RedisRouter {
   std::map<std::string, std::unique_ptr<RedisPool>> pools_;  // by address; never shrinks
 
   friend class ClusterBatch;
+  friend class DeferredReply;
 };
 
 }  // namespace taskledger::internal

@@ -59,6 +59,32 @@
 // approval as its decision (rule taskledger.operator_approval) and the
 // outcome under the original call id; a denied one is reported to the model
 // once ("cancelled").
+// Deferred settle (SessionCommandOptions::defer_settle, on by default; only
+// with a command store that can pipeline, RedisCommandStore): a write's
+// succeeded or failed outcome is SENT to the store as soon as the executor
+// returns, and HandleToolCall returns without waiting for the store's answer;
+// the answer is read at the session's next command-store operation: the next
+// write through HandleToolCall, ResumeApproved, ProposeExternal,
+// ReportOutcome, a journaled step, EndTurn, an explicit Flush(), or the
+// destructor. So a write awaits one store round trip (the carried commit +
+// reserve + lease), not two. The result's `command` is then the record as the
+// settle writes it (completed_seq excepted: 0 until read). Reading it first
+// keeps every later operation on the settled record: the same call proposed
+// again returns the recorded outcome. A settle the store refused (the lease
+// was taken back) or whose answer was lost (the connection broke) is reported
+// as the error of that next operation, naming the command (EndTurn, Flush,
+// ResumeApproved, ReportOutcome, Journaled return it, with nothing else done;
+// HandleToolCall and ProposeExternal deny the new call with
+// kStoreUnavailableRule, its reason naming the command), and staged as a
+// "command_unsettled" extraction error of the turn: never silent, reported
+// once. Its command stays leased (or was settled, if only the answer was
+// lost): the startup guard of the next session on the run reconciles it, as
+// after a crash between execute and settle, which is also what a crash
+// between the send and the read leaves. The destructor reads the answer but
+// cannot report it: call Flush() (or EndTurn) last. An uncertain outcome is
+// always settled at once (it is reconciled through the lookup right away),
+// and so is every outcome with the memory store, ReportOutcome's, and a store
+// that waits for replicas.
 // Restart: Session::Open runs the startup guard (CommandLedger::Recover) for
 // the run before it returns: leases of this worker id (a process that died
 // mid-call) and expired leases become uncertain and are reconciled through
@@ -176,8 +202,14 @@ struct SessionCommandOptions {
   // write is proposed, not when its outcome is reported): recovery() is then
   // nullopt and expired leases stay as they are until a guard runs.
   bool recover_on_open = true;
+  // Send a write's settle without waiting for it (see "Deferred settle" in
+  // the file comment). Off: HandleToolCall waits for every settle (two store
+  // round trips per write, the settle's error in the call's own result).
+  bool defer_settle = true;
   // Called after each durable step of a command (CommandLedgerOptions::observer):
-  // "reserved", "leased", "outcome", "reconciled". For tracing and crash tests.
+  // "reserved", "leased", "outcome", "reconciled"; and "settle_sent" when a
+  // deferred settle went out (its "outcome" follows when its answer is read).
+  // For tracing and crash tests.
   std::function<void(std::string_view point, const Command&)> observer;
 };
 
@@ -432,6 +464,15 @@ class Session {
   // Authorize has not already done so).
   Status RecordToolOutput(const ProposedCall& call, const ToolOutput& output);
 
+  // Reads the answer of a deferred settle still outstanding (see "Deferred
+  // settle"); Ok when there is none. Errors: the settle's (Conflict: the
+  // lease was taken back, a newer one exists; FailedPrecondition: the command
+  // is no longer leased; Unavailable / Timeout: the answer was lost and
+  // the outcome may or may not be recorded), naming the command; it is staged
+  // as a command_unsettled error of the turn too. Cost: no wait when the
+  // answer has arrived (the usual case after the caller's own work).
+  Status Flush();
+
   // Commits what the turn staged since the last commit; returns the version
   // that now holds the end of the turn. If nothing is staged and a
   // write-ahead commit already made the turn durable, nothing is written and
@@ -442,7 +483,8 @@ class Session {
   // lost is recognised by the store). Conflict means another writer committed
   // first: the decisions of this turn were taken on a state that is no longer
   // the head, so the session does not silently re-apply them; call Rebase()
-  // and then EndTurn() if they still hold.
+  // and then EndTurn() if they still hold. A deferred settle is read first:
+  // its error (see Flush) is returned with nothing committed; call again.
   Result<uint64_t> EndTurn();
   // Reloads the head and re-applies the staged turn on top of it. The sources
   // of turns another writer committed meanwhile are not added to this

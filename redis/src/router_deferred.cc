@@ -1,0 +1,113 @@
+// RedisRouter::SendFCall and DeferredReply: an FCALL sent now whose reply is
+// read later, for a caller that has other work to do before it needs the
+// answer (a Session's settle of a write: taskledger/session/session.h). The
+// reply's connection stays leased to the DeferredReply until it is read, so
+// the pool never hands a connection with a reply outstanding to anyone else.
+// The "nothing ran" answers a cluster gives (MOVED, ASK, TRYAGAIN,
+// CLUSTERDOWN) are resolved at Wait() by sending the command again through
+// the synchronous FCall, which follows them (router.h); a transport failure
+// is reported and never retried (the command may have run). Not thread-safe
+// per object; the router itself stays thread-safe.
+#include <string_view>
+#include <utility>
+
+#include "taskledger/redis/router.h"
+
+namespace taskledger::internal {
+namespace {
+
+// An answer that means the command did not run on that node.
+bool NothingRan(const Reply& r) {
+  if (!r.is_error()) return false;
+  const std::string_view text = r.str();
+  for (std::string_view prefix : {"MOVED ", "ASK ", "TRYAGAIN", "CLUSTERDOWN"}) {
+    if (text.starts_with(prefix)) return true;
+  }
+  return false;
+}
+
+std::vector<std::string_view> ViewsOf(const Argv& argv) {
+  return std::vector<std::string_view>(argv.begin(), argv.end());
+}
+
+}  // namespace
+
+DeferredReply::DeferredReply(RedisRouter& router, const FunctionLibrary& library,
+                             std::string function, std::vector<std::string> keys,
+                             std::vector<std::string> args)
+    : router_(&router),
+      library_(&library),
+      function_(std::move(function)),
+      keys_(std::move(keys)),
+      args_(std::move(args)) {}
+
+DeferredReply::DeferredReply(DeferredReply&& other) noexcept
+    : router_(other.router_),
+      library_(other.library_),
+      function_(std::move(other.function_)),
+      keys_(std::move(other.keys_)),
+      args_(std::move(other.args_)),
+      client_(std::move(other.client_)),
+      node_(std::move(other.node_)),
+      waited_(other.waited_) {
+  other.client_.reset();
+  other.waited_ = true;  // the moved-from object owes nothing
+}
+
+DeferredReply::~DeferredReply() {
+  // Never leave a reply in a pooled connection's stream, nor a command unsent.
+  if (!waited_) (void)Wait();
+}
+
+Result<Reply> DeferredReply::Wait() {
+  if (waited_) return Status::FailedPrecondition("the reply of " + function_ + " was read already");
+  waited_ = true;
+  if (!client_) return router_->FCall(*library_, function_, keys_, args_);
+  RedisPool::Lease lease = std::move(*client_);
+  client_.reset();
+  auto replies = lease->FlushReloading(*library_, [&](size_t) {
+    const Argv argv = MakeFCall(function_, keys_, args_);
+    lease->Queue(ViewsOf(argv));
+  });
+  if (!replies) {
+    if (node_) router_->NodeFailed(*node_);
+    return replies.error();
+  }
+  Reply reply = std::move(replies->front());
+  if (router_->cluster() && NothingRan(reply)) {
+    return router_->FCall(*library_, function_, keys_, args_);
+  }
+  return reply;
+}
+
+DeferredReply RedisRouter::SendFCall(const FunctionLibrary& library, std::string_view function,
+                                     std::vector<std::string> keys, std::vector<std::string> args) {
+  DeferredReply out(*this, library, std::string(function), std::move(keys), std::move(args));
+  RedisPool* pool = single_.get();
+  std::optional<ClusterNode> node;
+  if (cluster_) {
+    auto map = Map();
+    if (!map) return out;  // Wait() sends it through FCall, which waits for a map
+    const uint16_t owner = map->owner[KeySlot(out.keys_.front())];
+    if (owner == SlotMap::kNoOwner) return out;
+    node = map->primaries[owner];
+    pool = map->pools[owner];
+  }
+  RedisPool::Lease lease = pool->Take();
+  // A pooled connection to a primary that died (failover) is found before
+  // anything is sent on it; one that cannot connect sends nothing, and
+  // Wait() goes through FCall (which retries or reports the failure).
+  if (node && lease->DropIfClosed()) NodeFailed(*node);
+  if (Status connected = lease->Connect(); !connected.ok()) {
+    if (node) NodeFailed(*node);
+    return out;
+  }
+  const Argv argv = MakeFCall(out.function_, out.keys_, out.args_);
+  lease->Queue(ViewsOf(argv));
+  lease->Push();  // a failed write is kept for the Flush in Wait()
+  out.client_.emplace(std::move(lease));
+  out.node_ = std::move(node);
+  return out;
+}
+
+}  // namespace taskledger::internal

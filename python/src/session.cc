@@ -405,6 +405,20 @@ and its exception is in that CallResult's .error. Empty without a command store.
           },
           "Commits the turn; returns the version. Conflict: rebase() then end_turn() again.")
       .def(
+          "flush",
+          [](PySession& s) {
+            Busy busy(s);
+            Status st = [&] {
+              py::gil_scoped_release release;
+              return s.session->Flush();
+            }();
+            Check(st);
+          },
+          "Reads the answer of a write's settle still in flight (on a Redis command store a "
+          "write returns once its tool has run and its outcome is sent; the next write, "
+          "end_turn() or this reads the answer). Raises its error, naming the command, if the "
+          "store refused or lost it; the run's startup guard then reconciles the command.")
+      .def(
           "rebase",
           [](PySession& s) {
             Busy busy(s);

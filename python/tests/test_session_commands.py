@@ -5,6 +5,7 @@ the model retrying the same call gets the recorded outcome, a write whose
 tool raises is uncertain (it may have taken effect) and is reconciled
 through the lookup, also when a restarted session opens."""
 
+import os
 import uuid
 
 import pytest
@@ -124,3 +125,25 @@ def test_an_approved_refund_runs_once_through_resume_approved(command_store, sub
     assert results[1].idempotency_key == other.idempotency_key
     assert s.resume_approved(refund) == []
     assert refunds == [waiting.idempotency_key, other.idempotency_key]
+
+
+def test_flush_reads_a_writes_settle_and_another_handle_sees_it(request, command_store,
+                                                                subscription_pack):
+    """On Redis a write returns once its tool has run and its settle is sent;
+    flush() reads the settle's answer, after which any other handle on the
+    store reads the command as settled. On the memory store it is a no-op."""
+    store = taskledger.MemoryStore()
+    conversation = "c-" + uuid.uuid4().hex[:12]
+    s = verified_session(store, command_store, subscription_pack, conversation)
+    r = s.handle_tool_call("c1", "downgrade_subscription", {"plan": "basic"},
+                           lambda call: {"plan": "basic"})
+    assert r.executed and r.command_state == "succeeded"
+    assert s.flush() is None
+    assert s.flush() is None  # nothing outstanding any more
+    other = command_store
+    if request.node.callspec.params["command_store"] == "redis":
+        other = taskledger.open_command_store(os.environ["TASKLEDGER_TEST_REDIS_URL"])
+    [stored] = other.list_commands(conversation, tenant="py-cmd")
+    assert stored.state == "succeeded"
+    assert stored.idempotency_key == r.idempotency_key
+    assert s.end_turn() > 0

@@ -127,6 +127,7 @@ Result<Command> NewCommand(const CommandSpec& spec, int64_t now_ms) {
   c.tool = spec.tool;
   c.target = spec.target;
   c.arguments = CanonicalValue(spec.arguments);
+  c.call_id = spec.call_id;
   c.decision = spec.decision;
   c.pack_version = spec.pack_version;
   c.compensation = spec.compensation;
@@ -172,6 +173,9 @@ nlohmann::json EncodeCommand(const Command& c) {
                       {"completed_seq", c.completed_seq},
                       {"created_ms", c.created_ms},
                       {"updated_ms", c.updated_ms}};
+  // Only when there is one: a command without it encodes as every earlier
+  // release encoded it (the full spec text, command_spec_text.h).
+  if (!c.call_id.empty()) j["call_id"] = c.call_id;
   if (c.compensation) {
     j["compensation"] = {{"tool", c.compensation->tool},
                          {"target", c.compensation->target},
@@ -212,6 +216,7 @@ Result<Command> DecodeCommand(const nlohmann::json& j) {
   TL_READ("step", c.step);
   TL_READ("tool", c.tool);
   TL_READ("target", c.target);
+  TL_READ("call_id", c.call_id);
   TL_READ("pack_version", c.pack_version);
   TL_READ("compensates", c.compensates);
   TL_READ("state", state);

@@ -209,6 +209,8 @@ bool WriteCommandSpec(const Command& c, SpecSpelling spelling, std::string& out,
   w.Text("approver", c.approver, d.approver);
   w.Json("arguments", c.arguments, d.arguments);
   w.Number("attempts", c.attempts);
+  // Written only when there is one, in either spelling (as EncodeCommand).
+  if (!c.call_id.empty()) w.Always("call_id", c.call_id);
   w.Text("cancel_reason", c.cancel_reason, d.cancel_reason);
   w.Text("command_key", c.command_key, d.command_key);
   w.Text("compensates", c.compensates, d.compensates);

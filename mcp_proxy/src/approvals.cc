@@ -55,7 +55,7 @@ std::optional<std::string> GatingProxy::Impl::HeldCallFor(const ToolCall& call) 
     const Command& c = *it;
     if (c.tool != call.tool || c.arguments != call.arguments || !c.compensates.empty()) continue;
     if (c.decision.Text("decision") != "require_approval") continue;
-    const std::string held = c.decision.Text("call_id");
+    const std::string held = c.call_id.empty() ? c.decision.Text("call_id") : c.call_id;
     if (held.empty() || held == call.id) continue;
     if (!OutcomeGiven(session, c, held)) return held;
   }

@@ -87,6 +87,9 @@ void RegisterCommands(py::module_& m) {
       .def_readonly("step", &Command::step)
       .def_readonly("tool", &Command::tool)
       .def_readonly("target", &Command::target)
+      .def_readonly("call_id", &Command::call_id,
+                    "The id of the tool call that reserved it; empty for a command no tool call "
+                    "proposed, or one reserved before 0.2.")
       .def_property_readonly("arguments", [](const Command& c) { return FromJson(c.arguments); })
       .def_property_readonly("state", &Code,
                              "pending, blocked, approved, leased, succeeded, failed, uncertain "

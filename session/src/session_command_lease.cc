@@ -40,6 +40,7 @@ std::optional<Command> Session::Commands::ReserveReady(Session& s, const Propose
   spec.tool = call.tool;
   spec.target = TargetOf(cmd.options, call);
   spec.arguments = call.arguments;
+  spec.call_id = call.id;
   // The record Check just staged, typed and shared (not re-encoded here).
   spec.decision = CommandDecision(s.last_record_);
   spec.pack_version = s.pack_->version();

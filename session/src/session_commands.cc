@@ -48,7 +48,9 @@ bool OperatorApproved(const Command& c) {
          (c.state == CommandState::kPending && !c.approver.empty());
 }
 
-std::string CallIdOf(const Command& c) { return c.decision.Text("call_id"); }
+std::string CallIdOf(const Command& c) {
+  return c.call_id.empty() ? c.decision.Text("call_id") : c.call_id;
+}
 
 }  // namespace session_internal
 

@@ -63,6 +63,9 @@ TEST_CASE("command spec text: written directly, it is the tree's text byte for b
           "[commands]") {
   Command c = Sample();
   CHECK(Written(c) == TreeText(c));
+  // A command no tool call reserved has no call_id member: its text is what
+  // every earlier release wrote for it.
+  CHECK(Written(c).find("call_id") == std::string::npos);
   // DecodeCommand of that text is the command itself (what the store's spec
   // cache remembers for it without parsing).
   auto decoded = DecodeCommand(nlohmann::json::parse(Written(c)));
@@ -91,7 +94,9 @@ TEST_CASE("command spec text: written directly, it is the tree's text byte for b
     c.compensates = "other|key";
     c.compensation = CompensationSpec{"refund", "order:1", {{"amount", 12.5}, {"why", "undo"}}};
     c.pack_version = "";
+    c.call_id = "call_7";
     CHECK(Written(c) == TreeText(c));
+    CHECK(Compact(c).find("\"call_id\":\"call_7\"") != std::string::npos);
     CheckBothDecodeTo(c);
   }
   SECTION("strings with every escape, control bytes, DEL and multi-byte UTF-8") {
@@ -99,6 +104,7 @@ TEST_CASE("command spec text: written directly, it is the tree's text byte for b
     for (char ch = 1; ch < 0x20; ++ch) odd += ch;
     odd += std::string(1, '\0') + "\x7f" + "é € 𝄞 " + "\xef\xbf\xbf";
     c.step = odd;
+    c.call_id = odd;
     c.target = odd;
     c.tool = "tool/" + odd;
     c.run.tenant = "t{:}" + odd;

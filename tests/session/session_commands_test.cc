@@ -32,12 +32,16 @@ TEST_CASE("session commands: an allowed write is a command with its decision and
   REQUIRE(r.executed);
   REQUIRE(r.command.has_value());
   CHECK(r.command->state == CommandState::kSucceeded);
+  CHECK(r.command->call_id == "c1");
+  REQUIRE(session->Flush().ok());  // the settle's answer read: any handle sees it
   Command stored = f.Only();
   CHECK(stored.state == CommandState::kSucceeded);
-  // The tool saw the key the record holds, and the record names its decision.
+  // The tool saw the key the record holds, and the record names its call
+  // and its decision.
   REQUIRE(backend.keys.size() == 1);
   CHECK(backend.keys[0] == stored.idempotency_key);
   CHECK_FALSE(stored.idempotency_key.empty());
+  CHECK(stored.call_id == "c1");
   CHECK(stored.decision.Text("call_id") == "c1");
   CHECK(stored.decision.Text("decision") == "allow");
   CHECK(stored.evidence["output"]["ok"] == true);

@@ -99,6 +99,9 @@ struct CommandSpec {
   std::string tool;    // "issue_refund"
   std::string target;  // the natural key of what it changes ("order:A17")
   nlohmann::json arguments = nlohmann::json::object();
+  // The model's id of the tool call that proposed it (ToolCall::id, "call_0");
+  // empty for a command no tool call proposed (a workflow step's own).
+  std::string call_id;
   CommandDecision decision;        // the policy decision record
   std::string pack_version;        // the rule pack that decided
   bool requires_approval = false;  // the decision was require_approval: starts blocked
@@ -113,6 +116,11 @@ struct Command {
   std::string idempotency_key;
   std::string step, tool, target;
   nlohmann::json arguments = nlohmann::json::object();  // normalized (canonical)
+  // The id of the tool call that reserved it (CommandSpec::call_id): a later
+  // proposal of the same logical call, under another id, finds this command
+  // and keeps this id. Empty for a command reserved before 0.2 or by no tool
+  // call; for those, CommandDecision::Text("call_id") may still name it.
+  std::string call_id;
   CommandDecision decision;
   std::string pack_version;
   std::optional<CompensationSpec> compensation;

@@ -32,6 +32,14 @@ std::string TargetOf(const SessionCommandOptions& options, const ProposedCall& c
 
 std::optional<Command> Session::Commands::ReserveReady(Session& s, const ProposedCall& call,
                                                        CallResult& result, bool external) {
+  if (Status settled = Settle(s); !settled.ok()) {
+    // Nothing of this call happened: it is denied as a call the store could
+    // not record (whatever the settle's code: a fenced settle's Conflict is no
+    // state conflict of this turn), the reason naming the unsettled write.
+    s.DenyForStore(call, Status::Unavailable(settled.ToString()), result);
+    s.StageCallRecord(call, true, "denied");
+    return std::nullopt;
+  }
   Commands& cmd = *s.commands_;
   cmd.BindLookup(call.tool);
   CommandSpec spec;

@@ -165,14 +165,6 @@ bool Session::Commands::SendSettle(Session& s, const ProposedCall& call, const C
 
 void Session::HandleCommand(const ProposedCall& call, const ContextToolExecutor& execute,
                             CallResult& result) {
-  if (Status settled = Commands::Settle(*this); !settled.ok()) {
-    // Nothing of this call happened: it is denied as a call the store could
-    // not record (whatever the settle's code: a fenced settle's Conflict is no
-    // state conflict of this turn), the reason naming the unsettled write.
-    DenyForStore(call, Status::Unavailable(settled.ToString()), result);
-    StageCallRecord(call, true, "denied");
-    return;
-  }
   if (auto leased = Commands::ReserveReady(*this, call, result, /*external=*/false)) {
     Commands::RunLeased(*this, call, *leased, execute, result, /*defer=*/true);
   }

@@ -56,12 +56,6 @@ CallResult Session::ProposeExternal(const ProposedCall& call) {
 }
 
 void Session::ProposeCommand(const ProposedCall& call, CallResult& result) {
-  if (Status settled = Commands::Settle(*this); !settled.ok()) {
-    // A deferred settle's error, denied as in HandleCommand.
-    DenyForStore(call, Status::Unavailable(settled.ToString()), result);
-    StageCallRecord(call, true, "denied");
-    return;
-  }
   auto leased = Commands::ReserveReady(*this, call, result, /*external=*/true);
   if (!leased) return;
   result.command = std::move(leased);

@@ -29,7 +29,8 @@ struct Session::Commands {
   void BindLookup(const std::string& tool);
 
   // The write path of an allowed or approval-requiring environment-changing
-  // call, up to the lease: reserves its command (decision record attached),
+  // call, up to the lease: reads a deferred settle still outstanding (its
+  // error denies the call), reserves its command (decision record attached),
   // reconciles an uncertain one, reports one that may not run now, stages an
   // operator's approval, makes the write-ahead commit and leases. Returns the
   // leased command; nullopt when `result` already says why the call does not

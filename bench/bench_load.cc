@@ -292,8 +292,8 @@ int main(int argc, char** argv) {
       continue;
     }
     for (const TurnRecord& t : records.value()) {
-      for (const CallRecord& call : t.calls) {
-        auto it = expected.find(call.call_id);
+      for (const CallRecord& recorded : t.calls) {
+        auto it = expected.find(recorded.call.id);
         if (it == expected.end())
           ++foreign;  // a turn committed but never acknowledged
         else if (++it->second > 1)

@@ -142,8 +142,8 @@ LedgerState BuildLedger() {
   put(Category::kCondition, "account_hold", false);
   put(Category::kCondition, "confirmation", {{"text", "yes"}, {"action", nullptr}});
   for (int i = 0; i < 8; ++i) put(Category::kCondition, "flag." + std::to_string(i), i % 2 == 0);
-  s.calls.push_back({11, "c0", "cancel_pending_order", {{"order_id", "#W1"}}, true, "ok"});
-  s.calls.push_back({11, "c1", "get_order_details", {{"order_id", "#W1"}}, false, "ok"});
+  s.calls.push_back({11, {"c0", "cancel_pending_order", {{"order_id", "#W1"}}}, true, "ok"});
+  s.calls.push_back({11, {"c1", "get_order_details", {{"order_id", "#W1"}}}, false, "ok"});
   return s;
 }
 

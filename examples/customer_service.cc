@@ -229,7 +229,8 @@ int main(int argc, char** argv) {
   auto waiting = (*commands)->ListCommands(run);
   std::string key;
   for (const Command& c : waiting ? *waiting : std::vector<Command>{}) {
-    if (c.tool == "refund_subscription" && c.state == CommandState::kBlocked) key = c.command_key;
+    if (c.call.tool == "refund_subscription" && c.state == CommandState::kBlocked)
+      key = c.command_key;
   }
   if (key.empty()) {
     std::cerr << "the refund is not waiting for approval\n";

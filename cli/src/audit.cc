@@ -202,10 +202,10 @@ int RunCalls(const AuditOptions& o, Store& store) {
   for (const AuditTurn& t : h->turns) {
     for (const DecisionRecord& d : t.record.decisions) last_decision[{d.call_id, d.tool}] = &d;
     for (const CallRecord& c : t.record.calls) {
-      nlohmann::json row = {{"turn", t.record.turn}, {"call_id", c.call_id},
-                            {"tool", c.tool},        {"arguments", c.arguments},
+      nlohmann::json row = {{"turn", t.record.turn}, {"call_id", c.call.id},
+                            {"tool", c.call.tool},   {"arguments", c.call.arguments},
                             {"writes", c.writes},    {"outcome", c.outcome}};
-      if (auto it = last_decision.find({c.call_id, c.tool}); it != last_decision.end()) {
+      if (auto it = last_decision.find({c.call.id, c.call.tool}); it != last_decision.end()) {
         const DecisionRecord& d = *it->second;
         row["decision"] = d.decision;
         row["rule"] = d.rule;
@@ -213,8 +213,8 @@ int RunCalls(const AuditOptions& o, Store& store) {
         row["staged_seen"] = d.staged_seen;
       }
       if (!o.common.json) {
-        std::cout << "turn " << t.record.turn << "  " << c.call_id << " " << c.tool << " "
-                  << c.arguments.dump() << " -> " << OutcomeMeaning(c.outcome);
+        std::cout << "turn " << t.record.turn << "  " << c.call.id << " " << c.call.tool << " "
+                  << c.call.arguments.dump() << " -> " << OutcomeMeaning(c.outcome);
         if (row.contains("version_seen")) {
           std::cout << "  (decided on v" << row["version_seen"] << "+" << row["staged_seen"] << ": "
                     << row["decision"].get<std::string>() << ")";

@@ -76,10 +76,10 @@ nlohmann::json CallsOf(const AuditHistory& h, const std::string& call_id) {
   nlohmann::json calls = nlohmann::json::array();
   for (const AuditTurn& t : h.turns) {
     for (const CallRecord& c : t.record.calls) {
-      if (c.call_id != call_id) continue;
+      if (c.call.id != call_id) continue;
       calls.push_back({{"turn", t.record.turn},
-                       {"tool", c.tool},
-                       {"arguments", c.arguments},
+                       {"tool", c.call.tool},
+                       {"arguments", c.call.arguments},
                        {"writes", c.writes},
                        {"outcome", c.outcome}});
     }
@@ -128,11 +128,11 @@ nlohmann::json CallNamed(const AuditHistory& h, const std::string& source_id, ui
   nlohmann::json found = nullptr;
   for (const AuditTurn& t : h.turns) {
     for (const CallRecord& c : t.record.calls) {
-      if (c.tool != tool || c.call_id != id) continue;
+      if (c.call.tool != tool || c.call.id != id) continue;
       found = {{"turn", t.record.turn},
-               {"tool", c.tool},
-               {"id", c.call_id},
-               {"arguments", c.arguments},
+               {"tool", c.call.tool},
+               {"id", c.call.id},
+               {"arguments", c.call.arguments},
                {"outcome", c.outcome}};
       if (t.record.turn == turn) return found;  // the call whose output wrote the entry
     }

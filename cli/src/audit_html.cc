@@ -187,9 +187,9 @@ void WriteTurn(std::ostream& out, const AuditHistory& h, const AuditTurn& t, siz
     out << "<table "
            "class=\"calls\"><tr><th>call</th><th>tool</th><th>arguments</th><th>outcome</th></tr>";
     for (const CallRecord& c : r.calls) {
-      out << "<tr class=\"call " << HtmlEscape(c.outcome) << "\"><td>" << HtmlEscape(c.call_id)
-          << "</td><td><code>" << HtmlEscape(c.tool) << "</code></td><td><code>"
-          << HtmlEscape(Json(c.arguments)) << "</code></td><td>"
+      out << "<tr class=\"call " << HtmlEscape(c.outcome) << "\"><td>" << HtmlEscape(c.call.id)
+          << "</td><td><code>" << HtmlEscape(c.call.tool) << "</code></td><td><code>"
+          << HtmlEscape(Json(c.call.arguments)) << "</code></td><td>"
           << HtmlEscape(OutcomeMeaning(c.outcome)) << "</td></tr>";
     }
     out << "</table>\n";

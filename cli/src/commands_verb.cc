@@ -63,7 +63,7 @@ bool Matches(const Command& c, const std::string& filter, int64_t now_ms) {
 }
 
 void PrintCommandLine(const Command& c, int64_t now_ms) {
-  std::cout << Group(c, now_ms) << "\t" << c.run.run << "\t" << c.command_key << "\t" << c.tool
+  std::cout << Group(c, now_ms) << "\t" << c.run.run << "\t" << c.command_key << "\t" << c.call.tool
             << "\t" << c.target << "\tattempts=" << c.attempts;
   if (!c.last_error.empty()) std::cout << "\terror=" << c.last_error;
   if (c.escalated) std::cout << "\tescalated: " << c.escalation_reason;

@@ -61,7 +61,7 @@ Status Collect(Store& store, const std::string& tenant, LedgerMetrics& m) {
     ++m.conversations;
     m.turns += turns->size();
     for (const TurnRecord& t : *turns) {
-      for (const CallRecord& c : t.calls) ++m.calls[{c.tool, c.outcome}];
+      for (const CallRecord& c : t.calls) ++m.calls[{c.call.tool, c.outcome}];
       for (const DecisionRecord& d : t.decisions) {
         ++m.decisions[{d.rule, d.decision}];
         const double s = static_cast<double>(d.latency_us) / 1e6;

@@ -143,9 +143,9 @@ Result<Command> CommandLedger::CallTool(const Command& leased, const ToolBinding
 Result<Command> CommandLedger::Execute(const RunId& run, std::string_view command_key) {
   auto current = store_.Get(run, command_key);
   if (!current) return current;
-  const ToolBinding* binding = BindingOf(current->tool);
+  const ToolBinding* binding = BindingOf(current->call.tool);
   if (binding == nullptr || !binding->call) {
-    return Status::NotFound("no binding for tool '" + current->tool + "'");
+    return Status::NotFound("no binding for tool '" + current->call.tool + "'");
   }
   // Each pass moves the command one durable step; released commands loop back,
   // bounded by the attempt budget the store enforces on release.
@@ -181,10 +181,10 @@ Result<Command> CommandLedger::Reconcile(const RunId& run, std::string_view comm
   auto current = store_.Get(run, command_key);
   if (!current) return current;
   if (current->state != CommandState::kUncertain) return current;
-  const ToolBinding* binding = BindingOf(current->tool);
+  const ToolBinding* binding = BindingOf(current->call.tool);
   LookupResult found;
   if (binding == nullptr || !binding->lookup) {
-    found = LookupResult::Unknown("tool '" + current->tool + "' has no lookup");
+    found = LookupResult::Unknown("tool '" + current->call.tool + "' has no lookup");
   } else {
     try {
       found = binding->lookup(*current);

@@ -86,8 +86,8 @@ Result<ReplayPlan> CommandLedger::Replay(const RunId& run, std::string_view comm
     return Status::FailedPrecondition("replay needs state failed, command " + c->command_key +
                                       " is " + std::string(CommandStateName(c->state)));
   }
-  if (BindingOf(c->tool) == nullptr) {
-    return Status::NotFound("no binding for tool '" + c->tool + "'");
+  if (BindingOf(c->call.tool) == nullptr) {
+    return Status::NotFound("no binding for tool '" + c->call.tool + "'");
   }
   if (options_.policy_recheck) {
     if (Status s = options_.policy_recheck(*c); !s.ok()) return s;
@@ -169,9 +169,9 @@ Result<RunStatus> CommandLedger::CompensateRun(const RunId& run, const std::stri
     CommandSpec spec;
     spec.run = run;
     spec.step = "compensate:" + original.step;
-    spec.tool = original.compensation->tool;
+    spec.call.tool = original.compensation->tool;
     spec.target = original.compensation->target;
-    spec.arguments = original.compensation->arguments;
+    spec.call.arguments = original.compensation->arguments;
     spec.decision = {{"compensation_of", original.command_key}};
     spec.pack_version = original.pack_version;
     spec.compensates = original.command_key;

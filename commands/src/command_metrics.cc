@@ -42,7 +42,7 @@ Result<CommandMetrics> CollectCommandMetrics(CommandStore& store, const std::str
     if (!commands) return commands.error();
     for (const Command& c : *commands) {
       ++m.total;
-      ++m.by_status_tool_age[{std::string(CommandStateName(c.state)), c.tool,
+      ++m.by_status_tool_age[{std::string(CommandStateName(c.state)), c.call.tool,
                               AgeBucket(now_ms - c.updated_ms)}];
       if (c.state == CommandState::kUncertain) ++m.uncertain;
       if (c.state == CommandState::kLeased && now_ms >= c.lease_expires_ms) ++m.expired_leases;

@@ -20,34 +20,23 @@ namespace {
 constexpr std::string_view kStateNames[kCommandStateCount] = {
     "pending", "blocked", "approved", "leased", "succeeded", "failed", "uncertain", "cancelled"};
 
+std::string StringMember(const nlohmann::json& record, const char* member) {
+  auto it = record.is_object() ? record.find(member) : record.end();
+  return it != record.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 }  // namespace
 
 nlohmann::json CommandDecision::Json() const { return record_ ? EncodeDecision(*record_) : json_; }
 
-std::string CommandDecision::Text(std::string_view member) const {
-  if (!record_) {
-    auto it = json_.is_object() ? json_.find(member) : json_.end();
-    return it != json_.end() && it->is_string() ? it->get<std::string>() : std::string();
-  }
-  const DecisionRecord& d = *record_;
-  for (const auto& [name, value] :
-       {std::pair<std::string_view, const std::string*>{"conversation", &d.conversation},
-        {"tool", &d.tool},
-        {"call_id", &d.call_id},
-        {"args_hash", &d.args_hash},
-        {"decision", &d.decision},
-        {"rule", &d.rule},
-        {"reason", &d.reason},
-        {"pack_version", &d.pack_version}}) {
-    if (name == member) return *value;
-  }
-  for (std::string_view other :
-       {"turn", "version_seen", "staged_seen", "rules", "read_only", "latency_us"}) {
-    if (other == member) return {};  // known, and not a string
-  }
-  // EncodeDecision writes the known members over extra ones of the same name.
-  auto it = d.extra.is_object() ? d.extra.find(member) : d.extra.end();
-  return it != d.extra.end() && it->is_string() ? it->get<std::string>() : std::string();
+std::string CommandDecision::Verdict() const {
+  return record_ ? record_->decision : StringMember(json_, "decision");
+}
+std::string CommandDecision::Rule() const {
+  return record_ ? record_->rule : StringMember(json_, "rule");
+}
+std::string CommandDecision::CallId() const {
+  return record_ ? record_->call_id : StringMember(json_, "call_id");
 }
 
 bool CommandDecision::operator==(const CommandDecision& other) const {
@@ -113,21 +102,21 @@ Result<Command> NewCommand(const CommandSpec& spec, int64_t now_ms) {
   if (spec.run.run.empty()) return Status::InvalidArgument("command needs a run id");
   if (spec.run.tenant.empty()) return Status::InvalidArgument("command needs a tenant");
   if (spec.step.empty()) return Status::InvalidArgument("command needs a step");
-  if (spec.tool.empty()) return Status::InvalidArgument("command needs a tool");
+  if (spec.call.tool.empty()) return Status::InvalidArgument("command needs a tool");
   if (spec.compensation && spec.compensation->tool.empty()) {
     return Status::InvalidArgument("a compensation needs a tool");
   }
-  auto key = MakeCommandKey(spec.step, spec.tool, spec.target, spec.arguments);
+  auto key = MakeCommandKey(spec.step, spec.call.tool, spec.target, spec.call.arguments);
   if (!key) return key.error();
   Command c;
   c.run = spec.run;
   c.command_key = std::move(key).value();
   c.idempotency_key = MakeIdempotencyKey(spec.run, c.command_key);
   c.step = spec.step;
-  c.tool = spec.tool;
+  c.call.tool = spec.call.tool;
   c.target = spec.target;
-  c.arguments = CanonicalValue(spec.arguments);
-  c.call_id = spec.call_id;
+  c.call.arguments = CanonicalValue(spec.call.arguments);
+  c.call.id = spec.call.id;
   c.decision = spec.decision;
   c.pack_version = spec.pack_version;
   c.compensation = spec.compensation;
@@ -149,9 +138,9 @@ nlohmann::json EncodeCommand(const Command& c) {
                       {"command_key", c.command_key},
                       {"idempotency_key", c.idempotency_key},
                       {"step", c.step},
-                      {"tool", c.tool},
+                      {"tool", c.call.tool},
                       {"target", c.target},
-                      {"arguments", c.arguments},
+                      {"arguments", c.call.arguments},
                       {"decision", c.decision.Json()},
                       {"pack_version", c.pack_version},
                       {"compensates", c.compensates},
@@ -175,7 +164,7 @@ nlohmann::json EncodeCommand(const Command& c) {
                       {"updated_ms", c.updated_ms}};
   // Only when there is one: a command without it encodes as every earlier
   // release encoded it (the full spec text, command_spec_text.h).
-  if (!c.call_id.empty()) j["call_id"] = c.call_id;
+  if (!c.call.id.empty()) j["call_id"] = c.call.id;
   if (c.compensation) {
     j["compensation"] = {{"tool", c.compensation->tool},
                          {"target", c.compensation->target},
@@ -214,9 +203,9 @@ Result<Command> DecodeCommand(const nlohmann::json& j) {
   TL_READ("command_key", c.command_key);
   TL_READ("idempotency_key", c.idempotency_key);
   TL_READ("step", c.step);
-  TL_READ("tool", c.tool);
+  TL_READ("tool", c.call.tool);
   TL_READ("target", c.target);
-  TL_READ("call_id", c.call_id);
+  TL_READ("call_id", c.call.id);
   TL_READ("pack_version", c.pack_version);
   TL_READ("compensates", c.compensates);
   TL_READ("state", state);
@@ -237,7 +226,7 @@ Result<Command> DecodeCommand(const nlohmann::json& j) {
   TL_READ("created_ms", c.created_ms);
   TL_READ("updated_ms", c.updated_ms);
 #undef TL_READ
-  if (auto it = j.find("arguments"); it != j.end()) c.arguments = *it;
+  if (auto it = j.find("arguments"); it != j.end()) c.call.arguments = *it;
   if (auto it = j.find("decision"); it != j.end()) c.decision = CommandDecision(*it);
   if (auto it = j.find("evidence"); it != j.end()) c.evidence = *it;
   if (auto it = j.find("compensation"); it != j.end() && it->is_object()) {

@@ -207,10 +207,10 @@ bool WriteCommandSpec(const Command& c, SpecSpelling spelling, std::string& out,
   // Members in EncodeCommand's object order (its keys sorted bytewise).
   w.Text("approval_reason", c.approval_reason, d.approval_reason);
   w.Text("approver", c.approver, d.approver);
-  w.Json("arguments", c.arguments, d.arguments);
+  w.Json("arguments", c.call.arguments, d.call.arguments);
   w.Number("attempts", c.attempts);
   // Written only when there is one, in either spelling (as EncodeCommand).
-  if (!c.call_id.empty()) w.Always("call_id", c.call_id);
+  if (!c.call.id.empty()) w.Always("call_id", c.call.id);
   w.Text("cancel_reason", c.cancel_reason, d.cancel_reason);
   w.Text("command_key", c.command_key, d.command_key);
   w.Text("compensates", c.compensates, d.compensates);
@@ -249,7 +249,7 @@ bool WriteCommandSpec(const Command& c, SpecSpelling spelling, std::string& out,
   w.Text("step", c.step, d.step);
   w.Text("target", c.target, d.target);
   w.Text("tenant", c.run.tenant, d.run.tenant);
-  w.Text("tool", c.tool, d.tool);
+  w.Text("tool", c.call.tool, d.call.tool);
   w.Number("updated_ms", c.updated_ms);
   out += '}';
   const bool ok = w.ok() && compensation_ok;

@@ -149,20 +149,20 @@ Result<Update> DecodeUpdate(const json& j) {
 }
 
 json EncodeCall(const CallRecord& c) {
-  return {{"turn", c.turn},      {"id", c.call_id},    {"tool", c.tool},
-          {"args", c.arguments}, {"writes", c.writes}, {"outcome", c.outcome}};
+  return {{"turn", c.turn},           {"id", c.call.id},    {"tool", c.call.tool},
+          {"args", c.call.arguments}, {"writes", c.writes}, {"outcome", c.outcome}};
 }
 
 Result<CallRecord> DecodeCall(const json& j) {
   Reader r{j, "call", {}};
   if (!r.Object()) return r.status();
   CallRecord c;
-  if (!r.Get("turn", c.turn, false) || !r.Get("id", c.call_id, false) ||
-      !r.Get("tool", c.tool, true) || !r.Get("writes", c.writes, false) ||
+  if (!r.Get("turn", c.turn, false) || !r.Get("id", c.call.id, false) ||
+      !r.Get("tool", c.call.tool, true) || !r.Get("writes", c.writes, false) ||
       !r.Get("outcome", c.outcome, false)) {
     return r.status();
   }
-  if (auto it = j.find("args"); it != j.end()) c.arguments = *it;
+  if (auto it = j.find("args"); it != j.end()) c.call.arguments = *it;
   return c;
 }
 

@@ -102,13 +102,13 @@ void WriteEntry(CborWriter& w, const Entry& e) {
 void WriteCall(CborWriter& w, const CallRecord& c) {
   w.Map(6);
   w.Key<"args">();
-  w.Json(c.arguments);
+  w.Json(c.call.arguments);
   w.Key<"id">();
-  w.Text(c.call_id);
+  w.Text(c.call.id);
   w.Key<"outcome">();
   w.Text(c.outcome);
   w.Key<"tool">();
-  w.Text(c.tool);
+  w.Text(c.call.tool);
   w.Key<"turn">();
   w.Unsigned(c.turn);
   w.Key<"writes">();

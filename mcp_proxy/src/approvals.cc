@@ -22,7 +22,7 @@ namespace {
 bool OutcomeGiven(const Session& session, const Command& c, const std::string& call_id) {
   size_t deduplicated = 0, cancelled = 0;
   session.ledger().working().calls.ForEachNewestFirst([&](const CallRecord& r) {
-    if (r.call_id == call_id) {
+    if (r.call.id == call_id) {
       if (r.outcome == "deduplicated") ++deduplicated;
       if (r.outcome == "cancelled") ++cancelled;
     }
@@ -53,9 +53,10 @@ std::optional<std::string> GatingProxy::Impl::HeldCallFor(const ToolCall& call) 
   }
   for (auto it = listed->rbegin(); it != listed->rend(); ++it) {  // newest first
     const Command& c = *it;
-    if (c.tool != call.tool || c.arguments != call.arguments || !c.compensates.empty()) continue;
-    if (c.decision.Text("decision") != "require_approval") continue;
-    const std::string held = c.call_id.empty() ? c.decision.Text("call_id") : c.call_id;
+    if (c.call.tool != call.tool || c.call.arguments != call.arguments || !c.compensates.empty())
+      continue;
+    if (c.decision.Verdict() != "require_approval") continue;
+    const std::string held = c.call.id.empty() ? c.decision.CallId() : c.call.id;
     if (held.empty() || held == call.id) continue;
     if (!OutcomeGiven(session, c, held)) return held;
   }

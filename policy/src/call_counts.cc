@@ -8,11 +8,12 @@ namespace taskledger::policy_internal {
 
 bool CallCounts::Matches(const CallRecord& c, std::string_view tool, bool by_arg,
                          std::string_view arg, std::string_view value) {
-  if (c.outcome != "ok" || !GlobMatch(tool, c.tool)) return false;
+  if (c.outcome != "ok" || !GlobMatch(tool, c.call.tool)) return false;
   if (!by_arg) return true;
-  if (!c.arguments.is_object()) return false;
-  auto it = c.arguments.find(arg);
-  return it != c.arguments.end() && it->is_string() && it->get_ref<const std::string&>() == value;
+  if (!c.call.arguments.is_object()) return false;
+  auto it = c.call.arguments.find(arg);
+  return it != c.call.arguments.end() && it->is_string() &&
+         it->get_ref<const std::string&>() == value;
 }
 
 void CallCounts::Follow(const CallList& calls) {

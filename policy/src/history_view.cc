@@ -28,9 +28,10 @@ int LedgerView::Calls(lua_State* L) {
     const nlohmann::json want = ToJson(L, 3);
     lua_Integer n = 0;
     v.state_->calls.ForEachNewestFirst([&](const CallRecord& c) {
-      if (!CallCounts::Matches(c, tool, false, {}, {}) || !c.arguments.is_object()) return true;
-      auto it = c.arguments.find(arg);
-      if (it != c.arguments.end() && *it == want) ++n;
+      if (!CallCounts::Matches(c, tool, false, {}, {}) || !c.call.arguments.is_object())
+        return true;
+      auto it = c.call.arguments.find(arg);
+      if (it != c.call.arguments.end() && *it == want) ++n;
       return true;
     });
     lua_pushinteger(L, n);
@@ -63,13 +64,13 @@ int LedgerView::RecordedCalls(lua_State* L) {
   const int out = lua_gettop(L);
   lua_Integer n = 0;
   v.state_->calls.ForEachNewestFirst([&](const CallRecord& c) {
-    if (!GlobMatch(tool, c.tool)) return true;
+    if (!GlobMatch(tool, c.call.tool)) return true;
     lua_createtable(L, 0, 6);
-    lua_pushlstring(L, c.tool.data(), c.tool.size());
+    lua_pushlstring(L, c.call.tool.data(), c.call.tool.size());
     lua_setfield(L, -2, "tool");
-    lua_pushlstring(L, c.call_id.data(), c.call_id.size());
+    lua_pushlstring(L, c.call.id.data(), c.call.id.size());
     lua_setfield(L, -2, "id");
-    PushReadOnly(L, c.arguments);
+    PushReadOnly(L, c.call.arguments);
     lua_setfield(L, -2, "args");
     lua_pushlstring(L, c.outcome.data(), c.outcome.size());
     lua_setfield(L, -2, "outcome");

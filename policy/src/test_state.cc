@@ -122,10 +122,10 @@ Result<LedgerState> LoadTestState(const nlohmann::json& state, int64_t now_ms) {
         return Status::InvalidArgument(where + " must be an object with a tool");
       }
       CallRecord r;
-      r.tool = c["tool"].get<std::string>();
-      r.call_id = c.value("call_id", "test" + std::to_string(i));
+      r.call.tool = c["tool"].get<std::string>();
+      r.call.id = c.value("call_id", "test" + std::to_string(i));
       r.turn = c.value("turn", out.version);
-      r.arguments = c.value("arguments", nlohmann::json::object());
+      r.call.arguments = c.value("arguments", nlohmann::json::object());
       r.outcome = c.value("outcome", std::string("ok"));
       r.writes = c.value("writes", true);
       out.calls.push_back(std::move(r));

@@ -85,12 +85,14 @@ void RegisterCommands(py::module_& m) {
       .def_readonly("idempotency_key", &Command::idempotency_key,
                     "Hand this to the external system so a retried call is deduplicated.")
       .def_readonly("step", &Command::step)
-      .def_readonly("tool", &Command::tool)
+      .def_property_readonly("tool", [](const Command& c) { return c.call.tool; })
       .def_readonly("target", &Command::target)
-      .def_readonly("call_id", &Command::call_id,
-                    "The id of the tool call that reserved it; empty for a command no tool call "
-                    "proposed, or one reserved before 0.2.")
-      .def_property_readonly("arguments", [](const Command& c) { return FromJson(c.arguments); })
+      .def_property_readonly(
+          "call_id", [](const Command& c) { return c.call.id; },
+          "The id of the tool call that reserved it; empty for a command no tool call "
+          "proposed, or one reserved before 0.2.")
+      .def_property_readonly("arguments",
+                             [](const Command& c) { return FromJson(c.call.arguments); })
       .def_property_readonly("state", &Code,
                              "pending, blocked, approved, leased, succeeded, failed, uncertain "
                              "or cancelled.")
@@ -208,10 +210,10 @@ void RegisterCommands(py::module_& m) {
             CommandSpec spec;
             spec.run = RunId{tenant, run};
             spec.step = step;
-            spec.tool = tool;
+            spec.call.tool = tool;
             spec.target = target;
             if (!arguments.is_none())
-              spec.arguments = ToJson(arguments, "arguments", kMaxArgumentDepth);
+              spec.call.arguments = ToJson(arguments, "arguments", kMaxArgumentDepth);
             spec.requires_approval = requires_approval;
             auto lock = Enter(l.busy, "CommandLedger");
             return Unwrap(

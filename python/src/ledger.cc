@@ -74,9 +74,9 @@ py::list Calls(const Records& calls) {
   for (const auto& c : calls) {
     py::dict d;
     d["turn"] = c.turn;
-    d["call_id"] = c.call_id;
-    d["tool"] = c.tool;
-    d["arguments"] = FromJson(c.arguments);
+    d["call_id"] = c.call.id;
+    d["tool"] = c.call.tool;
+    d["arguments"] = FromJson(c.call.arguments);
     d["writes"] = c.writes;
     d["outcome"] = c.outcome;
     out.append(d);

@@ -377,11 +377,8 @@ A tool that overruns its timeout keeps running in a daemon thread.)")
             py::list out;
             for (CallResult& r : Unwrap(std::move(resumed))) {
               ProposedCall call;
+              if (r.command) call = r.command->call;
               call.id = r.decision_record.value("call_id", "");
-              if (r.command) {
-                call.tool = r.command->tool;
-                call.arguments = r.command->arguments;
-              }
               PyCallResult p{std::move(call), std::move(r)};
               if (auto it = errors.find(p.call.id); it != errors.end()) p.error = it->second;
               out.append(py::cast(std::move(p)));

@@ -45,10 +45,8 @@ std::optional<Command> Session::Commands::ReserveReady(Session& s, const Propose
   CommandSpec spec;
   spec.run = cmd.run;
   spec.step = cmd.options.step_of ? cmd.options.step_of(call) : std::string("call");
-  spec.tool = call.tool;
+  spec.call = call;  // the gated call itself, as the adapter parsed it
   spec.target = TargetOf(cmd.options, call);
-  spec.arguments = call.arguments;
-  spec.call_id = call.id;
   // The record Check just staged, typed and shared (not re-encoded here).
   spec.decision = CommandDecision(s.last_record_);
   spec.pack_version = s.pack_->version();

@@ -49,7 +49,7 @@ bool OperatorApproved(const Command& c) {
 }
 
 std::string CallIdOf(const Command& c) {
-  return c.call_id.empty() ? c.decision.Text("call_id") : c.call_id;
+  return c.call.id.empty() ? c.decision.CallId() : c.call.id;
 }
 
 }  // namespace session_internal
@@ -64,9 +64,10 @@ constexpr std::string_view kApprovalRule = "taskledger.operator_approval";
 
 // The call a command was reserved for.
 ProposedCall CallOf(const Command& c) {
-  std::string id = CallIdOf(c);
-  if (id.empty()) id = "command:" + c.command_key;
-  return ProposedCall{std::move(id), c.tool, c.arguments};
+  ProposedCall call = c.call;
+  call.id = CallIdOf(c);
+  if (call.id.empty()) call.id = "command:" + c.command_key;
+  return call;
 }
 
 std::string Where(const Command& c) {
@@ -105,7 +106,7 @@ Status Session::RecoverCommands() {
   Commands& cmd = *commands_;
   auto listed = cmd.store.ListCommands(cmd.run);
   if (!listed) return listed.error();
-  for (const Command& c : *listed) cmd.BindLookup(c.tool);
+  for (const Command& c : *listed) cmd.BindLookup(c.call.tool);
   auto report = cmd.ledger.Recover(cmd.run);
   if (!report) {
     return Status(report.error().code(), "the startup guard of run " + cmd.run.run +
@@ -311,7 +312,7 @@ Result<std::vector<CallResult>> Session::ResumeApproved(const ContextToolExecuto
     if (!c.compensates.empty()) continue;
     ProposedCall call = CallOf(c);
     if (OperatorApproved(c)) {
-      cmd.BindLookup(c.tool);
+      cmd.BindLookup(c.call.tool);
       CallResult r;
       // A failed write-ahead commit leaves it approved: the next call runs it.
       if (auto leased = Commands::LeaseReady(*this, call, c, r)) {
@@ -323,7 +324,7 @@ Result<std::vector<CallResult>> Session::ResumeApproved(const ContextToolExecuto
       // Denied by an operator: tell the model once (a "cancelled" call record says it was).
       bool told = false;
       for (const CallRecord& rec : ledger_->working().calls) {
-        told = told || (rec.call_id == call.id && rec.outcome == "cancelled");
+        told = told || (rec.call.id == call.id && rec.outcome == "cancelled");
       }
       if (told) continue;
       CallResult r;

@@ -64,8 +64,7 @@ void Session::FinishAuthorize(const ProposedCall& call, CallResult& result) {
 // The one place the session builds a CallRecord: denied, run, reported and
 // settled calls alike.
 void Session::StageCallRecord(const ProposedCall& call, bool writes, std::string outcome) {
-  ledger_->StageCall(
-      CallRecord{ledger_->turn(), call.id, call.tool, call.arguments, writes, std::move(outcome)});
+  ledger_->StageCall(CallRecord{ledger_->turn(), call, writes, std::move(outcome)});
 }
 
 bool Session::CommitBeforeWrite(const ProposedCall& call, CallResult& result,

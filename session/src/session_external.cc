@@ -90,7 +90,7 @@ Result<CallResult> Session::ReportOutcome(const ProposedCall& call,
   }
   if (c.state == CommandState::kLeased) {
     // Settle first: on an error nothing is staged and the report may be retried.
-    cmd.BindLookup(c.tool);
+    cmd.BindLookup(c.call.tool);
     ToolOutcome settle;
     switch (outcome.kind) {
       case ExternalOutcome::Kind::kOk:

@@ -279,9 +279,9 @@ TEST_CASE("audit shows uncertain, deduplicated and awaiting-approval calls as su
   TurnRecord t;
   t.turn = 1;
   t.committed_at_ms = 1'700'000'000'000;
-  t.calls = {{1, "w1", "refund", {{"order", "A1"}}, true, "uncertain"},
-             {1, "w2", "refund", {{"order", "A2"}}, true, "deduplicated"},
-             {1, "w3", "refund", {{"order", "A3"}}, true, "awaiting_approval"}};
+  t.calls = {{1, {"w1", "refund", {{"order", "A1"}}}, true, "uncertain"},
+             {1, {"w2", "refund", {{"order", "A2"}}}, true, "deduplicated"},
+             {1, {"w3", "refund", {{"order", "A3"}}}, true, "awaiting_approval"}};
   LedgerState after;
   REQUIRE(ApplyTurn(after, t).ok());
   REQUIRE((*store)->CommitTurn(id, t, after).ok());

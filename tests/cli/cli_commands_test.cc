@@ -25,9 +25,9 @@ std::string ReserveUncertain(CommandLedger& ledger, const RunId& run, const std:
   CommandSpec spec;
   spec.run = run;
   spec.step = step;
-  spec.tool = "issue_refund";
+  spec.call.tool = "issue_refund";
   spec.target = "order:" + step;
-  spec.arguments = {{"order_id", step}};
+  spec.call.arguments = {{"order_id", step}};
   auto reserved = ledger.Reserve(spec);
   REQUIRE(reserved.has_value());
   auto leased = ledger.Lease(run, reserved->command_key);

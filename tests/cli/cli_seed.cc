@@ -19,9 +19,9 @@ SeededCommand SeedBlockedRefund(const std::string& url, const std::string& tenan
   CommandLedger ledger(*seeded.store, SystemClock());
   seeded.spec.run = {tenant, "run-1"};
   seeded.spec.step = "refund-1";
-  seeded.spec.tool = "issue_refund";
+  seeded.spec.call.tool = "issue_refund";
   seeded.spec.target = "order:A17";
-  seeded.spec.arguments = {{"order_id", "A17"}, {"amount", 30}};
+  seeded.spec.call.arguments = {{"order_id", "A17"}, {"amount", 30}};
   seeded.spec.requires_approval = true;
   auto reserved = ledger.Reserve(seeded.spec);
   REQUIRE(reserved.has_value());

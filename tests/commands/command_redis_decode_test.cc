@@ -75,7 +75,7 @@ TEST_CASE("redis command store: a spec in the full spelling and one in the compa
   auto spec_of = [](const RunId& run) {
     CommandSpec spec = SpecFor(run, "s");
     spec.target = "order:s";
-    spec.arguments = {{"order_id", "s"}, {"amount", 12.5}};
+    spec.call.arguments = {{"order_id", "s"}, {"amount", 12.5}};
     return spec;
   };
   auto expected = NewCommand(spec_of(old_run), kNow);
@@ -127,7 +127,7 @@ TEST_CASE("redis command store: a spec in the full spelling and one in the compa
   REQUIRE(settled.has_value());
   CHECK(*settled == *done);
   CHECK(settled->external_id == "ext-1");
-  CHECK(settled->arguments == expected->arguments);
+  CHECK(settled->call.arguments == expected->call.arguments);
 }
 
 TEST_CASE("redis command store: a damaged command hash reads back as a named corruption",

@@ -53,7 +53,7 @@ TEST_CASE("reserving the same logical command returns the existing record", "[co
 
   // Same step/tool/target/arguments, keys in another order and 12.5 vs 12.50: same command.
   CommandSpec again = SpecFor(run, "refund-1");
-  again.arguments = {{"amount", 12.50}, {"order_id", "refund-1"}};
+  again.call.arguments = {{"amount", 12.50}, {"order_id", "refund-1"}};
   auto second = store->Reserve(*NewCommand(again, kNow + 5));
   REQUIRE(second.has_value());
   CHECK_FALSE(second->created);
@@ -209,22 +209,22 @@ TEST_CASE("interleaved writes each settle their own command, spec and all", "[co
   lease.lease_ms = kLeaseMs;
   lease.now_ms = kNow + 1;
   CommandSpec spec_b = SpecFor(run, "il-b");
-  spec_b.tool = "ship_order";
-  spec_b.arguments = {{"order_id", "il-b"}, {"express", true}};
+  spec_b.call.tool = "ship_order";
+  spec_b.call.arguments = {{"order_id", "il-b"}, {"express", true}};
   auto a = store->ReserveAndLease(*NewCommand(SpecFor(run, "il-a"), kNow), lease);
   auto b = store->ReserveAndLease(*NewCommand(spec_b, kNow), lease);
   REQUIRE(a.has_value());
   REQUIRE(b.has_value());
   auto settled_a = store->Apply(ValidRequest(a->command, Transition::kSucceed));
   REQUIRE(settled_a.has_value());
-  CHECK(settled_a->tool == "issue_refund");
+  CHECK(settled_a->call.tool == "issue_refund");
   CHECK(settled_a->target == "order:il-a");
-  CHECK(settled_a->arguments == nlohmann::json({{"order_id", "il-a"}, {"amount", 12.5}}));
+  CHECK(settled_a->call.arguments == nlohmann::json({{"order_id", "il-a"}, {"amount", 12.5}}));
   CHECK(settled_a->state == S::kSucceeded);
   auto settled_b = store->Apply(ValidRequest(b->command, Transition::kSucceed));
   REQUIRE(settled_b.has_value());
-  CHECK(settled_b->tool == "ship_order");
-  CHECK(settled_b->arguments == spec_b.arguments);
+  CHECK(settled_b->call.tool == "ship_order");
+  CHECK(settled_b->call.arguments == spec_b.call.arguments);
   CHECK(settled_b->state == S::kSucceeded);
   // The same command read back equals what its settle returned.
   CHECK(*store->Get(run, a->command.command_key) == *settled_a);
@@ -248,18 +248,18 @@ TEST_CASE("a reservation returns the command as it reads back, odd arguments too
   for (size_t i = 0; i < notes.size(); ++i) {
     const nlohmann::json& note = notes[i];
     CommandSpec spec = SpecFor(run, "odd-" + std::to_string(i));
-    spec.arguments["note"] = note;
+    spec.call.arguments["note"] = note;
     auto initial = NewCommand(spec, kNow);
     REQUIRE(initial.has_value());
     auto reserved = store->ReserveAndLease(*initial, lease);
     REQUIRE(reserved.has_value());
     INFO(kind << " "
-              << reserved->command.arguments.dump(-1, ' ', false,
-                                                  nlohmann::json::error_handler_t::replace));
+              << reserved->command.call.arguments.dump(-1, ' ', false,
+                                                       nlohmann::json::error_handler_t::replace));
     CHECK(*store->Get(run, reserved->command.command_key) == reserved->command);
     auto settled = store->Apply(ValidRequest(reserved->command, Transition::kSucceed));
     REQUIRE(settled.has_value());
-    CHECK(settled->arguments == reserved->command.arguments);
+    CHECK(settled->call.arguments == reserved->command.call.arguments);
   }
 }
 

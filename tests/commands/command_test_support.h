@@ -72,9 +72,9 @@ inline CommandSpec SpecFor(const RunId& run, const std::string& step, bool appro
   CommandSpec spec;
   spec.run = run;
   spec.step = step;
-  spec.tool = "issue_refund";
+  spec.call.tool = "issue_refund";
   spec.target = "order:" + step;
-  spec.arguments = {{"order_id", step}, {"amount", 12.5}};
+  spec.call.arguments = {{"order_id", step}, {"amount", 12.5}};
   spec.decision = {{"decision", approval ? "require_approval" : "allow"}};
   spec.pack_version = "pack-1";
   spec.requires_approval = approval;

@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
         for (const Command& c : it->second) {
           if (drawn) {
             std::string branch = (**entry).value.get<uint64_t>() % 2 == 0 ? "ship" : "refund";
-            if (c.tool != branch) ++divergent;
+            if (c.call.tool != branch) ++divergent;
           }
           if (c.state == CommandState::kBlocked && c.escalated) {
             ++escalated;

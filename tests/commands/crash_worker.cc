@@ -106,9 +106,9 @@ int main(int argc, char** argv) {
     CommandSpec spec;
     spec.run = run;
     spec.step = StepName(k);
-    spec.tool = *draw % 2 == 0 ? "ship" : "refund";
+    spec.call.tool = *draw % 2 == 0 ? "ship" : "refund";
     spec.target = "item-" + run.run + "-" + std::to_string(k);
-    spec.arguments = {{"note", (*note)["text"]}};
+    spec.call.arguments = {{"note", (*note)["text"]}};
     spec.decision = {{"decision", "allow"}};
     auto done = ledger.Run(spec);
     if (!done) {

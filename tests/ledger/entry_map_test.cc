@@ -127,16 +127,16 @@ TEST_CASE("state diff: shared versions diff as unshared copies do", "[ledger]") 
 TEST_CASE("call list: appends share earlier records; reads in order", "[ledger]") {
   CallList a;
   for (int i = 0; i < 5; ++i)
-    a.push_back(CallRecord{1, "c" + std::to_string(i), "t", {}, false, "ok"});
+    a.push_back(CallRecord{1, {"c" + std::to_string(i), "t", {}}, false, "ok"});
   CallList b = a;
-  b.push_back(CallRecord{2, "c5", "t", {}, false, "ok"});
+  b.push_back(CallRecord{2, {"c5", "t", {}}, false, "ok"});
   CHECK(a.size() == 5);
   CHECK(b.size() == 6);
-  CHECK(b.back().call_id == "c5");
-  CHECK(b[0].call_id == "c0");
-  CHECK(a[4].call_id == "c4");
+  CHECK(b.back().call.id == "c5");
+  CHECK(b[0].call.id == "c0");
+  CHECK(a[4].call.id == "c4");
   std::vector<std::string> ids;
-  for (const CallRecord& c : b) ids.push_back(c.call_id);
+  for (const CallRecord& c : b) ids.push_back(c.call.id);
   CHECK(ids == std::vector<std::string>{"c0", "c1", "c2", "c3", "c4", "c5"});
   CHECK(CallList(b.ToVector()) == b);
   CHECK_FALSE(a == b);

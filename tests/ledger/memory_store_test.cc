@@ -30,7 +30,7 @@ TurnRecord MakeTurn(uint64_t version) {
   u.provenance.turn = version;
   t.updates.push_back(u);
   t.calls.push_back(
-      CallRecord{version, "c1", "get_order_details", {{"order_id", "#W123"}}, false, "ok"});
+      CallRecord{version, {"c1", "get_order_details", {{"order_id", "#W123"}}}, false, "ok"});
   ExtractionError failed;
   failed.source = "tool";
   failed.code = "execution_failed";

@@ -54,9 +54,9 @@ Tally Reserve(CommandStore& store, const RunId& run, uint64_t count,
     CommandSpec spec;
     spec.run = run;
     spec.step = "step-" + std::to_string(t.head);
-    spec.tool = "issue_refund";
+    spec.call.tool = "issue_refund";
     spec.target = "order:" + spec.step;
-    spec.arguments = {{"order_id", spec.step}};
+    spec.call.arguments = {{"order_id", spec.step}};
     auto command = NewCommand(spec, kT0);
     if (!command) break;
     auto reserved = store.Reserve(*command);

@@ -113,8 +113,8 @@ TEST_CASE("redis records: turns are byte-identical to the codec's CBOR", "[redis
     t.updates.push_back(MakeUpdate(op, static_cast<Category>(i % kCategoryCount),
                                    "key." + std::to_string(i), values[i], static_cast<int>(i)));
   }
-  CallRecord call{42, "c1", "refund_order", {{"order", "A-1"}, {"cents", 1299}}, true, "ok"};
-  CallRecord bare{3, "", "lookup", json::object(), false, ""};
+  CallRecord call{42, {"c1", "refund_order", {{"order", "A-1"}, {"cents", 1299}}}, true, "ok"};
+  CallRecord bare{3, {"", "lookup", json::object()}, false, ""};
 
   SECTION("every field and value kind") {
     t.calls = {call, bare};
@@ -309,8 +309,8 @@ TEST_CASE("redis records: states are byte-identical to the codec's CBOR", "[redi
     std::string key = i % 4 == 0 ? "a" : i % 4 == 1 ? "a.b" : i % 4 == 2 ? "Ab" : "\xc3\xa9";
     s.of(static_cast<Category>(i % kCategoryCount)).emplace(key + std::to_string(i), e);
   }
-  s.calls = {CallRecord{1, "c1", "lookup", {{"q", 1}}, false, "ok"},
-             CallRecord{2, "c2", "refund", json::array(), true, "denied"}};
+  s.calls = {CallRecord{1, {"c1", "lookup", {{"q", 1}}}, false, "ok"},
+             CallRecord{2, {"c2", "refund", json::array()}, true, "denied"}};
   CHECK(internal::StateRecordBytes(s) == ViaDom(EncodeState(s)));
 
   for (EntryMap& entries : s.entries) {
@@ -345,8 +345,8 @@ TEST_CASE("redis records: a snapshot reusing the last one's encoded calls writes
   for (size_t i = 0; i < values.size(); ++i) {
     s.version = i + 1;
     s.calls.push_back(CallRecord{
-        i + 1, "c" + std::to_string(i), "ship", {{"v", values[i]}, {"n", i}}, i % 2 == 0, "ok"});
-    if (i % 3 == 0) s.calls.push_back(CallRecord{i + 1, "d", "look", json::array(), false, "ok"});
+        i + 1, {"c" + std::to_string(i), "ship", {{"v", values[i]}, {"n", i}}}, i % 2 == 0, "ok"});
+    if (i % 3 == 0) s.calls.push_back(CallRecord{i + 1, {"d", "look", json::array()}, false, "ok"});
     INFO("call " << i);
     CHECK(cached(s) == internal::StateRecordBytes(s));
   }
@@ -354,12 +354,13 @@ TEST_CASE("redis records: a snapshot reusing the last one's encoded calls writes
   // Another conversation (no common record), an older version of the first
   // (a prefix of what was remembered), the first again, and no calls at all.
   LedgerState other;
-  other.calls = {CallRecord{1, "x", "refund", {{"amount", 3}}, true, "denied"}};
+  other.calls = {CallRecord{1, {"x", "refund", {{"amount", 3}}}, true, "denied"}};
   CHECK(cached(other) == ViaDom(EncodeState(other)));
   LedgerState older;
   older.calls = s.calls;
   CHECK(cached(s) == ViaDom(EncodeState(s)));
-  for (int i = 0; i < 3; ++i) s.calls.push_back(CallRecord{9, "e", "ship", {{"i", i}}, true, "ok"});
+  for (int i = 0; i < 3; ++i)
+    s.calls.push_back(CallRecord{9, {"e", "ship", {{"i", i}}}, true, "ok"});
   CHECK(cached(older) == ViaDom(EncodeState(older)));
   CHECK(cached(s) == ViaDom(EncodeState(s)));
   CHECK(cached(LedgerState{}) == ViaDom(EncodeState(LedgerState{})));

@@ -173,7 +173,7 @@ TEST_CASE("redis: a conversation of many calls and few entries spaces its snapsh
   first.committed_at_ms = kT0;
   for (int i = 0; i < 4100; ++i) {
     first.calls.push_back(
-        CallRecord{1, "c" + std::to_string(i), "ship", {{"item", i}}, true, "succeeded"});
+        CallRecord{1, {"c" + std::to_string(i), "ship", {{"item", i}}}, true, "succeeded"});
   }
   LedgerState after = head;
   REQUIRE(ApplyTurn(after, first).ok());

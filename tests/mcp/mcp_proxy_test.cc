@@ -111,14 +111,14 @@ TEST_CASE("an allowed write is reserved and leased before it runs and succeeds w
   auto commands = run.commands().ListCommands(RunId{"t", "c1"});
   REQUIRE(commands.has_value());
   REQUIRE(commands->size() == 2);
-  CHECK((*commands)[0].tool == "touch");
+  CHECK((*commands)[0].call.tool == "touch");
   CHECK((*commands)[0].target == target);
   CHECK((*commands)[0].state == CommandState::kSucceeded);
   CHECK((*commands)[0].attempts == 1);
   // Each command carries the decision it was allowed by, naming the rule.
-  CHECK((*commands)[0].decision.Text("decision") == "allow");
-  CHECK((*commands)[0].decision.Text("rule") == "fake.no_forbidden");
-  CHECK((*commands)[0].decision.Text("call_id") == "1");
+  CHECK((*commands)[0].decision.Verdict() == "allow");
+  CHECK((*commands)[0].decision.Rule() == "fake.no_forbidden");
+  CHECK((*commands)[0].decision.CallId() == "1");
   CHECK((*commands)[1].state == CommandState::kFailed);
 }
 
@@ -144,8 +144,8 @@ TEST_CASE("through the session's command ledger: key, deciding rule, and uncerta
   const Command& touch = (*commands)[0];
   CHECK(touch.state == CommandState::kSucceeded);
   CHECK(touch.target == target);
-  CHECK(touch.decision.Text("rule") == "fake.no_forbidden");
-  CHECK(touch.decision.Text("call_id") == "1");
+  CHECK(touch.decision.Rule() == "fake.no_forbidden");
+  CHECK(touch.decision.CallId() == "1");
   // The server saw the key the session's command holds.
   CHECK(run.ServerSaw().find(touch.idempotency_key) != std::string::npos);
   CHECK((*commands)[1].state == CommandState::kUncertain);

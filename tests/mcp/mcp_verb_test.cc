@@ -83,12 +83,12 @@ TEST_CASE("mcp-proxy on Redis: a proxied write is a command naming its rule, its
   REQUIRE(commands->size() == 2);  // requests 1 and 2; the retry and the denial are not commands
   const std::string saw = proxy.ServerSaw();
   for (const Command& c : *commands) {
-    CHECK(c.tool == "touch");
+    CHECK(c.call.tool == "touch");
     CHECK(c.target == target);
     CHECK(c.state == CommandState::kSucceeded);
     CHECK(c.attempts == 1);
-    CHECK(c.decision.Text("decision") == "allow");
-    CHECK(c.decision.Text("rule") == "fake.no_forbidden");
+    CHECK(c.decision.Verdict() == "allow");
+    CHECK(c.decision.Rule() == "fake.no_forbidden");
     CHECK_FALSE(c.idempotency_key.empty());
     CHECK(saw.find(c.idempotency_key) != std::string::npos);
   }

@@ -22,9 +22,9 @@ using testing::MakePack;
 CallRecord Call(const std::string& tool, const std::string& order, const std::string& outcome) {
   CallRecord c;
   c.turn = 1;
-  c.call_id = "c";
-  c.tool = tool;
-  c.arguments = {{"order_id", order}};
+  c.call.id = "c";
+  c.call.tool = tool;
+  c.call.arguments = {{"order_id", order}};
   c.writes = true;
   c.outcome = outcome;
   return c;

@@ -64,9 +64,9 @@ CommandSpec RefundSpec(int worker, int i) {
   CommandSpec spec;
   spec.run = RunId{"fault", "run-" + std::to_string(worker)};
   spec.step = "refund-" + std::to_string(i);
-  spec.tool = "refund";
+  spec.call.tool = "refund";
   spec.target = "order:" + std::to_string(worker) + "-" + std::to_string(i);
-  spec.arguments = {{"amount", i}};
+  spec.call.arguments = {{"amount", i}};
   return spec;
 }
 

@@ -152,7 +152,7 @@ void CheckWriteAgainstHungStore(Store& store, const ConversationId& id,
   auto reopened = MustOpen(store, id);
   const LedgerState& head = reopened->ledger().head();
   REQUIRE_FALSE(head.calls.empty());
-  CHECK(head.calls.back().call_id == "c2");
+  CHECK(head.calls.back().call.id == "c2");
   CHECK(head.calls.back().outcome == "ok");
   CHECK_FALSE(HasConfirmation(head));
 }
@@ -218,7 +218,7 @@ TEST_CASE("fault: with Redis down a write is denied and never runs, reads behave
   CHECK(t.decisions[0].decision == "allow");
   CHECK(t.decisions[1].rule == kStoreUnavailableRule);
   REQUIRE(t.calls.size() == 3);
-  CHECK(t.calls[0].call_id == "c1");
+  CHECK(t.calls[0].call.id == "c1");
   CHECK(t.calls[0].outcome == "denied");
   CHECK(t.calls[2].outcome == "ok");
   auto head = fresh->ReadHead(id);

@@ -141,9 +141,9 @@ CommandSpec Refund(const std::string& tenant, const std::string& step, int amoun
   CommandSpec spec;
   spec.run = RunId{tenant, "r1"};
   spec.step = step;
-  spec.tool = "refund";
+  spec.call.tool = "refund";
   spec.target = "order:A1";
-  spec.arguments = {{"amount", amount}};
+  spec.call.arguments = {{"amount", amount}};
   return spec;
 }
 

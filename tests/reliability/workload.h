@@ -94,9 +94,9 @@ inline std::string VerifyWorkload(Store& store, const ConversationId& id, uint64
   if (!records.has_value()) return "ReadTurns: " + records.error().ToString();
   for (uint64_t k = 1; k <= turns; ++k) {
     const TurnRecord& t = records.value()[k - 1];
-    if (t.calls.size() != 1 || t.calls[0].call_id != "c" + std::to_string(k)) {
+    if (t.calls.size() != 1 || t.calls[0].call.id != "c" + std::to_string(k)) {
       std::string ids;
-      for (const CallRecord& c : t.calls) ids += c.call_id + " ";
+      for (const CallRecord& c : t.calls) ids += c.call.id + " ";
       return "turn " + std::to_string(k) + " holds calls [" + ids + "], expected [c" +
              std::to_string(k) + "]";
     }

@@ -164,7 +164,7 @@ void RunScenario(Store& store, const std::string& conversation) {
         "$[1].body (inside the text), untrusted");
   auto listed = commands->ListCommands(*s.run());
   REQUIRE(listed.has_value());
-  for (const Command& c : listed.value()) CHECK(c.tool != "get_webpage");
+  for (const Command& c : listed.value()) CHECK(c.call.tool != "get_webpage");
   CHECK(listed->size() == 2);  // c2 and c5 (count_messages is egress too)
   REQUIRE(s.EndTurn().has_value());
 }

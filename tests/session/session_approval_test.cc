@@ -44,8 +44,8 @@ Command AskForLargeRefund(Session& session, Backend& backend, Fixture& f) {
   CHECK(Calls(session).back().outcome == "awaiting_approval");
   Command c = f.Only();
   CHECK(c.state == CommandState::kBlocked);
-  CHECK(c.decision.Text("decision") == "require_approval");
-  CHECK(c.decision.Text("rule") == "refunds.large_needs_approval");
+  CHECK(c.decision.Verdict() == "require_approval");
+  CHECK(c.decision.Rule() == "refunds.large_needs_approval");
   REQUIRE(session.EndTurn().has_value());
   return c;
 }
@@ -77,7 +77,7 @@ TEST_CASE("approval: an approved command runs once through ResumeApproved") {
   CHECK(backend.keys[0] == blocked.idempotency_key);
   CHECK(f.Only().state == CommandState::kSucceeded);
   // The call record the model and audit see carries the original call id.
-  CHECK(Calls(*session).back().call_id == "c1");
+  CHECK(Calls(*session).back().call.id == "c1");
   CHECK(Calls(*session).back().outcome == "ok");
   REQUIRE(session->EndTurn().has_value());
 

@@ -196,6 +196,6 @@ TEST_CASE("session on one Redis: a write while Redis is down runs nothing and ke
   auto head = r.turns->ReadHead(r.conv);
   REQUIRE(head.has_value());
   std::vector<std::string> outcomes;
-  for (const CallRecord& c : head->calls) outcomes.push_back(c.call_id + ":" + c.outcome);
+  for (const CallRecord& c : head->calls) outcomes.push_back(c.call.id + ":" + c.outcome);
   CHECK(outcomes == std::vector<std::string>{"c0:ok", "c1:denied", "c2:ok"});
 }

@@ -32,7 +32,7 @@ TEST_CASE("session commands: an allowed write is a command with its decision and
   REQUIRE(r.executed);
   REQUIRE(r.command.has_value());
   CHECK(r.command->state == CommandState::kSucceeded);
-  CHECK(r.command->call_id == "c1");
+  CHECK(r.command->call.id == "c1");
   REQUIRE(session->Flush().ok());  // the settle's answer read: any handle sees it
   Command stored = f.Only();
   CHECK(stored.state == CommandState::kSucceeded);
@@ -41,9 +41,9 @@ TEST_CASE("session commands: an allowed write is a command with its decision and
   REQUIRE(backend.keys.size() == 1);
   CHECK(backend.keys[0] == stored.idempotency_key);
   CHECK_FALSE(stored.idempotency_key.empty());
-  CHECK(stored.call_id == "c1");
-  CHECK(stored.decision.Text("call_id") == "c1");
-  CHECK(stored.decision.Text("decision") == "allow");
+  CHECK(stored.call.id == "c1");
+  CHECK(stored.decision.CallId() == "c1");
+  CHECK(stored.decision.Verdict() == "allow");
   CHECK(stored.evidence["output"]["ok"] == true);
   CHECK(stored.pack_version == session->pack().version());
   REQUIRE(Calls(*session).size() == 1);
@@ -181,9 +181,9 @@ TEST_CASE("session commands: a restart reconciles what the last process left in 
     CommandSpec spec;
     spec.run = f.run();
     spec.step = "call";
-    spec.tool = "ship";
+    spec.call.tool = "ship";
     spec.target = "#A1";
-    spec.arguments = Ship("c1").arguments;
+    spec.call.arguments = Ship("c1").arguments;
     spec.decision = {{"call_id", "c1"}, {"decision", "allow"}};
     auto reserved = dead.Reserve(spec);
     REQUIRE(reserved.has_value());

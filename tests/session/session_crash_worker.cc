@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
     return LookupResult::Found(e->external_id, {{"id", e->external_id}, {"target", e->target}});
   };
   options.commands.observer = [](std::string_view point, const Command& c) {
-    const int step = StepOf(c.arguments);
+    const int step = StepOf(c.call.arguments);
     if (point == "reserved") {
       MaybeDie(c.state == CommandState::kBlocked ? "after_blocked" : "after_reserve", step);
     }

@@ -171,7 +171,7 @@ TEST_CASE("external: an output recorded or reported keeps the class of its tool"
   REQUIRE(s.ReportOutcome({"u1", "launch_rocket", {}}, lost).has_value());
   std::vector<std::string> recorded;
   for (const CallRecord& c : Calls(s)) {
-    recorded.push_back(c.call_id + ":" + c.outcome + (c.writes ? ":writes" : ":reads"));
+    recorded.push_back(c.call.id + ":" + c.outcome + (c.writes ? ":writes" : ":reads"));
   }
   CHECK(recorded == std::vector<std::string>{"r1:ok:reads", "w1:ok:writes", "r2:error:reads",
                                              "w2:uncertain:writes", "u1:uncertain:writes"});
@@ -204,5 +204,5 @@ TEST_CASE("external: an egress call is gated and recorded like a write but is no
   auto listed = f.commands->ListCommands(f.run());
   REQUIRE(listed.has_value());
   REQUIRE(listed->size() == 1);
-  CHECK(listed->front().tool == "ship");
+  CHECK(listed->front().call.tool == "ship");
 }

@@ -179,7 +179,7 @@ TEST_CASE("lookup, confirmation and write: the write runs once and consumes the 
   CHECK((*turns)[0].calls.empty());
   REQUIRE((*turns)[1].calls.size() == 1);
   CHECK((*turns)[1].calls[0].outcome == "ok");
-  CHECK((*turns)[1].calls[0].tool == "cancel_order");
+  CHECK((*turns)[1].calls[0].call.tool == "cancel_order");
 }
 
 TEST_CASE("a tool that cannot be reached is recorded as an error, not as success") {

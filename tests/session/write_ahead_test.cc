@@ -126,7 +126,7 @@ TEST_CASE(
   auto after = store->ReadTurns(kId, 3, 3);
   REQUIRE(after.has_value());
   REQUIRE((*after)[0].calls.size() == 1);
-  CHECK((*after)[0].calls[0].call_id == "c1");
+  CHECK((*after)[0].calls[0].call.id == "c1");
   CHECK((*after)[0].calls[0].outcome == "ok");
   CHECK((*after)[0].decisions.empty());
 }

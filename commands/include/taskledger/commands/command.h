@@ -21,6 +21,7 @@
 
 #include "taskledger/base/digest.h"
 #include "taskledger/base/status.h"
+#include "taskledger/base/tool_call.h"
 #include "taskledger/ledger/decision_record.h"
 
 namespace taskledger {
@@ -81,10 +82,13 @@ class CommandDecision {
   nlohmann::json Json() const;
   // The typed record; null for one given or read as JSON.
   const DecisionRecord* typed() const { return record_.get(); }
-  // A string member of the record ("call_id", "decision", "rule"...): read
-  // from the typed record without building its JSON; empty when the record
-  // has no such string member.
-  std::string Text(std::string_view member) const;
+  // The record's verdict ("allow", "deny", "require_approval", ...), its
+  // deciding rule and the id of the call it decided: read from the typed
+  // record without building its JSON, or from the JSON form's string member;
+  // empty when the record has none.
+  std::string Verdict() const;
+  std::string Rule() const;
+  std::string CallId() const;
   bool operator==(const CommandDecision& other) const;
 
  private:
@@ -95,13 +99,13 @@ class CommandDecision {
 // What the caller asks to reserve: a call the policy allowed.
 struct CommandSpec {
   RunId run;
-  std::string step;    // the workflow step that issues the call ("refund-1")
-  std::string tool;    // "issue_refund"
-  std::string target;  // the natural key of what it changes ("order:A17")
-  nlohmann::json arguments = nlohmann::json::object();
-  // The model's id of the tool call that proposed it (ToolCall::id, "call_0");
+  std::string step;  // the workflow step that issues the call ("refund-1")
+  // The tool call it executes, in the one shape a call has from the adapter
+  // that parsed it on: call.tool ("issue_refund"), call.arguments, and
+  // call.id, the model's id of the tool call that proposed it ("call_0"),
   // empty for a command no tool call proposed (a workflow step's own).
-  std::string call_id;
+  ToolCall call;
+  std::string target;              // the natural key of what it changes ("order:A17")
   CommandDecision decision;        // the policy decision record
   std::string pack_version;        // the rule pack that decided
   bool requires_approval = false;  // the decision was require_approval: starts blocked
@@ -114,13 +118,14 @@ struct Command {
   uint64_t seq = 0;  // reservation order within the run, from 1
   std::string command_key;
   std::string idempotency_key;
-  std::string step, tool, target;
-  nlohmann::json arguments = nlohmann::json::object();  // normalized (canonical)
-  // The id of the tool call that reserved it (CommandSpec::call_id): a later
-  // proposal of the same logical call, under another id, finds this command
-  // and keeps this id. Empty for a command reserved before 0.2 or by no tool
-  // call; for those, CommandDecision::Text("call_id") may still name it.
-  std::string call_id;
+  std::string step;
+  // The call it executes (CommandSpec::call), its arguments normalized
+  // (canonical). call.id is the tool call that reserved it: a later proposal
+  // of the same logical call, under another id, finds this command and keeps
+  // this id. For a command reserved before 0.2 the stores read the id from
+  // its decision record; it is empty for a command no tool call proposed.
+  ToolCall call;
+  std::string target;
   CommandDecision decision;
   std::string pack_version;
   std::optional<CompensationSpec> compensation;

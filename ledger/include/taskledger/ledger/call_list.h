@@ -25,15 +25,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "taskledger/base/tool_call.h"
+
 namespace taskledger {
 
-// A tool call as the ledger remembers it, for rules that count calls.
+// A tool call as the ledger remembers it, for rules that count calls: the
+// call itself (the one ToolCall shape it had from the adapter on), the turn
+// that recorded it, its class as the gate computed it once, and its outcome.
 struct CallRecord {
   uint64_t turn = 0;
-  std::string call_id;
-  std::string tool;
-  nlohmann::json arguments = nlohmann::json::object();
-  bool writes = false;
+  ToolCall call;
+  bool writes = false;  // the tool's class was not read-only (PolicyDecision::tool_class)
   std::string outcome;  // "ok", "error" (the tool refused), "denied" (the gate refused)
   bool operator==(const CallRecord&) const = default;
 };

@@ -16,16 +16,6 @@
 namespace taskledger::internal {
 namespace {
 
-// An answer that means the command did not run on that node.
-bool NothingRan(const Reply& r) {
-  if (!r.is_error()) return false;
-  const std::string_view text = r.str();
-  for (std::string_view prefix : {"MOVED ", "ASK ", "TRYAGAIN", "CLUSTERDOWN"}) {
-    if (text.starts_with(prefix)) return true;
-  }
-  return false;
-}
-
 std::vector<std::string_view> ViewsOf(const Argv& argv) {
   return std::vector<std::string_view>(argv.begin(), argv.end());
 }
@@ -74,7 +64,7 @@ Result<Reply> DeferredReply::Wait() {
     return replies.error();
   }
   Reply reply = std::move(replies->front());
-  if (router_->cluster() && NothingRan(reply)) {
+  if (router_->cluster() && ClassifyClusterReply(reply) != ClusterReply::kRan) {
     return router_->FCall(*library_, function_, keys_, args_);
   }
   return reply;

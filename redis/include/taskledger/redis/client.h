@@ -109,6 +109,7 @@ class Reply {
   std::string Describe() const;
 
  private:
+  friend struct ReplyBuilder;  // client.cc: hiredis's reader builds replies in place
   Type type_ = Type::kNil;
   int64_t integer_ = 0;
   std::string str_;

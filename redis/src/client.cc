@@ -394,6 +394,19 @@ void RedisClient::Queue(std::span<const std::string_view> argv) {
   if (queued_.size() >= kStreamBytes) SendQueued();
 }
 
+void RedisClient::QueueFCall(std::string_view function, const std::vector<std::string>& keys,
+                             const std::vector<std::string>& args) {
+  char digits[24];
+  auto [end, ec] = std::to_chars(digits, digits + sizeof(digits), keys.size());
+  (void)ec;  // 24 digits hold any size_t
+  std::vector<std::string_view> argv;
+  argv.reserve(3 + keys.size() + args.size());
+  argv.insert(argv.end(), {"FCALL", function, std::string_view(digits, end - digits)});
+  argv.insert(argv.end(), keys.begin(), keys.end());
+  argv.insert(argv.end(), args.begin(), args.end());
+  Queue(argv);
+}
+
 void RedisClient::SendQueued() {
   if (queue_error_.ok()) queue_error_ = Connect();
   if (queue_error_.ok()) {
@@ -477,10 +490,8 @@ Result<std::vector<Reply>> RedisClient::FlushReloading(const FunctionLibrary& li
 Result<Reply> RedisClient::FCall(const FunctionLibrary& library, std::string_view function,
                                  const std::vector<std::string>& keys,
                                  const std::vector<std::string>& args) {
-  const Argv argv = MakeFCall(function, keys, args);
-  const std::vector<std::string_view> command(argv.begin(), argv.end());
-  Queue(command);
-  auto replies = FlushReloading(library, [&](size_t) { Queue(command); });
+  QueueFCall(function, keys, args);
+  auto replies = FlushReloading(library, [&](size_t) { QueueFCall(function, keys, args); });
   if (!replies) return replies.error();
   return std::move(replies->front());
 }

@@ -5,6 +5,7 @@
 // reference into the turn; the reply decoded without parsing the spec just
 // sent), the FCALL that carries a turn commit, and the tenant's run index.
 // Thread-safe, as the class.
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -21,7 +22,8 @@ Result<ReserveResult> RedisCommandStore::ReserveIn(const std::string& function,
                                                    const std::vector<std::string>& lease_args,
                                                    const EncodedCommit* commit,
                                                    CarriedCommit* carried) {
-  auto keys = KeysOfRun(initial.run);
+  const std::shared_ptr<const CommandKeys> keys = KeysOf(initial.run);
+  const std::string hash = keys->Command(initial.command_key);
   // Indexed first: a crash after this line leaves an indexed run with no
   // command, which ListRuns callers see as empty (never a lost command).
   const bool known = IndexedBefore(initial.run);
@@ -59,7 +61,7 @@ Result<ReserveResult> RedisCommandStore::ReserveIn(const std::string& function,
   } else {  // the turn holds these very bytes: refer to them
     args.insert(args.end(), {"", std::to_string(at), std::to_string(decision.size())});
   }
-  fkeys.insert(fkeys.end(), {keys.Command(initial.command_key), keys.meta, keys.order});
+  fkeys.insert(fkeys.end(), {hash, keys->meta, keys->order});
   auto reply = commit == nullptr ? FCall(function, fkeys, args, "reserve " + initial.command_key)
                                  : CarryingFCall(function, fkeys, args, initial, *carried);
   if (!reply) return reply.error();
@@ -91,9 +93,9 @@ Result<ReserveResult> RedisCommandStore::ReserveIn(const std::string& function,
   }
   if (!c) return c.error();
   if (leased) {
-    leased_.Update(keys.Command(initial.command_key), *c);
+    leased_.Update(hash, *c);
   } else {
-    leased_.Forget(keys.Command(initial.command_key));
+    leased_.Forget(hash);
     // Its lease, if it comes, is a transition whose reply holds this spec.
     if (sent) specs_.Remember(args[spec_at], std::move(decision), initial);
   }
@@ -121,6 +123,15 @@ Result<Reply> RedisCommandStore::CarryingFCall(const std::string& function,
     }
   }
   return CommandErrorToStatus(*reply, "commit + reserve " + initial.command_key);
+}
+
+std::shared_ptr<const CommandKeys> RedisCommandStore::KeysOf(const RunId& run) {
+  std::lock_guard<std::mutex> lock(keys_mu_);
+  if (!keys_ || keys_run_.run != run.run || keys_run_.tenant != run.tenant) {
+    keys_ = std::make_shared<const CommandKeys>(KeysOfRun(run));
+    keys_run_ = run;
+  }
+  return keys_;
 }
 
 bool RedisCommandStore::IndexedBefore(const RunId& run) {

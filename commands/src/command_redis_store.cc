@@ -4,6 +4,7 @@
 // command_redis_reserve.cc), the calls every path makes (Call, FCall and the
 // wait for replicas), and OpenRedisCommandStore. Thread-safe, as the class.
 #include <algorithm>
+#include <memory>
 #include <mutex>
 #include <optional>
 
@@ -17,7 +18,8 @@ namespace taskledger::internal {
 Result<CommitReserveResult> RedisCommandStore::CommitReserveAndLease(
     const EncodedCommit& commit, const Command& initial, const TransitionRequest& lease) {
   if (carrier_id_.empty()) return CommandStore::CommitReserveAndLease(commit, initial, lease);
-  const std::string tag = KeysOfRun(initial.run).tag;
+  const std::shared_ptr<const CommandKeys> keys = KeysOf(initial.run);
+  const std::string& tag = keys->tag;
   const size_t open = commit.key.find('{');
   if (lease.transition != Transition::kLease || open == std::string_view::npos ||
       commit.key.substr(open, tag.size()) != tag) {

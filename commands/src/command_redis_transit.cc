@@ -16,13 +16,13 @@
 namespace taskledger::internal {
 
 RedisCommandStore::Transit RedisCommandStore::Prepare(const TransitionRequest& r) {
-  auto run_keys = KeysOfRun(r.run);
+  const std::shared_ptr<const CommandKeys> run_keys = KeysOf(r.run);
   Transit t;
-  t.key = run_keys.Command(r.command_key);
+  t.key = run_keys->Command(r.command_key);
   t.function = "tlc_" + std::string(TransitionName(r.transition));
   t.context = std::string(TransitionName(r.transition)) + " " + r.command_key;
   if (TransitionNeedsFencingToken(r.transition)) t.base = leased_.Take(t.key, r.fencing_token);
-  t.keys = {t.key, run_keys.meta};
+  t.keys = {t.key, run_keys->meta};
   t.args = {std::to_string(r.now_ms),
             std::to_string(r.fencing_token),
             r.owner,

@@ -1,6 +1,7 @@
 // RedisClient over hiredis (synchronous API): connection set-up, commands,
 // pipelines, function calls and the one place where hiredis and server errors
-// become Status values. See taskledger/redis/client.h for the contract.
+// become Status values. Replies are built by hiredis's reader straight into
+// Reply values (ReplyBuilder). See taskledger/redis/client.h for the contract.
 // Not thread-safe per instance (one connection).
 #include "taskledger/redis/client.h"
 
@@ -15,6 +16,8 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <utility>
 
 #include "internal/tls.h"
@@ -22,37 +25,15 @@
 namespace taskledger::internal {
 namespace {
 
-struct ReplyDeleter {
-  void operator()(redisReply* r) const { freeReplyObject(r); }
-};
-using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
+// A reply as the reader made it (ReplyBuilder): the root Reply, which owns
+// every element of it.
+using ReplyPtr = std::unique_ptr<Reply>;
 
 timeval ToTimeval(std::chrono::milliseconds ms) {
   timeval tv;
   tv.tv_sec = static_cast<time_t>(ms.count() / 1000);
   tv.tv_usec = static_cast<suseconds_t>((ms.count() % 1000) * 1000);
   return tv;
-}
-
-Reply Convert(const redisReply* r) {
-  switch (r->type) {
-    case REDIS_REPLY_INTEGER:
-      return Reply::Integer(r->integer);
-    case REDIS_REPLY_STRING:
-      return Reply::String(std::string(r->str, r->len));
-    case REDIS_REPLY_STATUS:
-      return Reply::StatusText(std::string(r->str, r->len));
-    case REDIS_REPLY_ERROR:
-      return Reply::Error(std::string(r->str, r->len));
-    case REDIS_REPLY_ARRAY: {
-      std::vector<Reply> elements;
-      elements.reserve(r->elements);
-      for (size_t i = 0; i < r->elements; ++i) elements.push_back(Convert(r->element[i]));
-      return Reply::Array(std::move(elements));
-    }
-    default:
-      return Reply();
-  }
 }
 
 // Appends `argv` to `out` as a RESP array of bulk strings (the request form
@@ -78,6 +59,69 @@ void AppendRequest(std::string& out, const Args& argv) {
 bool StartsWith(const std::string& s, std::string_view prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
 }
+
+}  // namespace
+
+// hiredis's reply-object functions, set on every connection's reader: each
+// reply is built straight into a Reply (no redisReply tree to copy, then
+// free). The root is allocated here and handed to the caller of
+// redisGetReply; an array's elements are made in place in its vector, sized
+// when its header is read (hiredis fills them in order, by index, and never
+// frees anything but the root: freeObject deletes the root, which owns them
+// all). A nullptr answer is hiredis's out-of-memory (nothing thrown into C).
+struct ReplyBuilder {
+  static Reply* Slot(const redisReadTask* task) {
+    if (task->parent == nullptr) return new (std::nothrow) Reply();
+    auto* parent = static_cast<Reply*>(task->parent->obj);
+    return &parent->elements_[static_cast<size_t>(task->idx)];
+  }
+  static void* String(const redisReadTask* task, char* text, size_t len) {
+    Reply* r = Slot(task);
+    if (r == nullptr) return nullptr;
+    r->type_ = task->type == REDIS_REPLY_ERROR    ? Reply::Type::kError
+               : task->type == REDIS_REPLY_STATUS ? Reply::Type::kStatus
+                                                  : Reply::Type::kString;
+    try {
+      r->str_.assign(text, len);
+    } catch (...) {
+      return Failed(task, r);
+    }
+    return r;
+  }
+  static void* Array(const redisReadTask* task, int elements) {
+    Reply* r = Slot(task);
+    if (r == nullptr) return nullptr;
+    r->type_ = Reply::Type::kArray;
+    try {
+      r->elements_.resize(elements > 0 ? static_cast<size_t>(elements) : 0);
+    } catch (...) {
+      return Failed(task, r);
+    }
+    return r;
+  }
+  static void* Integer(const redisReadTask* task, long long value) {
+    Reply* r = Slot(task);
+    if (r == nullptr) return nullptr;
+    r->type_ = Reply::Type::kInteger;
+    r->integer_ = value;
+    return r;
+  }
+  static void* Nil(const redisReadTask* task) { return Slot(task); }  // a Reply starts nil
+  static void Free(void* reply) { delete static_cast<Reply*>(reply); }
+
+  // An element that could not be made; a root is hiredis's to forget (it
+  // frees only what it was given).
+  static void* Failed(const redisReadTask* task, Reply* r) {
+    if (task->parent == nullptr) delete r;
+    return nullptr;
+  }
+};
+
+namespace {
+
+redisReplyObjectFunctions kReplyFunctions = {&ReplyBuilder::String, &ReplyBuilder::Array,
+                                             &ReplyBuilder::Integer, &ReplyBuilder::Nil,
+                                             &ReplyBuilder::Free};
 
 }  // namespace
 
@@ -263,6 +307,7 @@ Status RedisClient::Connect() {
   if (!context_)
     return Status::Internal("redis " + Where() + ": out of memory allocating a connection");
   if (context_->err) return TransportFailure("connect");
+  context_->reader->fn = &kReplyFunctions;  // before anything is read on it
   if (redisSetTimeout(context_.get(), ToTimeval(options_.command_timeout)) != REDIS_OK) {
     return TransportFailure("set timeout");
   }
@@ -331,8 +376,8 @@ Result<Reply> RedisClient::Command(const Argv& argv) {
   if (ReadOne(&raw) != REDIS_OK || raw == nullptr) {
     return TransportFailure(argv.empty() ? "command" : argv.front());
   }
-  ReplyPtr reply(static_cast<redisReply*>(raw));
-  return Convert(reply.get());
+  ReplyPtr reply(static_cast<Reply*>(raw));
+  return std::move(*reply);
 }
 
 Result<std::vector<Reply>> RedisClient::Pipeline(const std::vector<Argv>& commands) {
@@ -347,6 +392,19 @@ void RedisClient::Queue(std::span<const std::string_view> argv) {
   AppendRequest(queued_, argv);
   ++queued_count_;
   if (queued_.size() >= kStreamBytes) SendQueued();
+}
+
+void RedisClient::QueueFCall(std::string_view function, const std::vector<std::string>& keys,
+                             const std::vector<std::string>& args) {
+  char digits[24];
+  auto [end, ec] = std::to_chars(digits, digits + sizeof(digits), keys.size());
+  (void)ec;  // 24 digits hold any size_t
+  std::vector<std::string_view> argv;
+  argv.reserve(3 + keys.size() + args.size());
+  argv.insert(argv.end(), {"FCALL", function, std::string_view(digits, end - digits)});
+  argv.insert(argv.end(), keys.begin(), keys.end());
+  argv.insert(argv.end(), args.begin(), args.end());
+  Queue(argv);
 }
 
 void RedisClient::SendQueued() {
@@ -403,8 +461,8 @@ Result<std::vector<Reply>> RedisClient::ReadReplies(size_t n, std::string_view d
     if (ReadOne(&raw) != REDIS_OK || raw == nullptr) {
       return TransportFailure(during);
     }
-    ReplyPtr reply(static_cast<redisReply*>(raw));
-    replies.push_back(Convert(reply.get()));
+    ReplyPtr reply(static_cast<Reply*>(raw));
+    replies.push_back(std::move(*reply));
   }
   return replies;
 }
@@ -432,10 +490,8 @@ Result<std::vector<Reply>> RedisClient::FlushReloading(const FunctionLibrary& li
 Result<Reply> RedisClient::FCall(const FunctionLibrary& library, std::string_view function,
                                  const std::vector<std::string>& keys,
                                  const std::vector<std::string>& args) {
-  const Argv argv = MakeFCall(function, keys, args);
-  const std::vector<std::string_view> command(argv.begin(), argv.end());
-  Queue(command);
-  auto replies = FlushReloading(library, [&](size_t) { Queue(command); });
+  QueueFCall(function, keys, args);
+  auto replies = FlushReloading(library, [&](size_t) { QueueFCall(function, keys, args); });
   if (!replies) return replies.error();
   return std::move(replies->front());
 }

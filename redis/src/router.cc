@@ -17,6 +17,15 @@ std::vector<std::string_view> Views(const Argv& argv) {
 
 }  // namespace
 
+ClusterReply ClassifyClusterReply(const Reply& reply) {
+  if (!reply.is_error()) return ClusterReply::kRan;
+  const std::string_view text = reply.str();
+  if (text.starts_with("MOVED ")) return ClusterReply::kMoved;
+  if (text.starts_with("ASK ")) return ClusterReply::kAsk;
+  if (text.starts_with("TRYAGAIN") || text.starts_with("CLUSTERDOWN")) return ClusterReply::kBusy;
+  return ClusterReply::kRan;
+}
+
 RedisRouter::RedisRouter(RedisEndpoint credentials, std::vector<RedisEndpoint> seeds,
                          const RouterOptions& options)
     : cluster_(!seeds.empty()),

@@ -214,7 +214,8 @@ class ClusterBatch {
   // Keeps reply `r` of command k, or schedules k to be sent again.
   Status Classify(size_t k, const ClusterNode& node, Reply& r, std::vector<size_t>& again,
                   bool& wait, std::vector<ClusterNode>& reload) {
-    const bool moved = Starts(r, "MOVED "), ask = Starts(r, "ASK ");
+    const ClusterReply kind = ClassifyClusterReply(r);
+    const bool moved = kind == ClusterReply::kMoved, ask = kind == ClusterReply::kAsk;
     if (moved || ask) {
       auto to = RedirectTarget(r.str(), node.host);
       if (!to) return Status::Internal("redis cluster: unreadable redirect '" + r.str() + "'");
@@ -230,7 +231,7 @@ class ClusterBatch {
     }
     asking_[k] = false;
     target_[k].reset();
-    if (Starts(r, "TRYAGAIN") || Starts(r, "CLUSTERDOWN")) {
+    if (kind == ClusterReply::kBusy) {
       last_error_ = node.Address() + ": " + r.str();
       again.push_back(k);
       wait = true;

@@ -14,23 +14,6 @@
 #include "taskledger/redis/router.h"
 
 namespace taskledger::internal {
-namespace {
-
-// An answer that means the command did not run on that node.
-bool NothingRan(const Reply& r) {
-  if (!r.is_error()) return false;
-  const std::string_view text = r.str();
-  for (std::string_view prefix : {"MOVED ", "ASK ", "TRYAGAIN", "CLUSTERDOWN"}) {
-    if (text.starts_with(prefix)) return true;
-  }
-  return false;
-}
-
-std::vector<std::string_view> ViewsOf(const Argv& argv) {
-  return std::vector<std::string_view>(argv.begin(), argv.end());
-}
-
-}  // namespace
 
 DeferredReply::DeferredReply(RedisRouter& router, const FunctionLibrary& library,
                              std::string function, std::vector<std::string> keys,
@@ -65,16 +48,14 @@ Result<Reply> DeferredReply::Wait() {
   if (!client_) return router_->FCall(*library_, function_, keys_, args_);
   RedisPool::Lease lease = std::move(*client_);
   client_.reset();
-  auto replies = lease->FlushReloading(*library_, [&](size_t) {
-    const Argv argv = MakeFCall(function_, keys_, args_);
-    lease->Queue(ViewsOf(argv));
-  });
+  auto replies =
+      lease->FlushReloading(*library_, [&](size_t) { lease->QueueFCall(function_, keys_, args_); });
   if (!replies) {
     if (node_) router_->NodeFailed(*node_);
     return replies.error();
   }
   Reply reply = std::move(replies->front());
-  if (router_->cluster() && NothingRan(reply)) {
+  if (router_->cluster() && ClassifyClusterReply(reply) != ClusterReply::kRan) {
     return router_->FCall(*library_, function_, keys_, args_);
   }
   return reply;
@@ -102,8 +83,7 @@ DeferredReply RedisRouter::SendFCall(const FunctionLibrary& library, std::string
     if (node) NodeFailed(*node);
     return out;
   }
-  const Argv argv = MakeFCall(out.function_, out.keys_, out.args_);
-  lease->Queue(ViewsOf(argv));
+  lease->QueueFCall(out.function_, out.keys_, out.args_);
   lease->Push();  // a failed write is kept for the Flush in Wait()
   out.client_.emplace(std::move(lease));
   out.node_ = std::move(node);

@@ -68,6 +68,24 @@ TEST_CASE("key slots are CRC16 of the hash tag, as CLUSTER KEYSLOT answers", "[r
   CHECK(KeySlot("") == 0);
 }
 
+TEST_CASE("a cluster's \"nothing ran here\" replies are read one way, every other is an answer",
+          "[redis][cluster]") {
+  CHECK(ClassifyClusterReply(Reply::Error("MOVED 3999 127.0.0.1:6381")) == ClusterReply::kMoved);
+  CHECK(ClassifyClusterReply(Reply::Error("ASK 3999 127.0.0.1:6381")) == ClusterReply::kAsk);
+  CHECK(ClassifyClusterReply(Reply::Error("TRYAGAIN Multiple keys request during rehashing")) ==
+        ClusterReply::kBusy);
+  CHECK(ClassifyClusterReply(Reply::Error("CLUSTERDOWN The cluster is down")) ==
+        ClusterReply::kBusy);
+  // The command's own answers, errors included: never sent again.
+  CHECK(ClassifyClusterReply(Reply::Error("ERR Function not found")) == ClusterReply::kRan);
+  CHECK(ClassifyClusterReply(Reply::Error("TLFENCED fenced: token 1 is stale")) ==
+        ClusterReply::kRan);
+  CHECK(ClassifyClusterReply(Reply::Error("MOVEDX 1 a:1")) == ClusterReply::kRan);
+  CHECK(ClassifyClusterReply(Reply::String("MOVED 3999 127.0.0.1:6381")) == ClusterReply::kRan);
+  CHECK(ClassifyClusterReply(Reply::StatusText("ASK 1 a:1")) == ClusterReply::kRan);
+  CHECK(ClassifyClusterReply(Reply::Integer(1)) == ClusterReply::kRan);
+}
+
 TEST_CASE("cluster URLs name seeds that share credentials", "[redis][cluster]") {
   auto seeds = ParseClusterUrl("redis+cluster://u:p%40ss@10.0.0.1:7000,10.0.0.2,[::1]:7002");
   REQUIRE(seeds.has_value());

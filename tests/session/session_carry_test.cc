@@ -78,6 +78,9 @@ TEST_CASE("session on one Redis: a write's commit, reserve and lease are one cal
   // The write-ahead commit landed (the decision is durable before the call
   // ran), and the write took two calls: commit + reserve + lease, then settle.
   CHECK(*r.turns->Head(r.conv) == commits + 1);
+  // The settle was sent without waiting: read its answer before counting on
+  // another connection (Flush sends nothing).
+  REQUIRE(session->Flush().ok());
   CHECK(r.Calls("fcall") - fcalls == 2);
   REQUIRE(backend.keys.size() == 2);
   CHECK(backend.keys[1] == second.command->idempotency_key);
@@ -151,6 +154,7 @@ TEST_CASE("session on one Redis: a command running elsewhere commits nothing and
   CHECK_THAT(inner->message, Catch::Contains("already running"));
   CHECK(head_after == head_inside);  // the refused write committed nothing
   CHECK(backend.keys.size() == 1);
+  REQUIRE(first->Flush().ok());  // its settle's answer read: any connection sees it
   auto listed = r.commands->ListCommands(r.run());
   REQUIRE(listed.has_value());
   REQUIRE(listed->size() == 1);

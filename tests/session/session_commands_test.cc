@@ -110,6 +110,7 @@ TEST_CASE("session commands: a throwing tool is uncertain, reconciled, and retri
   CHECK(retried.executed);
   REQUIRE(backend.keys.size() == 2);
   CHECK(backend.keys[0] == backend.keys[1]);
+  REQUIRE(session->Flush().ok());  // its settle's answer read: any connection sees it
   CHECK(f.Only().state == CommandState::kSucceeded);
   CHECK(f.Only().attempts == 2);
 }
@@ -284,6 +285,7 @@ TEST_CASE(
   CallResult retried = session->HandleToolCall(Ship("c2"), backend.executor());
   CHECK(retried.executed);
   REQUIRE(backend.keys.size() == 1);
+  REQUIRE(session->Flush().ok());  // its settle's answer read: any connection sees it
   Command done = f.Only();
   CHECK(done.state == CommandState::kSucceeded);
   CHECK(done.attempts == 1);

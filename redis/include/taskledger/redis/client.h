@@ -109,6 +109,7 @@ class Reply {
   std::string Describe() const;
 
  private:
+  friend struct ReplyBuilder;  // client.cc: hiredis's reader builds replies in place
   Type type_ = Type::kNil;
   int64_t integer_ = 0;
   std::string str_;
@@ -193,6 +194,10 @@ class RedisClient {
   void Queue(std::initializer_list<std::string_view> argv) {
     Queue(std::span<const std::string_view>(argv.begin(), argv.size()));
   }
+  // Queue() of "FCALL function numkeys keys... args..." (MakeFCall's
+  // command), written from the caller's strings without copying them first.
+  void QueueFCall(std::string_view function, const std::vector<std::string>& keys,
+                  const std::vector<std::string>& args);
   size_t queued() const { return queued_count_; }
   // Sends what is queued now, without waiting: Flush() then reads the
   // replies. Lets a caller put pipelines to several servers in flight at

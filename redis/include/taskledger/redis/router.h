@@ -63,6 +63,15 @@ struct RouterOptions {
 
 class RedisRouter;
 
+// What a reply from a cluster node says about the command sent there, the
+// one reading every caller of the router shares (Batch, FCall, a
+// DeferredReply's Wait): kMoved ("MOVED slot addr") and kAsk ("ASK slot
+// addr") redirect it, kBusy (TRYAGAIN, CLUSTERDOWN) asks to send it again
+// later; none of those ran the command. kRan: any other reply, error or not,
+// is the command's own answer.
+enum class ClusterReply { kRan, kMoved, kAsk, kBusy };
+ClusterReply ClassifyClusterReply(const Reply& reply);
+
 // An FCALL sent by RedisRouter::SendFCall whose reply is not read yet ("send
 // now, read later"): it holds the connection the command went out on, leased
 // from its pool, so no other caller can send on it (or read its reply) before

@@ -27,6 +27,10 @@ async def end_turn(session):
     return await asyncio.to_thread(session.end_turn)
 
 
+async def flush(session):
+    return await asyncio.to_thread(session.flush)
+
+
 async def open_session(store, **kwargs):
     from taskledger import Session
 

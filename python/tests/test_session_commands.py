@@ -5,13 +5,14 @@ the model retrying the same call gets the recorded outcome, a write whose
 tool raises is uncertain (it may have taken effect) and is reconciled
 through the lookup, also when a restarted session opens."""
 
+import asyncio
 import os
 import uuid
 
 import pytest
 
 import taskledger
-from taskledger import LookupResult
+from taskledger import LookupResult, aio
 
 
 def verified_session(store, command_store, pack, conversation, **kwargs):
@@ -139,7 +140,8 @@ def test_flush_reads_a_writes_settle_and_another_handle_sees_it(request, command
                            lambda call: {"plan": "basic"})
     assert r.executed and r.command_state == "succeeded"
     assert s.flush() is None
-    assert s.flush() is None  # nothing outstanding any more
+    # Nothing outstanding any more; the awaitable form (taskledger.aio) too.
+    assert asyncio.run(aio.flush(s)) is None
     other = command_store
     if request.node.callspec.params["command_store"] == "redis":
         other = taskledger.open_command_store(os.environ["TASKLEDGER_TEST_REDIS_URL"])

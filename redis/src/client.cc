@@ -1,7 +1,8 @@
 // RedisClient over hiredis (synchronous API): connection set-up, commands,
 // pipelines, function calls and the one place where hiredis and server errors
 // become Status values. Replies are built by hiredis's reader straight into
-// Reply values (ReplyBuilder). See taskledger/redis/client.h for the contract.
+// Reply values (internal/reply_reader.h). See taskledger/redis/client.h for
+// the contract.
 // Not thread-safe per instance (one connection).
 #include "taskledger/redis/client.h"
 
@@ -17,15 +18,15 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
-#include <new>
 #include <utility>
 
+#include "internal/reply_reader.h"
 #include "internal/tls.h"
 
 namespace taskledger::internal {
 namespace {
 
-// A reply as the reader made it (ReplyBuilder): the root Reply, which owns
+// A reply as the reader made it (internal/reply_reader.h): the root Reply, which owns
 // every element of it.
 using ReplyPtr = std::unique_ptr<Reply>;
 
@@ -59,69 +60,6 @@ void AppendRequest(std::string& out, const Args& argv) {
 bool StartsWith(const std::string& s, std::string_view prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
 }
-
-}  // namespace
-
-// hiredis's reply-object functions, set on every connection's reader: each
-// reply is built straight into a Reply (no redisReply tree to copy, then
-// free). The root is allocated here and handed to the caller of
-// redisGetReply; an array's elements are made in place in its vector, sized
-// when its header is read (hiredis fills them in order, by index, and never
-// frees anything but the root: freeObject deletes the root, which owns them
-// all). A nullptr answer is hiredis's out-of-memory (nothing thrown into C).
-struct ReplyBuilder {
-  static Reply* Slot(const redisReadTask* task) {
-    if (task->parent == nullptr) return new (std::nothrow) Reply();
-    auto* parent = static_cast<Reply*>(task->parent->obj);
-    return &parent->elements_[static_cast<size_t>(task->idx)];
-  }
-  static void* String(const redisReadTask* task, char* text, size_t len) {
-    Reply* r = Slot(task);
-    if (r == nullptr) return nullptr;
-    r->type_ = task->type == REDIS_REPLY_ERROR    ? Reply::Type::kError
-               : task->type == REDIS_REPLY_STATUS ? Reply::Type::kStatus
-                                                  : Reply::Type::kString;
-    try {
-      r->str_.assign(text, len);
-    } catch (...) {
-      return Failed(task, r);
-    }
-    return r;
-  }
-  static void* Array(const redisReadTask* task, int elements) {
-    Reply* r = Slot(task);
-    if (r == nullptr) return nullptr;
-    r->type_ = Reply::Type::kArray;
-    try {
-      r->elements_.resize(elements > 0 ? static_cast<size_t>(elements) : 0);
-    } catch (...) {
-      return Failed(task, r);
-    }
-    return r;
-  }
-  static void* Integer(const redisReadTask* task, long long value) {
-    Reply* r = Slot(task);
-    if (r == nullptr) return nullptr;
-    r->type_ = Reply::Type::kInteger;
-    r->integer_ = value;
-    return r;
-  }
-  static void* Nil(const redisReadTask* task) { return Slot(task); }  // a Reply starts nil
-  static void Free(void* reply) { delete static_cast<Reply*>(reply); }
-
-  // An element that could not be made; a root is hiredis's to forget (it
-  // frees only what it was given).
-  static void* Failed(const redisReadTask* task, Reply* r) {
-    if (task->parent == nullptr) delete r;
-    return nullptr;
-  }
-};
-
-namespace {
-
-redisReplyObjectFunctions kReplyFunctions = {&ReplyBuilder::String, &ReplyBuilder::Array,
-                                             &ReplyBuilder::Integer, &ReplyBuilder::Nil,
-                                             &ReplyBuilder::Free};
 
 }  // namespace
 
@@ -200,18 +138,6 @@ Status LibraryLoadRefused(const Reply& reply, const FunctionLibrary& library) {
 
 bool IsFunctionNotFound(const Reply& reply) {
   return reply.is_error() && StartsWith(reply.str(), "ERR Function not found");
-}
-
-Argv MakeFCall(std::string_view function, const std::vector<std::string>& keys,
-               const std::vector<std::string>& args) {
-  Argv argv;
-  argv.reserve(3 + keys.size() + args.size());
-  argv.emplace_back("FCALL");
-  argv.emplace_back(function);
-  argv.push_back(std::to_string(keys.size()));
-  argv.insert(argv.end(), keys.begin(), keys.end());
-  argv.insert(argv.end(), args.begin(), args.end());
-  return argv;
 }
 
 void RedisClient::ContextDeleter::operator()(redisContext* c) const { redisFree(c); }
@@ -307,7 +233,7 @@ Status RedisClient::Connect() {
   if (!context_)
     return Status::Internal("redis " + Where() + ": out of memory allocating a connection");
   if (context_->err) return TransportFailure("connect");
-  context_->reader->fn = &kReplyFunctions;  // before anything is read on it
+  context_->reader->fn = ReplyObjectFunctions();  // before anything is read on it
   if (redisSetTimeout(context_.get(), ToTimeval(options_.command_timeout)) != REDIS_OK) {
     return TransportFailure("set timeout");
   }

@@ -207,12 +207,11 @@ Result<Reply> RedisRouter::FCall(const FunctionLibrary& library, std::string_vie
   if (!cluster_ && trailer == nullptr) {
     return single_->Take()->FCall(library, function, keys, args);
   }
-  const Argv argv = MakeFCall(function, keys, args);
-  const auto views = Views(argv);
   std::vector<Reply> trailers;
   auto replies = Batch(
       1, &library, [&](size_t) { return std::string_view(keys.front()); },
-      [&](RedisClient& client, size_t) { client.Queue(views); }, trailer, &trailers);
+      [&](RedisClient& client, size_t) { client.QueueFCall(function, keys, args); }, trailer,
+      &trailers);
   if (!replies) return replies.error();
   if (trailer != nullptr) *trailer_reply = std::move(trailers.front());
   return std::move(replies->front());

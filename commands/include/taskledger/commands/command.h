@@ -122,8 +122,9 @@ struct Command {
   // The call it executes (CommandSpec::call), its arguments normalized
   // (canonical). call.id is the tool call that reserved it: a later proposal
   // of the same logical call, under another id, finds this command and keeps
-  // this id. For a command reserved before 0.2 the stores read the id from
-  // its decision record; it is empty for a command no tool call proposed.
+  // this id. It is empty for a command no tool call proposed, and for one
+  // reserved before 0.2, whose decision record names the call instead
+  // (decision.CallId()).
   ToolCall call;
   std::string target;
   CommandDecision decision;

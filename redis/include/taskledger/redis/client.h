@@ -81,7 +81,7 @@ bool IsClusterUrl(std::string_view url);
 Status TakeDurabilityQuery(std::string& url, uint32_t& replicas,
                            std::chrono::milliseconds& replica_timeout);
 
-// A server reply, converted from hiredis. Strings are binary-safe.
+// A server reply, as the connection read it. Strings are binary-safe.
 class Reply {
  public:
   enum class Type { kNil, kInteger, kString, kStatus, kError, kArray };
@@ -109,7 +109,7 @@ class Reply {
   std::string Describe() const;
 
  private:
-  friend struct ReplyBuilder;  // client.cc: hiredis's reader builds replies in place
+  friend struct ReplyBuilder;  // reply_reader.cc: hiredis's reader builds replies in place
   Type type_ = Type::kNil;
   int64_t integer_ = 0;
   std::string str_;
@@ -194,8 +194,8 @@ class RedisClient {
   void Queue(std::initializer_list<std::string_view> argv) {
     Queue(std::span<const std::string_view>(argv.begin(), argv.size()));
   }
-  // Queue() of "FCALL function numkeys keys... args..." (MakeFCall's
-  // command), written from the caller's strings without copying them first.
+  // Queue() of "FCALL function numkeys keys... args...", written from the
+  // caller's strings without copying them first.
   void QueueFCall(std::string_view function, const std::vector<std::string>& keys,
                   const std::vector<std::string>& args);
   size_t queued() const { return queued_count_; }
@@ -261,9 +261,5 @@ class RedisClient {
   size_t queued_count_ = 0;
   Status queue_error_;  // a failed SendQueued of the pipeline being queued
 };
-
-// Builds "FCALL function numkeys keys... args...".
-Argv MakeFCall(std::string_view function, const std::vector<std::string>& keys,
-               const std::vector<std::string>& args);
 
 }  // namespace taskledger::internal

@@ -98,6 +98,10 @@ std::string MakeIdempotencyKey(const RunId& run, std::string_view command_key) {
          std::string(command_key);
 }
 
+std::string ReservingCallId(const Command& c) {
+  return c.call.id.empty() ? c.decision.CallId() : c.call.id;
+}
+
 Result<Command> NewCommand(const CommandSpec& spec, int64_t now_ms) {
   if (spec.run.run.empty()) return Status::InvalidArgument("command needs a run id");
   if (spec.run.tenant.empty()) return Status::InvalidArgument("command needs a tenant");

@@ -56,7 +56,7 @@ std::optional<std::string> GatingProxy::Impl::HeldCallFor(const ToolCall& call) 
     if (c.call.tool != call.tool || c.call.arguments != call.arguments || !c.compensates.empty())
       continue;
     if (c.decision.Verdict() != "require_approval") continue;
-    const std::string held = c.call.id.empty() ? c.decision.CallId() : c.call.id;
+    const std::string held = ReservingCallId(c);
     if (held.empty() || held == call.id) continue;
     if (!OutcomeGiven(session, c, held)) return held;
   }

@@ -14,7 +14,6 @@
 namespace taskledger {
 namespace {
 
-using session_internal::CallIdOf;
 using session_internal::OperatorApproved;
 
 // What the command acts on: SessionCommandOptions::target_of, else the first
@@ -73,7 +72,7 @@ std::optional<Command> Session::Commands::ReserveReady(Session& s, const Propose
   if (reserved->leased)
     return carried ? std::optional<Command>(std::move(c))
                    : WriteAhead(s, call, std::move(c), result);
-  if (external && c.state == CommandState::kLeased && CallIdOf(c) == call.id) {
+  if (external && c.state == CommandState::kLeased && ReservingCallId(c) == call.id) {
     // The same client proposing its own call again (its answer was lost):
     // the lease it was given still stands (in result.command).
     result.command = std::move(c);

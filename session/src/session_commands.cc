@@ -48,15 +48,10 @@ bool OperatorApproved(const Command& c) {
          (c.state == CommandState::kPending && !c.approver.empty());
 }
 
-std::string CallIdOf(const Command& c) {
-  return c.call.id.empty() ? c.decision.CallId() : c.call.id;
-}
-
 }  // namespace session_internal
 
 namespace {
 
-using session_internal::CallIdOf;
 using session_internal::OperatorApproved;
 using session_internal::OutputText;
 
@@ -65,7 +60,7 @@ constexpr std::string_view kApprovalRule = "taskledger.operator_approval";
 // The call a command was reserved for.
 ProposedCall CallOf(const Command& c) {
   ProposedCall call = c.call;
-  call.id = CallIdOf(c);
+  call.id = ReservingCallId(c);
   if (call.id.empty()) call.id = "command:" + c.command_key;
   return call;
 }

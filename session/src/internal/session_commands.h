@@ -131,10 +131,5 @@ std::string OutputText(const nlohmann::json& output);
 // "approved", but the approval stands).
 bool OperatorApproved(const Command& c);
 
-// The call id a command was reserved for: Command::call.id, or for a
-// command reserved before it was kept, the one its decision record names;
-// empty when neither names one.
-std::string CallIdOf(const Command& c);
-
 }  // namespace session_internal
 }  // namespace taskledger

@@ -158,6 +158,11 @@ Result<std::string> MakeCommandKey(std::string_view step, std::string_view tool,
 // "<tenant>:<run>/<command_key>" (tenant and run percent-encoded).
 std::string MakeIdempotencyKey(const RunId& run, std::string_view command_key);
 
+// The id of the tool call that reserved `c`: call.id, or for a command
+// reserved before 0.2 the one its decision record names; empty when neither
+// names one (a workflow step's own command).
+std::string ReservingCallId(const Command& c);
+
 // Builds the initial record for `spec` (validated, normalized, keys computed).
 // InvalidArgument for an empty run, step or tool, or unencodable arguments.
 Result<Command> NewCommand(const CommandSpec& spec, int64_t now_ms);

@@ -163,7 +163,7 @@ void RegisterSession(py::module_& m) {
           },
           "What the tool returned (None if it did not run or raised).")
       .def_property_readonly(
-          "record", [](const PyCallResult& r) { return FromJson(r.result.decision_record); },
+          "record", [](const PyCallResult& r) { return FromJson(r.result.decision_record.Json()); },
           "The decision-log record staged into the turn.")
       .def_property_readonly(
           "idempotency_key",
@@ -378,7 +378,7 @@ A tool that overruns its timeout keeps running in a daemon thread.)")
             for (CallResult& r : Unwrap(std::move(resumed))) {
               ProposedCall call;
               if (r.command) call = r.command->call;
-              call.id = r.decision_record.value("call_id", "");
+              call.id = r.decision_record.CallId();
               PyCallResult p{std::move(call), std::move(r)};
               if (auto it = errors.find(p.call.id); it != errors.end()) p.error = it->second;
               out.append(py::cast(std::move(p)));

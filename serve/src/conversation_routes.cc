@@ -122,7 +122,7 @@ Result<nlohmann::json> ProposeCall(const RouteContext& ctx) {
             .fetch_add(1, std::memory_order_relaxed);
         if (leased) m.leases.fetch_add(1, std::memory_order_relaxed);
         nlohmann::json out = {{"decision", DecisionJson(r, *ctx.loaded->pack)},
-                              {"decision_record", r.decision_record},
+                              {"decision_record", r.decision_record.Json()},
                               {"execute", execute},
                               {"message", r.message},
                               {"message_is_error", r.message_is_error}};

@@ -323,7 +323,7 @@ Result<std::vector<CallResult>> Session::ResumeApproved(const ContextToolExecuto
       }
       if (told) continue;
       CallResult r;
-      r.decision_record = c.decision.Json();
+      r.decision_record = c.decision;
       r.decision.outcome = Outcome::kDeny;
       r.decision.rule_id = std::string(kApprovalRule);
       r.decision.reason = "denied by " + c.approver + ": " + c.approval_reason;

@@ -115,10 +115,10 @@ void Session::StageDecisionRecord(const ProposedCall& call, const PolicyDecision
 }
 
 void Session::StageDecision(DecisionRecord record, CallResult& result) {
-  if (call_result_texts_) result.decision_record = EncodeDecision(record);
-  // One copy: the turn keeps `record`; last_decision() and the command a
-  // write reserves (ReserveReady) share this one, typed.
+  // One copy: the turn keeps `record`; the result, last_decision() and the
+  // command a write reserves (ReserveReady) share this one, typed.
   last_record_ = std::make_shared<const DecisionRecord>(record);
+  result.decision_record = CommandDecision(last_record_);
   last_encoded_ = false;
   ledger_->StageDecision(std::move(record));
 }

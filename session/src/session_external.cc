@@ -66,7 +66,7 @@ void Session::ProposeCommand(const ProposedCall& call, CallResult& result) {
 Result<CallResult> Session::ReportOutcome(const ProposedCall& call,
                                           const ExternalOutcome& outcome) {
   CallResult result;
-  result.decision_record = last_decision();
+  if (last_record_) result.decision_record = CommandDecision(last_record_);
   const bool writes = ClassOf(call.tool).writes();
   if (outcome.command_key.empty()) {
     ExecutePlain(call, writes, Replay(outcome), ToolContext{}, result);

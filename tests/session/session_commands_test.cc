@@ -249,7 +249,7 @@ TEST_CASE(
   CHECK_FALSE(r.executed);
   CHECK(backend.keys.empty());
   CHECK(r.decision.rule_id == kInvalidCommandRule);
-  CHECK(r.decision_record["rule"] == std::string(kInvalidCommandRule));
+  CHECK(r.decision_record.Rule() == kInvalidCommandRule);
   CHECK_THAT(r.message, Catch::Contains("command needs a step") &&
                             Catch::Contains("refused again") && !Catch::Contains("unreachable") &&
                             !Catch::Contains("try again later"));

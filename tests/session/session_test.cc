@@ -347,13 +347,17 @@ TEST_CASE("a session without call result texts records and decides exactly as on
     CHECK(a.decision.rule_id == b.decision.rule_id);
     CHECK(a.executed == b.executed);
     CHECK(a.message_is_error == b.message_is_error);
-    // With texts: the record as staged (and as last_decision() gives it).
-    nlohmann::json record = a.decision_record;
+    // Both carry the record as staged (and as last_decision() gives it): the
+    // texts option only decides the output's text.
+    nlohmann::json record = a.decision_record.Json();
     record.erase("latency_us");
     CHECK(record == with.last[i]);
     CHECK(record["call_id"] == (i == 0 ? "c_get" : i == 1 ? "c1" : "c2"));
-    // Without: no JSON, and no text for a call that ran; a denial still explains itself.
-    CHECK(b.decision_record.is_null());
+    CHECK(a.decision_record.CallId() == record["call_id"]);
+    nlohmann::json record_without = b.decision_record.Json();
+    record_without.erase("latency_us");
+    CHECK(record_without == record);
+    // Without: no text for a call that ran; a denial still explains itself.
     if (a.executed) {
       CHECK_THAT(a.message, Catch::Contains("order_id"));
       CHECK(b.message.empty());

@@ -193,7 +193,7 @@ TEST_CASE(
                                  Catch::Contains("refused the connection") &&
                                  Catch::Contains("no change was made") &&
                                  Catch::Contains("try again later"));
-  CHECK(denied.decision_record["rule"] == kStoreUnavailableRule);
+  CHECK(denied.decision_record.Rule() == kStoreUnavailableRule);
   // Staged: the policy's allow, the store's denial, the call as denied; the
   // user's yes still stands for the retry.
   const TurnRecord& pending = session->pending();

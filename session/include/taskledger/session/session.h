@@ -235,11 +235,11 @@ struct SessionOptions {
   PolicyChecker* checker = nullptr;
   std::shared_ptr<const ExtractionRules> extraction_rules;
   SessionCommandOptions commands;
-  // Whether each CallResult carries the decision record as JSON
-  // (decision_record) and an executed call's output as text (message). A
-  // driver that reads neither (a trace replay) turns this off and saves
-  // encoding both for every call; the turn records, last_decision(), the
-  // command records and every denial's message are the same either way.
+  // Whether each CallResult carries an executed call's output as text
+  // (message). A driver that reads no message (a trace replay) turns this off
+  // and saves encoding the output for every call; the turn records,
+  // CallResult::decision_record, the command records and every denial's
+  // message are the same either way.
   bool call_result_texts = true;
   // The provenance index another session on this conversation handed on
   // (TakeProvenance): Open takes its index (leaving it null) when it is for
@@ -308,7 +308,12 @@ using ContextToolExecutor =
 
 struct CallResult {
   PolicyDecision decision;
-  nlohmann::json decision_record;  // as staged into the turn
+  // The decision record as staged into the turn: typed and shared with the
+  // turn (copying a CallResult does not copy it). Json() builds its JSON form
+  // (EncodeDecision, a tree per call); Verdict(), Rule() and CallId() read
+  // without building one. A call answered from a recorded command carries
+  // that command's record.
+  CommandDecision decision_record;
   bool executed = false;
   std::optional<ToolOutput> output;  // when executed and the executor returned one
   // The tool-result content to hand back to the model: the output (JSON text

@@ -126,12 +126,20 @@ Result<Reply> RedisCommandStore::CarryingFCall(const std::string& function,
 }
 
 std::shared_ptr<const CommandKeys> RedisCommandStore::KeysOf(const RunId& run) {
-  std::lock_guard<std::mutex> lock(keys_mu_);
-  if (!keys_ || keys_run_.run != run.run || keys_run_.tenant != run.tenant) {
-    keys_ = std::make_shared<const CommandKeys>(KeysOfRun(run));
-    keys_run_ = run;
+  // Per thread, not per store: a session is one thread, so the threads of a
+  // store many runs share (taskledger serve) each keep their own run's keys
+  // without a lock; and the keys are the run's alone (KeysOfRun), whatever
+  // the store.
+  struct Last {
+    RunId run;
+    std::shared_ptr<const CommandKeys> keys;
+  };
+  thread_local Last last;
+  if (!last.keys || last.run != run) {
+    last.keys = std::make_shared<const CommandKeys>(KeysOfRun(run));
+    last.run = run;
   }
-  return keys_;
+  return last.keys;
 }
 
 bool RedisCommandStore::IndexedBefore(const RunId& run) {

@@ -437,7 +437,10 @@ TEST_CASE("reservations racing on several threads create each command once, seqs
           "[commands][threads]") {
   auto kind = TL_COMMAND_STORES;
   auto store = MakeCommandStore(kind);
-  RunId run = FreshRun("race");
+  // Two runs of one name under two tenants, every thread alternating between
+  // them, so the stores' per-run caches change runs under the race too.
+  const RunId first = FreshRun("race");
+  const RunId second{first.tenant + "-other", first.run};
   constexpr int kThreads = 4;
   constexpr int kCommands = 12;
   // Every thread reserves the same commands, each starting at its own offset,
@@ -450,24 +453,32 @@ TEST_CASE("reservations racing on several threads create each command once, seqs
     threads.emplace_back([&, t] {
       for (int i = 0; i < kCommands; ++i) {
         std::string step = "step-" + std::to_string((i + t * 3) % kCommands);
-        auto reserved = store->Reserve(*NewCommand(SpecFor(run, step), kNow));
-        if (!reserved) {
-          ++errors;
-        } else if (reserved->created) {
-          ++created;
+        for (const RunId* run : {&first, &second}) {
+          if ((i + t) % 2 == 1) run = run == &first ? &second : &first;
+          auto reserved = store->Reserve(*NewCommand(SpecFor(*run, step), kNow));
+          if (!reserved) {
+            ++errors;
+          } else if (reserved->created) {
+            ++created;
+          }
         }
       }
     });
   }
   for (auto& th : threads) th.join();
   CHECK(errors == 0);
-  CHECK(created == kCommands);
-  auto all = store->ListCommands(run);
-  REQUIRE(all.has_value());
-  REQUIRE(all->size() == kCommands);
-  std::set<uint64_t> seqs;
-  for (const Command& c : *all) seqs.insert(c.seq);
-  CHECK(seqs.size() == kCommands);
-  CHECK(*seqs.begin() == 1);
-  CHECK(*seqs.rbegin() == kCommands);
+  CHECK(created == 2 * kCommands);
+  for (const RunId& run : {first, second}) {
+    auto all = store->ListCommands(run);
+    REQUIRE(all.has_value());
+    REQUIRE(all->size() == kCommands);
+    std::set<uint64_t> seqs;
+    for (const Command& c : *all) {
+      seqs.insert(c.seq);
+      CHECK(c.run == run);  // each run lists its own commands only
+    }
+    CHECK(seqs.size() == kCommands);
+    CHECK(*seqs.begin() == 1);
+    CHECK(*seqs.rbegin() == kCommands);
+  }
 }

@@ -51,6 +51,8 @@ export interface Command {
   state: CommandState;
   tool: string;
   arguments: JSONObject;
+  /** The tool call that reserved it; absent for one no tool call reserved or reserved before 0.2. */
+  call_id?: string;
   [field: string]: JSONValue | undefined;
 }
 

@@ -129,10 +129,10 @@ class RedisCommandStore final : public CommandStore, public DeferringCommandStor
   bool IndexedBefore(const RunId& run);
   Status Index(const RunId& run);
 
-  // KeysOfRun(run), kept for the last run asked about: a session's writes
-  // name the same run every time, and its keys cost a percent-encoding and
-  // four strings to build.
-  std::shared_ptr<const CommandKeys> KeysOf(const RunId& run);
+  // KeysOfRun(run), kept for the last run this thread asked about: a
+  // session's writes name the same run every time, and its keys cost a
+  // percent-encoding and four strings to build. No lock.
+  static std::shared_ptr<const CommandKeys> KeysOf(const RunId& run);
 
   // REQUIRES: argv[1] is the (first) key. A `write` waits for replicas_
   // replicas (RedisOptions::replicas) like every FCall.
@@ -153,9 +153,6 @@ class RedisCommandStore final : public CommandStore, public DeferringCommandStor
   Argv wait_;  // WAIT replicas timeout; empty: no wait
   std::mutex indexed_mu_;
   std::set<std::string> indexed_;  // IndexedName of the runs indexed by this store
-  std::mutex keys_mu_;
-  RunId keys_run_;                           // the run of keys_
-  std::shared_ptr<const CommandKeys> keys_;  // KeysOf's last answer; null at first
   SpecCache specs_;      // the last command spec decoded (a write's reserve, then its settle)
   LeasedHashes leased_;  // the commands this store leased, as their lease left them
 };

@@ -27,7 +27,8 @@ namespace taskledger {
 // fenced, Unavailable / Timeout when the connection broke with the reply
 // outstanding: the transition may or may not have been applied). One Wait per
 // object (a second: FailedPrecondition). Destroying it unread reads the reply
-// first (and drops it): a destroyed transition was still sent.
+// first (and drops it): a destroyed transition was still sent. It uses the
+// store that sent it (its connection): destroy or Wait() it before the store.
 class PendingTransition {
  public:
   virtual ~PendingTransition() = default;

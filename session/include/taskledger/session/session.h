@@ -311,8 +311,8 @@ struct CallResult {
   // The decision record as staged into the turn: typed and shared with the
   // turn (copying a CallResult does not copy it). Json() builds its JSON form
   // (EncodeDecision, a tree per call); Verdict(), Rule() and CallId() read
-  // without building one. A call answered from a recorded command carries
-  // that command's record.
+  // without building one. A denial ResumeApproved reports (an operator
+  // denied the command) carries the denied command's record.
   CommandDecision decision_record;
   bool executed = false;
   std::optional<ToolOutput> output;  // when executed and the executor returned one

@@ -206,3 +206,25 @@ TEST_CASE("external: an egress call is gated and recorded like a write but is no
   REQUIRE(listed->size() == 1);
   CHECK(listed->front().call.tool == "ship");
 }
+
+TEST_CASE("external: an outcome reported before any check carries no decision record") {
+  Fixture f("memory");
+  auto opened = Session::Open(*f.ledger_store, f.conv, RefundPack());
+  REQUIRE(opened.has_value());
+  Session& s = **opened;
+  ExternalOutcome ok;
+  ok.output = {{"status", "paid"}};
+  // No call was checked yet: the result has no record (null, as in 0.1), not
+  // an empty one a caller would read as a record with no fields.
+  auto unchecked = s.ReportOutcome({"r1", "get_order", {}}, ok);
+  REQUIRE(unchecked.has_value());
+  CHECK(unchecked->decision_record.Json().is_null());
+  CHECK(unchecked->decision_record.Verdict().empty());
+  // Proposed first: the report carries the proposal's record.
+  CHECK(s.ProposeExternal(Ship("w1")).decision.allowed());
+  auto reported = s.ReportOutcome(Ship("w1"), ok);
+  REQUIRE(reported.has_value());
+  CHECK(reported->decision_record.Json().is_object());
+  CHECK(reported->decision_record.CallId() == "w1");
+  CHECK(reported->decision_record.Verdict() == "allow");
+}

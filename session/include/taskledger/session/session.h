@@ -312,8 +312,10 @@ struct CallResult {
   // turn (copying a CallResult does not copy it). Json() builds its JSON form
   // (EncodeDecision, a tree per call); Verdict(), Rule() and CallId() read
   // without building one. A denial ResumeApproved reports (an operator
-  // denied the command) carries the denied command's record.
-  CommandDecision decision_record;
+  // denied the command) carries the denied command's record. A result no
+  // check decided (ReportOutcome before any check) carries none: Json() is
+  // null, as it was in 0.1.
+  CommandDecision decision_record = CommandDecision(nlohmann::json());
   bool executed = false;
   std::optional<ToolOutput> output;  // when executed and the executor returned one
   // The tool-result content to hand back to the model: the output (JSON text

@@ -86,6 +86,22 @@ Result<CommitReserveResult> CommandLedger::CommitReserveAndLease(const EncodedCo
   return done;
 }
 
+std::pair<Result<Command>, Result<CommitReserveResult>> CommandLedger::CommitReserveAndLeaseBehind(
+    DeferringCommandStore& store, std::unique_ptr<PendingTransition> before,
+    const EncodedCommit& commit, const CommandSpec& spec) {
+  const int64_t now = clock_.NowMs();
+  auto initial = NewCommand(spec, now);
+  if (!initial) return {before->Wait(), initial.error()};
+  auto both =
+      store.CommitReserveAndLeaseBehind(std::move(before), commit, *initial, LeaseRequest(now));
+  const auto& done = both.second;
+  if (done && done->commit.refusal.empty()) {
+    Observe("reserved", done->reserve.command);
+    if (done->reserve.leased) Observe("leased", done->reserve.command);
+  }
+  return both;
+}
+
 Result<Command> CommandLedger::Unlease(const Command& leased) {
   TransitionRequest r;
   r.transition = Transition::kUnlease;

@@ -1,6 +1,6 @@
 // RedisCommandStore's reservations (internal/command_redis_store_class.h):
 // ReserveIn, the one path of tlc_reserve2, tlc_reserve_lease2 and
-// tlc_commit_reserve_lease2 (the spec written straight from the Command, a
+// tlc_commit_reserve_lease2 or 3 (the spec written straight from the Command, a
 // typed decision kept apart as its CBOR and, with a commit, sent as a
 // reference into the turn; the reply decoded without parsing the spec just
 // sent), the FCALL that carries a turn commit, and the tenant's run index.
@@ -21,7 +21,7 @@ Result<ReserveResult> RedisCommandStore::ReserveIn(const std::string& function,
                                                    const Command& initial,
                                                    const std::vector<std::string>& lease_args,
                                                    const EncodedCommit* commit,
-                                                   CarriedCommit* carried) {
+                                                   CarriedCommit* carried, const Behind* behind) {
   const std::shared_ptr<const CommandKeys> keys = KeysOf(initial.run);
   const std::string hash = keys->Command(initial.command_key);
   // Indexed first: a crash after this line leaves an indexed run with no
@@ -62,8 +62,12 @@ Result<ReserveResult> RedisCommandStore::ReserveIn(const std::string& function,
     args.insert(args.end(), {"", std::to_string(at), std::to_string(decision.size())});
   }
   fkeys.insert(fkeys.end(), {hash, keys->meta, keys->order});
+  if (behind != nullptr) {
+    fkeys.push_back(behind->key);
+    args.insert(args.end(), {behind->state, behind->token});
+  }
   auto reply = commit == nullptr ? FCall(function, fkeys, args, "reserve " + initial.command_key)
-                                 : CarryingFCall(function, fkeys, args, initial, *carried);
+                                 : CarryingFCall(function, fkeys, args, initial, *carried, behind);
   if (!reply) return reply.error();
   if (commit != nullptr && !carried->refusal.empty()) return ReserveResult{};
   const auto& e = reply->elements();
@@ -111,8 +115,11 @@ Result<ReserveResult> RedisCommandStore::ReserveIn(const std::string& function,
 Result<Reply> RedisCommandStore::CarryingFCall(const std::string& function,
                                                const std::vector<std::string>& keys,
                                                const std::vector<std::string>& args,
-                                               const Command& initial, CarriedCommit& carried) {
-  auto reply = router_->FCall(CommandFunctionLibrary(), function, keys, args, nullptr, nullptr);
+                                               const Command& initial, CarriedCommit& carried,
+                                               const Behind* behind) {
+  auto reply = behind != nullptr ? behind->send(function, keys, args)
+                                 : router_->FCall(CommandFunctionLibrary(), function, keys, args,
+                                                  nullptr, nullptr);
   if (!reply) return reply.error();
   if (!reply->is_error()) return reply;
   const std::string& text = reply->str();

@@ -4,11 +4,13 @@
 // and tlc_commit_reserve_lease, each also under a `2` name that keeps the
 // command's decision record in a field of its own as CBOR (the `2` form of
 // the commit takes it as an offset and length inside the turn bytes the same
-// FCALL carries, so the decision is sent once). The old names keep their old
-// arguments, so a process of the previous release keeps working on this
-// library, and a process of this release meeting an old library gets
-// "function not found" and loads it again instead of sending an argument the
-// old function would ignore. Calling conventions: docs/commands.md.
+// FCALL carries, so the decision is sent once), and
+// tlc_commit_reserve_lease3, that commit guarded by the settle sent just
+// before it on the same connection. The old names keep their old arguments,
+// so a process of the previous release keeps working on this library, and a
+// process of this release meeting an old library gets "function not found"
+// and loads it again instead of sending an argument the old function would
+// ignore. Calling conventions: docs/commands.md.
 #include <string_view>
 
 #include "internal/command_redis_functions.h"
@@ -163,7 +165,7 @@ end
 redis.register_function('tlc_commit_reserve_lease', function(keys, args)
   return commit_reserve_lease_fn(keys, args)
 end)
-redis.register_function('tlc_commit_reserve_lease2', function(keys, args)
+local function commit_reserve_lease2_fn(keys, args)
   local decision = args[12]
   if args[13] ~= '' then
     local at, length = tonumber(args[13]), tonumber(args[14])
@@ -173,6 +175,28 @@ redis.register_function('tlc_commit_reserve_lease2', function(keys, args)
     decision = string.sub(args[3], at + 1, at + length)
   end
   return commit_reserve_lease_fn(keys, args, decision, true)
+end
+redis.register_function('tlc_commit_reserve_lease2', commit_reserve_lease2_fn)
+
+-- tlc_commit_reserve_lease2 sent right behind the settle of the session's
+-- previous write, on the same connection, before that settle's answer is
+-- read (the server runs one connection's commands in order): it runs only
+-- if that settle landed. KEYS = tlc_commit_reserve_lease2's, then {the
+-- previous command's hash}; ARGV = its ARGV, then {the state the settle
+-- leads to, the fencing token it was sent under}. Anything else (the settle
+-- was fenced or refused, or the command is gone) is a TLPRE error and
+-- nothing is written, the turn neither.
+redis.register_function('tlc_commit_reserve_lease3', function(keys, args)
+  -- HGET, not HMGET: the per-tenant ACL of docs/redis-keys.md allows it.
+  local state = redis.call('HGET', keys[5], 'state')
+  local token = redis.call('HGET', keys[5], 'fencing_token')
+  if state ~= args[15] or token ~= args[16] then
+    return fail('TLPRE', 'the write before (command ' ..
+                tostring(redis.call('HGET', keys[5], 'command_key')) .. ') is ' ..
+                tostring(state) .. ' under lease ' .. tostring(token) .. ', not ' .. args[15] ..
+                ' under lease ' .. args[16] .. ': its settle did not land')
+  end
+  return commit_reserve_lease2_fn(keys, args)
 end)
 
 )LUA";

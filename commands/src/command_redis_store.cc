@@ -18,6 +18,13 @@ namespace taskledger::internal {
 Result<CommitReserveResult> RedisCommandStore::CommitReserveAndLease(
     const EncodedCommit& commit, const Command& initial, const TransitionRequest& lease) {
   if (carrier_id_.empty()) return CommandStore::CommitReserveAndLease(commit, initial, lease);
+  return CommitReserveVia(commit, initial, lease, nullptr);
+}
+
+Result<CommitReserveResult> RedisCommandStore::CommitReserveVia(const EncodedCommit& commit,
+                                                                const Command& initial,
+                                                                const TransitionRequest& lease,
+                                                                const Behind* behind) {
   const std::shared_ptr<const CommandKeys> keys = KeysOf(initial.run);
   const std::string& tag = keys->tag;
   const size_t open = commit.key.find('{');
@@ -27,10 +34,10 @@ Result<CommitReserveResult> RedisCommandStore::CommitReserveAndLease(
                                    " needs a lease request and a turn key of the run's slot");
   }
   CommitReserveResult out;
-  auto reserved =
-      ReserveIn("tlc_commit_reserve_lease2", initial,
-                {std::to_string(lease.now_ms), lease.owner, std::to_string(lease.lease_ms)},
-                &commit, &out.commit);
+  auto reserved = ReserveIn(
+      behind != nullptr ? "tlc_commit_reserve_lease3" : "tlc_commit_reserve_lease2", initial,
+      {std::to_string(lease.now_ms), lease.owner, std::to_string(lease.lease_ms)}, &commit,
+      &out.commit, behind);
   if (!reserved) return reserved.error();
   out.reserve = std::move(reserved).value();
   return out;

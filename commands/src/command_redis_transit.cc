@@ -2,7 +2,9 @@
 // one FCALL per transition (Prepare), its reply applied to the command
 // (Finish: a fenced transition of a command this store leased gets back only
 // the fields it wrote), either at once (Apply) or sent now and read at
-// PendingTransition::Wait (SendTransition, a session's deferred settle).
+// PendingTransition::Wait (SendTransition, a session's deferred settle), and
+// the next write's commit + reserve + lease sent right behind such a settle
+// (CommitReserveAndLeaseBehind).
 // Thread-safe, as the class; a PendingTransition is used by one thread.
 #include <memory>
 #include <optional>
@@ -96,18 +98,40 @@ class AnsweredTransition final : public PendingTransition {
 // by the DeferredReply's destructor, and then dropped).
 class SentTransition final : public PendingTransition {
  public:
-  SentTransition(RedisCommandStore& store, RedisCommandStore::Transit transit, DeferredReply reply)
-      : store_(store), transit_(std::move(transit)), reply_(std::move(reply)) {}
+  SentTransition(RedisCommandStore& store, RedisCommandStore::Transit transit, DeferredReply reply,
+                 std::string target, std::string token)
+      : store_(store),
+        transit_(std::move(transit)),
+        reply_(std::move(reply)),
+        target_(std::move(target)),
+        token_(std::move(token)) {}
   Result<Command> Wait() override {
     if (waited_) return Status::FailedPrecondition(transit_.context + " was read already");
     waited_ = true;
     return store_.Finish(transit_, reply_.Wait());
   }
 
+  // Whether this store sent it and nobody has read it: an FCALL can go behind it.
+  bool unread(const RedisCommandStore& store) const { return &store == &store_ && !waited_; }
+  // ReserveIn's Behind for this transition: `send` reads this transition's
+  // reply (into *result) and the reply of the FCALL it sends behind it.
+  RedisCommandStore::Behind BehindIt(Result<Command>& result) {
+    RedisCommandStore::Behind behind{transit_.key, target_, token_, nullptr};
+    behind.send = [this, &result](const std::string& function, const std::vector<std::string>& keys,
+                                  const std::vector<std::string>& args) {
+      waited_ = true;
+      auto both = reply_.WaitThen(function, keys, args);
+      result = store_.Finish(transit_, std::move(both.first));
+      return std::move(both.second);
+    };
+    return behind;
+  }
+
  private:
   RedisCommandStore& store_;
   RedisCommandStore::Transit transit_;
   DeferredReply reply_;
+  std::string target_, token_;  // the state it leads to, the token it was sent under
   bool waited_ = false;
 };
 
@@ -115,7 +139,34 @@ std::unique_ptr<PendingTransition> RedisCommandStore::SendTransition(const Trans
   if (!wait_.empty()) return std::make_unique<AnsweredTransition>(Apply(r));
   Transit t = Prepare(r);
   DeferredReply reply = router_->SendFCall(CommandFunctionLibrary(), t.function, t.keys, t.args);
-  return std::make_unique<SentTransition>(*this, std::move(t), std::move(reply));
+  return std::make_unique<SentTransition>(
+      *this, std::move(t), std::move(reply),
+      std::string(CommandStateName(TransitionTarget(r.transition))),
+      std::to_string(r.fencing_token));
+}
+
+std::pair<Result<Command>, Result<CommitReserveResult>>
+RedisCommandStore::CommitReserveAndLeaseBehind(std::unique_ptr<PendingTransition> before,
+                                               const EncodedCommit& commit, const Command& initial,
+                                               const TransitionRequest& lease) {
+  auto* sent = dynamic_cast<SentTransition*>(before.get());
+  if (sent == nullptr || !sent->unread(*this) || carrier_id_.empty()) {
+    // Nothing to go behind: read it, and reserve only after a settle that landed.
+    Result<Command> settled = before->Wait();
+    if (!settled) {
+      return {std::move(settled),
+              Status::FailedPrecondition("the write before was not settled; " +
+                                         initial.command_key + " was not reserved")};
+    }
+    return {std::move(settled), CommitReserveAndLease(commit, initial, lease)};
+  }
+  Result<Command> settled = Status::Internal("the settle was not read");
+  const Behind behind = sent->BehindIt(settled);
+  auto reserved = CommitReserveVia(commit, initial, lease, &behind);
+  // A reserve refused before it was sent (its arguments, the run's index)
+  // leaves the settle unread: read it now.
+  if (sent->unread(*this)) settled = sent->Wait();
+  return {std::move(settled), std::move(reserved)};
 }
 
 }  // namespace taskledger::internal

@@ -6,7 +6,8 @@
 // The "nothing ran" answers a cluster gives (MOVED, ASK, TRYAGAIN,
 // CLUSTERDOWN) are resolved at Wait() by sending the command again through
 // the synchronous FCall, which follows them (router.h); a transport failure
-// is reported and never retried (the command may have run). Not thread-safe
+// is reported and never retried (the command may have run). WaitThen sends
+// one more FCALL behind the first on its connection and reads both. Not thread-safe
 // per object; the router itself stays thread-safe.
 #include <string_view>
 #include <utility>
@@ -59,6 +60,39 @@ Result<Reply> DeferredReply::Wait() {
     return router_->FCall(*library_, function_, keys_, args_);
   }
   return reply;
+}
+
+std::pair<Result<Reply>, Result<Reply>> DeferredReply::WaitThen(
+    std::string_view function, const std::vector<std::string>& keys,
+    const std::vector<std::string>& args) {
+  if (waited_ || !client_) {
+    Result<Reply> first = Wait();
+    return {std::move(first), router_->FCall(*library_, function, keys, args)};
+  }
+  waited_ = true;
+  RedisPool::Lease lease = std::move(*client_);
+  client_.reset();
+  lease->QueueFCall(function, keys, args);
+  auto replies = lease->FlushReloading(*library_, [&](size_t i) {
+    if (i == 0) {
+      lease->QueueFCall(function_, keys_, args_);
+    } else {
+      lease->QueueFCall(function, keys, args);
+    }
+  });
+  if (!replies) {
+    if (node_) router_->NodeFailed(*node_);
+    return {replies.error(), replies.error()};
+  }
+  auto ran = [&](Reply& reply, std::string_view f, const std::vector<std::string>& k,
+                 const std::vector<std::string>& a) -> Result<Reply> {
+    if (router_->cluster() && ClassifyClusterReply(reply) != ClusterReply::kRan) {
+      return router_->FCall(*library_, f, k, a);
+    }
+    return std::move(reply);
+  };
+  Result<Reply> first = ran((*replies)[0], function_, keys_, args_);
+  return {std::move(first), ran((*replies)[1], function, keys, args)};
 }
 
 DeferredReply RedisRouter::SendFCall(const FunctionLibrary& library, std::string_view function,

@@ -31,7 +31,13 @@ std::string TargetOf(const SessionCommandOptions& options, const ProposedCall& c
 
 std::optional<Command> Session::Commands::ReserveReady(Session& s, const ProposedCall& call,
                                                        CallResult& result, bool external) {
-  if (Status settled = Settle(s); !settled.ok()) {
+  // An allowed call reserves and leases in one store call (with the
+  // write-ahead commit too, when the stores can: CommitReserveLease), which
+  // goes right behind the previous write's settle when that is still unread;
+  // anything else reads that settle first.
+  const bool carried = result.decision.allowed() && CarriesCommit(s);
+  Status settled = carried && s.commands_->deferring != nullptr ? Status::Ok() : Settle(s);
+  if (!settled.ok()) {
     // Nothing of this call happened: it is denied as a call the store could
     // not record (whatever the settle's code: a fenced settle's Conflict is no
     // state conflict of this turn), the reason naming the unsettled write.
@@ -50,11 +56,8 @@ std::optional<Command> Session::Commands::ReserveReady(Session& s, const Propose
   spec.decision = CommandDecision(s.last_record_);
   spec.pack_version = s.pack_->version();
   spec.requires_approval = result.decision.outcome == Outcome::kRequireApproval;
-  // An allowed call reserves and leases in one store call (with the
-  // write-ahead commit too, when the stores can: CommitReserveLease); an
-  // approval request only reserves (it runs only if an operator approved it
-  // already).
-  const bool carried = result.decision.allowed() && CarriesCommit(s);
+  // An approval request only reserves (it runs only if an operator approved
+  // it already).
   auto reserved = [&]() -> Result<ReserveResult> {
     if (carried) return CommitReserveLease(s, call, spec);
     if (result.decision.allowed()) return cmd.ledger.ReserveAndLease(spec);
@@ -106,12 +109,36 @@ Result<ReserveResult> Session::Commands::CommitReserveLease(Session& s, const Pr
   Commands& cmd = *s.commands_;
   const std::optional<Entry> confirmation = ConsumeForWrite(s, call);
   std::optional<ReserveResult> reserved;
+  // The previous write's settle, if unread: the store call goes right
+  // behind it (its guard writes nothing unless the settle landed), and one
+  // wait answers both.
+  std::optional<Unsettled> before = std::move(cmd.unsettled);
+  cmd.unsettled.reset();
+  std::optional<Result<Command>> settle;
   auto committed = s.ledger_->CommitVia([&](const EncodedCommit& commit) -> Result<CarriedCommit> {
-    auto done = cmd.ledger.CommitReserveAndLease(commit, spec);
+    Result<CommitReserveResult> done = Status::Internal("no reserve");
+    if (before && before->pending) {
+      auto both = cmd.ledger.CommitReserveAndLeaseBehind(*cmd.deferring, std::move(before->pending),
+                                                         commit, spec);
+      settle.emplace(std::move(both.first));
+      done = std::move(both.second);
+      // Refused (the guard, or a store failure): when the settle did not
+      // land either, that is the reason to give.
+      if (!done && !*settle) return Status::Unavailable(settle->error().ToString());
+    } else {
+      done = cmd.ledger.CommitReserveAndLease(commit, spec);
+    }
     if (!done) return done.error();
     if (done->commit.refusal.empty()) reserved = std::move(done->reserve);
     return std::move(done->commit);
   });
+  if (before) {
+    // Recorded as Settle records it (a settle that did not land is staged
+    // as a command_unsettled error), after the commit.
+    if (before->pending) settle.emplace(before->pending->Wait());
+    Status settled = Settled(s, *before, std::move(*settle));
+    if (!settled.ok() && !committed) committed = Status::Unavailable(settled.ToString());
+  }
   if (committed && *committed) s.wrote_ahead_ = true;
   if (!committed || !reserved || !reserved->leased) {
     // The call does not run now (a store failure, a conflict, or a command

@@ -118,7 +118,11 @@ Status Session::Commands::Settle(Session& s) {
   if (!cmd.unsettled) return Status::Ok();
   Unsettled u = std::move(*cmd.unsettled);
   cmd.unsettled.reset();
-  auto settled = u.pending->Wait();
+  return Settled(s, u, u.pending->Wait());
+}
+
+Status Session::Commands::Settled(Session& s, const Unsettled& u, Result<Command> settled) {
+  Commands& cmd = *s.commands_;
   if (settled) {
     if (cmd.options.observer) cmd.options.observer("outcome", *settled);
     return Status::Ok();

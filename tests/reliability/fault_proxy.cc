@@ -116,11 +116,13 @@ void FaultProxy::Pump(int client, int upstream) {
       if (poll(&pfd, 1, kPollMs) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR))) break;
       continue;
     }
-    pollfd fds[2] = {{client, POLLIN, 0}, {upstream, POLLIN, 0}};
+    const short replies = mode == Mode::kHoldReplies ? 0 : POLLIN;
+    pollfd fds[2] = {{client, POLLIN, 0}, {upstream, replies, 0}};
     if (poll(fds, 2, kPollMs) <= 0) continue;
     for (int i = 0; i < 2 && open; ++i) {
       if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       if (mode_.load() == Mode::kStall) break;  // changed while polling: hold the bytes
+      if (i == 1 && mode_.load() == Mode::kHoldReplies) continue;  // the answers wait
       const int from = i == 0 ? client : upstream;
       const int to = i == 0 ? upstream : client;
       ssize_t n = recv(from, buf, sizeof buf, 0);

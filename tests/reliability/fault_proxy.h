@@ -2,7 +2,8 @@
 // RedisCommandStore) and a real redis-server, injecting the network faults a
 // kill -9 cannot: a stalled link (requests held, so the client times out and
 // the server never sees them), replies lost after the server executed the
-// request (the ambiguous commit), and connections refused or reset.
+// request (the ambiguous commit), and connections refused or reset; and
+// answers held back, to show what a client sends before it has one.
 //
 // The mode applies to bytes moving from the moment it is set. Each accepted
 // connection gets its own upstream connection and pump thread; everything
@@ -29,6 +30,9 @@ class FaultProxy {
                    // reset both sides (the server did the work, the client
                    // never learns it)
     kRefuse,       // close every new and open connection at once
+    kHoldReplies,  // forward requests, hold the answers unread until the mode
+                   // changes (what a client sends behind a request it has no
+                   // answer for yet reaches the server; what waits does not)
   };
 
   // Listens on a free loopback port and forwards to 127.0.0.1:upstream_port.

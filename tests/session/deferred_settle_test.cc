@@ -7,7 +7,9 @@
 // outcome, never a second run; a settle the store refused is the next
 // operation's error naming the command, and is staged in the turn; a
 // connection killed with the settle's answer outstanding is reported, and the
-// restarted session reconciles the write exactly once.
+// restarted session reconciles the write exactly once. The next write's
+// commit + reserve + lease goes out right behind the unread settle (one wait
+// for both), and runs only if the settle landed.
 #include <chrono>
 #include <optional>
 #include <string>
@@ -16,6 +18,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "reliability/fault_proxy.h"
 #include "session/command_session_support.h"
 #include "support/redis_server.h"
 #include "taskledger/commands/redis_command_store.h"
@@ -157,6 +160,12 @@ TEST_CASE("a deferred settle the store refused is the next operation's error, na
     CHECK(Has(denied.decision.reason, key));
     CHECK(Has(denied.message, key));
     CHECK(r.backend.keys.size() == 1);
+    // Sent behind the fenced settle, the write wrote nothing: no command,
+    // and the turn it carried was not committed.
+    auto listed = r.commands->ListCommands(r.run());
+    REQUIRE(listed.has_value());
+    CHECK(listed->size() == 1);
+    CHECK(session->ledger().version() == 1);
   } else {
     auto ended = session->EndTurn();
     REQUIRE_FALSE(ended.has_value());
@@ -216,4 +225,107 @@ TEST_CASE("a connection killed with the settle's answer outstanding: reported, t
   CallResult again = reopened->HandleToolCall(Ship("c1"), r->backend.executor());
   CHECK_FALSE(again.executed);
   CHECK(r->backend.keys.size() == 1);
+}
+
+namespace {
+
+// Polls the run's commands straight on the server (not through the proxy)
+// until there are `n`, for up to 5 s.
+bool CommandsReach(CommandStore& direct, const RunId& run, size_t n) {
+  for (int i = 0; i < 500; ++i) {
+    auto listed = direct.ListCommands(run);
+    if (listed.has_value() && listed->size() >= n) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+std::unique_ptr<CommandStore> Direct(const RedisServer& server) {
+  RedisOptions options;
+  options.url = server.url();
+  auto store = OpenRedisCommandStore(options);
+  REQUIRE(store.has_value());
+  return std::move(store).value();
+}
+
+}  // namespace
+
+TEST_CASE("back-to-back writes: the next write goes out before the settle's answer is back",
+          "[session][redis]") {
+  auto server = RedisServer::Start();
+  auto proxy = FaultProxy::Start(server->port());
+  auto direct = Direct(*server);
+  OnRedis r(proxy->url());
+  auto session = r.Open();
+  // From the first tool's run on, the server's answers are held back: the
+  // settle that follows it reaches the server, its answer does not.
+  ContextToolExecutor execute = [&](const ProposedCall& call, const ToolContext& ctx) {
+    proxy->SetMode(FaultProxy::Mode::kHoldReplies);
+    return r.backend.executor()(call, ctx);
+  };
+  CallResult first = session->HandleToolCall(Ship("c1"), execute);
+  REQUIRE(first.executed);
+  ProposedCall other{"c2", "ship", {{"order_id", "#B2"}}};
+  std::optional<CallResult> second;
+  std::thread loop([&] { second = session->HandleToolCall(other, r.backend.executor()); });
+  // The second write's commit, reserve and lease reach the server while the
+  // first settle's answer is still held: the loop did not wait for it.
+  const bool sent_behind = CommandsReach(*direct, r.run(), 2);
+  proxy->SetMode(FaultProxy::Mode::kPass);
+  loop.join();
+  CHECK(sent_behind);
+  REQUIRE(second.has_value());
+  CHECK(second->executed);
+  CHECK(r.Seen("outcome") == 1);  // the first settle, read with the second write
+  REQUIRE(session->Flush().ok());
+  CHECK(r.Seen("outcome") == 2);
+  CHECK(r.Stored(first.command->command_key).state == CommandState::kSucceeded);
+  CHECK(r.Stored(second->command->command_key).state == CommandState::kSucceeded);
+  CHECK(r.backend.keys.size() == 2);
+  REQUIRE(session->EndTurn().has_value());
+}
+
+TEST_CASE("both answers lost (the settle's and the write's behind it): reconciled exactly once",
+          "[session][redis]") {
+  auto server = RedisServer::Start();
+  auto proxy = FaultProxy::Start(server->port());
+  auto direct = Direct(*server);
+  std::optional<OnRedis> r;
+  r.emplace(proxy->url());
+  auto session = r->Open();
+  ContextToolExecutor execute = [&](const ProposedCall& call, const ToolContext& ctx) {
+    proxy->SetMode(FaultProxy::Mode::kHoldReplies);
+    return r->backend.executor()(call, ctx);
+  };
+  CallResult first = session->HandleToolCall(Ship("c1"), execute);
+  REQUIRE(first.executed);
+  const std::string key = first.command->command_key;
+  ProposedCall other{"c2", "ship", {{"order_id", "#B2"}}};
+  std::optional<CallResult> second;
+  std::thread loop([&] { second = session->HandleToolCall(other, r->backend.executor()); });
+  // Both ran on the server; then the connection dies with both answers unread.
+  REQUIRE(CommandsReach(*direct, r->run(), 2));
+  proxy->SetMode(FaultProxy::Mode::kDropReplies);
+  loop.join();
+  REQUIRE(second.has_value());
+  CHECK_FALSE(second->executed);  // no answer, no run
+  CHECK(second->decision.rule_id == kStoreUnavailableRule);
+  CHECK(Has(second->decision.reason, key));  // named: the write whose outcome is unknown
+  CHECK(r->backend.keys.size() == 1);
+  proxy->SetMode(FaultProxy::Mode::kPass);
+
+  // The loop restarts: the first write had settled; the second, leased and
+  // never run, is found by the startup guard, not found by the lookup, and
+  // released; proposed again it runs once.
+  session.reset();
+  auto reopened = r->Open();
+  REQUIRE(reopened->recovery().has_value());
+  CHECK(r->Stored(key).state == CommandState::kSucceeded);
+  CallResult again = reopened->HandleToolCall(other, r->backend.executor());
+  CHECK(again.executed);
+  CHECK(r->backend.keys.size() == 2);
+  REQUIRE(reopened->Flush().ok());
+  CallResult twice = reopened->HandleToolCall(other, r->backend.executor());
+  CHECK_FALSE(twice.executed);
+  CHECK(r->backend.keys.size() == 2);
 }

@@ -28,12 +28,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -79,6 +81,11 @@ class RedisCommandStore final : public CommandStore, public DeferringCommandStor
   // Apply's FCALL sent now and read at Wait(); applied at once when a WAIT
   // for replicas must follow it (the wait is the point of such a store).
   std::unique_ptr<PendingTransition> SendTransition(const TransitionRequest& r) override;
+  // tlc_commit_reserve_lease3 on the connection of a settle SendTransition
+  // sent (command_redis_transit.cc); CommitReserveAndLease after any other.
+  std::pair<Result<Command>, Result<CommitReserveResult>> CommitReserveAndLeaseBehind(
+      std::unique_ptr<PendingTransition> before, const EncodedCommit& commit,
+      const Command& initial, const TransitionRequest& lease) override;
 
   Result<Command> Get(const RunId& run, std::string_view command_key) override;
   Result<std::vector<Command>> ListCommands(const RunId& run) override;
@@ -100,6 +107,17 @@ class RedisCommandStore final : public CommandStore, public DeferringCommandStor
     std::optional<Command> base;  // the command as this store leased it, when fenced
   };
 
+  // The settle a reserve's FCALL goes right behind, on the settle's
+  // connection (tlc_commit_reserve_lease3's guard): its command's hash, the
+  // state it leads to and its fencing token; `send` sends the FCALL behind
+  // it and returns the FCALL's reply.
+  struct Behind {
+    std::string key, state, token;
+    std::function<Result<Reply>(const std::string& function, const std::vector<std::string>& keys,
+                                const std::vector<std::string>& args)>
+        send;
+  };
+
   static std::string Json(const nlohmann::json& j) {
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
@@ -114,10 +132,15 @@ class RedisCommandStore final : public CommandStore, public DeferringCommandStor
   // error here). A typed decision goes in the hash's own field as its CBOR
   // (WriteDecisionApart), and with a commit as a reference to the same bytes
   // inside the turn sent (one copy on the wire); any other stays in the spec.
+  // With `behind` (and a commit): tlc_commit_reserve_lease3 behind that settle.
   Result<ReserveResult> ReserveIn(const std::string& function, const Command& initial,
                                   const std::vector<std::string>& lease_args,
                                   const EncodedCommit* commit = nullptr,
-                                  CarriedCommit* carried = nullptr);
+                                  CarriedCommit* carried = nullptr, const Behind* behind = nullptr);
+  // CommitReserveAndLease's checks and call, behind a settle or not.
+  Result<CommitReserveResult> CommitReserveVia(const EncodedCommit& commit, const Command& initial,
+                                               const TransitionRequest& lease,
+                                               const Behind* behind);
 
   // Runs this store has put into their tenant's index. Bounded: past
   // kMaxIndexed names it starts again (a forgotten run costs one SADD more).
@@ -145,7 +168,7 @@ class RedisCommandStore final : public CommandStore, public DeferringCommandStor
   // error replies) go to carried.refusal, the reply stays a value.
   Result<Reply> CarryingFCall(const std::string& function, const std::vector<std::string>& keys,
                               const std::vector<std::string>& args, const Command& initial,
-                              CarriedCommit& carried);
+                              CarriedCommit& carried, const Behind* behind);
 
   std::unique_ptr<RedisRouter> router_;
   std::string carrier_id_;  // TurnCommitCarrierId()

@@ -78,6 +78,9 @@ struct Session::Commands {
   // command_unsettled extraction error). Called first by every operation
   // that reaches the command store, so each sees the settled record.
   static Status Settle(Session& s);
+  // What Settle does with the result of `u`'s settle, however it was read.
+  struct Unsettled;
+  static Status Settled(Session& s, const Unsettled& u, Result<Command> settled);
   // Sends the settle of `leased` for `outcome` without waiting (deferred
   // settle) when the store can and the outcome is a success or a failure;
   // then result.command is the record as the settle writes it. False when

@@ -24,12 +24,15 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "taskledger/base/clock.h"
 #include "taskledger/commands/command.h"
 #include "taskledger/commands/command_store.h"
+#include "taskledger/commands/deferred_transition.h"
 #include "taskledger/commands/tool_binding.h"
 
 namespace taskledger {
@@ -106,6 +109,14 @@ class CommandLedger {
   // reserve and lease in one round trip.
   Result<CommitReserveResult> CommitReserveAndLease(const EncodedCommit& commit,
                                                     const CommandSpec& spec);
+  // CommitReserveAndLease sent behind `before`, a settle that `store` (this
+  // ledger's store) sent and nobody has read: one wait for both
+  // (DeferringCommandStore::CommitReserveAndLeaseBehind, whose guard writes
+  // nothing unless the settle landed). Returns the settle's result and the
+  // reserve's.
+  std::pair<Result<Command>, Result<CommitReserveResult>> CommitReserveAndLeaseBehind(
+      DeferringCommandStore& store, std::unique_ptr<PendingTransition> before,
+      const EncodedCommit& commit, const CommandSpec& spec);
   // Gives back a lease this worker took but whose call never started
   // (leased -> pending, attempts-1; the token stays raised, so `leased`'s
   // lease is fenced). Conflict if a newer lease exists.

@@ -2,7 +2,9 @@
 // read later. A Session settles a write this way (session.h, "Deferred
 // settle"): the settle goes out as soon as the executor returns and its reply
 // is read at the session's next store operation, so a write awaits one round
-// trip instead of two.
+// trip instead of two. The next write's commit, reserve and lease can go out
+// right behind an unread settle (CommitReserveAndLeaseBehind), guarded by it,
+// so back-to-back writes await one round trip each.
 //
 // A store that can pipeline transitions (RedisCommandStore) also implements
 // DeferringCommandStore; one that cannot (MemoryCommandStore) does not, and
@@ -14,9 +16,11 @@
 #pragma once
 
 #include <memory>
+#include <utility>
 
 #include "taskledger/base/status.h"
 #include "taskledger/commands/command.h"
+#include "taskledger/commands/command_store.h"
 #include "taskledger/commands/command_transition.h"
 #include "taskledger/commands/tool_binding.h"
 
@@ -43,6 +47,17 @@ class DeferringCommandStore {
   // defer this request (a replica WAIT is configured, say) applies it at once
   // and returns it already answered. Errors come from Wait().
   virtual std::unique_ptr<PendingTransition> SendTransition(const TransitionRequest& request) = 0;
+
+  // CommandStore::CommitReserveAndLease of a write, sent right behind
+  // `before` (a settle SendTransition sent, not read yet) on its connection,
+  // so that one wait answers both. Returns `before`'s result (what its Wait()
+  // gives) and the reserve's. The reserve writes only if `before` landed (its
+  // command in the state its transition leads to, under its fencing token):
+  // otherwise nothing, the turn neither, and the reserve's result is
+  // FailedPrecondition. A `before` answered already is read first.
+  virtual std::pair<Result<Command>, Result<CommitReserveResult>> CommitReserveAndLeaseBehind(
+      std::unique_ptr<PendingTransition> before, const EncodedCommit& commit,
+      const Command& initial, const TransitionRequest& lease) = 0;
 
  protected:
   ~DeferringCommandStore() = default;

@@ -39,6 +39,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "taskledger/base/status.h"
@@ -94,6 +95,17 @@ class DeferredReply {
   // Wait() sends it synchronously, e.g. no primary for its slot right now).
   bool sent() const { return client_.has_value(); }
   Result<Reply> Wait();
+  // Wait() for this reply and, behind it, the reply of one more FCALL into
+  // the same library, sent on this connection before either reply is read:
+  // the server runs it after this command (one connection's commands run in
+  // order), and one wait answers both. Each reply gets Wait()'s handling (a
+  // "nothing ran" answer sends that command again through RedisRouter::FCall;
+  // the second one after the first is answered). A transport failure fails
+  // both (either may have run). When this command was not sent (sent() is
+  // false) or was read already, the second is sent on its own after it.
+  std::pair<Result<Reply>, Result<Reply>> WaitThen(std::string_view function,
+                                                   const std::vector<std::string>& keys,
+                                                   const std::vector<std::string>& args);
 
  private:
   friend class RedisRouter;

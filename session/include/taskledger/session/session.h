@@ -67,7 +67,12 @@
 // write through HandleToolCall, ResumeApproved, ProposeExternal,
 // ReportOutcome, a journaled step, EndTurn, an explicit Flush(), or the
 // destructor. So a write awaits one store round trip (the carried commit +
-// reserve + lease), not two. The result's `command` is then the record as the
+// reserve + lease), not two; and back-to-back writes one each: the next
+// write's carried commit + reserve + lease is sent right behind the unread
+// settle, on its connection, and one wait reads both answers. The server runs
+// it only if the settle landed (the previous command in the state the settle
+// leads to, under its fencing token); otherwise it writes nothing, the turn
+// neither, and the call is denied as below. The result's `command` is then the record as the
 // settle writes it (completed_seq excepted: 0 until read). Reading it first
 // keeps every later operation on the settled record: the same call proposed
 // again returns the recorded outcome. A settle the store refused (the lease

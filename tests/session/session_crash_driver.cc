@@ -33,7 +33,9 @@ using namespace taskledger;
 
 namespace {
 
-constexpr int kStepsPerRun = 6;  // even steps ship, odd steps refund (approval)
+// In threes: two ships back to back (the second behind the first's unread
+// settle), then a refund (approval); session_crash_worker.cc.
+constexpr int kStepsPerRun = 6;
 
 }  // namespace
 
@@ -61,7 +63,8 @@ int main(int argc, char** argv) {
       std::vector<testing::CrashLaunch> schedule;
       for (int k = 0; k < kStepsPerRun; ++k) {
         std::vector<const char*> points = {"after_reserve", "after_lease", "during_call"};
-        if (k % 2 == 1) points = {"after_blocked", "after_approve", "after_lease", "during_call"};
+        const bool ship = k % 3 != 2;
+        if (!ship) points = {"after_blocked", "after_approve", "after_lease", "during_call"};
         for (const char* p : points) schedule.push_back({p, k, -1});
         // The last one leaves the step's effect made (a worker killed later
         // in a step finds it done, so one such point per step): "effect
@@ -71,7 +74,7 @@ int main(int argc, char** argv) {
         static constexpr const char* kShipLast[] = {"after_effect", "after_settle_sent",
                                                     "after_outcome"};
         const char* last = (k / 2) % 2 == 0 ? "after_effect" : "after_outcome";
-        if (k % 2 == 0) last = kShipLast[(k / 2) % 3];
+        if (ship) last = kShipLast[(k + k / 3) % 3];
         schedule.push_back({last, k, -1});
       }
       // A second run of its own is killed at random times instead (a loop

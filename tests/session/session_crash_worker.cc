@@ -1,8 +1,10 @@
 // The session crash harness's worker: one agent loop (Session on Redis, with
 // the command ledger on the same Redis) that a scripted model drives through
-// STEPS steps of one conversation. Even steps ship an item (allowed); odd
-// steps refund one (require_approval: the worker, as the operator, approves
-// it, then ResumeApproved runs it). Every effect goes to the
+// STEPS steps of one conversation. Steps come in threes: two ship an item
+// each (allowed), back to back in one turn, so the second write goes out
+// behind the first one's unread settle; the third refunds one
+// (require_approval: the worker, as the operator, approves it, then
+// ResumeApproved runs it). Every effect goes to the
 // FileEffectService under the command's idempotency key. A restarted worker
 // opens the same conversation (the startup guard reconciles what its
 // predecessor left in flight) and the model proposes every step again: what
@@ -123,7 +125,7 @@ int main(int argc, char** argv) {
   CommandLedger operator_view(**commands, SystemClock(), operator_options);
 
   for (int k = 0; k < steps; ++k) {
-    const bool refund = k % 2 == 1;
+    const bool refund = k % 3 == 2;
     ProposedCall call{"call-" + std::to_string(k), refund ? "refund" : "ship", {{"step", k}}};
     CallResult r = session.HandleToolCall(call, execute);
     if (refund && r.command && r.command->state == CommandState::kBlocked &&
@@ -143,6 +145,7 @@ int main(int argc, char** argv) {
         return 2;
       }
     }
+    if (k % 3 == 0) continue;  // the next ship goes behind this one's settle, same turn
     if (auto v = session.EndTurn(); !v) {
       std::fprintf(stderr, "end turn %d: %s\n", k, v.error().ToString().c_str());
       return 2;

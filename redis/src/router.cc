@@ -102,7 +102,7 @@ Status RedisRouter::Refresh() {
     std::lock_guard lock(mu_);
     if (map_) candidates = map_->primaries;
   }
-  for (const RedisEndpoint& seed : seeds_) candidates.push_back({seed.host, seed.port});
+  for (const RedisEndpoint& seed : seeds_) candidates.push_back({seed.host, seed.port, {}});
   Status last = Status::Unavailable("redis cluster: no node to ask for the slot map");
   for (const ClusterNode& node : candidates) {
     auto reply = PoolOf(node).Take()->Command({"CLUSTER", "SLOTS"});
@@ -156,12 +156,22 @@ Status RedisRouter::ForEachPrimary(const std::function<Status(RedisClient&)>& fn
     auto map = Map();
     if (!map) return Status::Unavailable("redis cluster: no slot map");
     Status unreachable;
+    // A slot no primary serves holds keys no primary would show: wait for
+    // the cluster to cover it (a failover under way) rather than answer
+    // without them.
+    if (size_t slot = map->FirstUnservedSlot(); slot < kClusterSlots) {
+      std::lock_guard lock(mu_);
+      stale_ = true;
+      unreachable = Status::Unavailable("redis cluster: slot " + std::to_string(slot) +
+                                        " is served by no primary");
+    }
     for (size_t i = 0; i < map->primaries.size() && unreachable.ok(); ++i) {
       auto client = map->pools[i]->Take();
       client->DropIfClosed();
-      // A primary that cannot be reached (failing over) is waited for, and
-      // the round starts over on the map read anew.
-      if (Status c = client->Connect(); !c.ok()) {
+      // A primary that cannot be reached (failing over), or whose address
+      // now answers as another node (a server started on a failed primary's
+      // port), is waited for, and the round starts over on the map read anew.
+      if (Status c = ConnectTo(*client, map->primaries[i]); !c.ok()) {
         NodeFailed(map->primaries[i]);
         unreachable = c;
         continue;
@@ -180,6 +190,26 @@ Status RedisRouter::ForEachPrimary(const std::function<Status(RedisClient&)>& fn
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(200));
   }
+}
+
+Status RedisRouter::ConnectTo(RedisClient& client, const ClusterNode& node) {
+  const bool fresh = !client.connected();
+  if (Status c = client.Connect(); !c.ok()) return c;
+  // An open connection stays with the server it reached; a new one may
+  // reach whatever listens on the address now.
+  if (!fresh || node.id.empty()) return Status::Ok();
+  auto reply = client.Command({"CLUSTER", "MYID"});
+  if (!reply) return reply.error();
+  // A user without `cluster|myid` (ACL rules written before this check)
+  // cannot confirm; a stranger would not have known that user's password.
+  if (reply->is_error() && reply->str().starts_with("NOPERM")) return Status::Ok();
+  if (reply->is_error() || reply->str() != node.id) {
+    client.Disconnect();
+    return Status::Unavailable("redis cluster: " + node.Address() + " answers as " +
+                               (reply->is_error() ? reply->Describe() : "node " + reply->str()) +
+                               ", not as primary " + node.id);
+  }
+  return Status::Ok();
 }
 
 Result<Reply> RedisRouter::Command(std::string_view key, const Argv& argv) {

@@ -135,7 +135,7 @@ class ClusterBatch {
       // A pooled connection to a primary that died (failover) is found
       // here, before anything is sent on it.
       if ((*g.client)->DropIfClosed()) router_.NodeFailed(g.node);
-      if (Status c = (*g.client)->Connect(); !c.ok()) {
+      if (Status c = RedisRouter::ConnectTo(**g.client, g.node); !c.ok()) {
         // Nothing was sent: safe to send again once the map is read anew.
         router_.NodeFailed(g.node);
         last_error_ = c.message();

@@ -113,7 +113,7 @@ DeferredReply RedisRouter::SendFCall(const FunctionLibrary& library, std::string
   // anything is sent on it; one that cannot connect sends nothing, and
   // Wait() goes through FCall (which retries or reports the failure).
   if (node && lease->DropIfClosed()) NodeFailed(*node);
-  if (Status connected = lease->Connect(); !connected.ok()) {
+  if (Status connected = node ? ConnectTo(*lease, *node) : lease->Connect(); !connected.ok()) {
     if (node) NodeFailed(*node);
     return out;
   }

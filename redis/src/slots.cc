@@ -44,7 +44,8 @@ Result<SlotMap> ParseClusterSlots(const Reply& reply, const std::string& seed_ho
     const auto& node = e[2].elements();
     if (node.size() < 2 || !node[1].is_integer()) return bad("a malformed node");
     ClusterNode primary{node[0].str().empty() ? seed_host : node[0].str(),
-                        static_cast<int>(node[1].integer())};
+                        static_cast<int>(node[1].integer()),
+                        node.size() > 2 && node[2].is_string() ? node[2].str() : std::string()};
     size_t index = 0;
     while (index < map.primaries.size() && map.primaries[index].Address() != primary.Address()) {
       ++index;
@@ -55,6 +56,13 @@ Result<SlotMap> ParseClusterSlots(const Reply& reply, const std::string& seed_ho
     }
   }
   return map;
+}
+
+size_t SlotMap::FirstUnservedSlot() const {
+  for (size_t s = 0; s < kClusterSlots; ++s) {
+    if (owner[s] == kNoOwner) return s;
+  }
+  return kClusterSlots;
 }
 
 }  // namespace taskledger::internal

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <thread>
 
+#include "ledger/cluster_helpers.h"
 #include "ledger/failover_writer.h"
 #include "ledger/store_backends.h"
 #include "support/redis_cluster.h"
@@ -32,17 +33,6 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr int64_t kT0 = 1'700'000'000'000;
-
-std::unique_ptr<Store> OpenCluster(const std::string& url, uint32_t replicas = 0) {
-  RedisOptions r;
-  r.url = url;
-  r.cluster_timeout = 15s;
-  r.replicas = replicas;
-  r.store.snapshot_every = 4;
-  auto store = OpenRedisStore(r);
-  if (!store) FAIL("OpenRedisStore: " << store.error().ToString());
-  return std::move(store.value());
-}
 
 // Reserves commands 0..count-1 in `run`, each retried after Unavailable /
 // Timeout (a reservation of the same command key is idempotent). Returns
@@ -81,19 +71,6 @@ struct JoinAll {
     }
   }
 };
-
-// Conversations whose keys hash to slots served by `port`.
-std::vector<ConversationId> ConversationsOn(RedisCluster& cluster, int port,
-                                            const std::string& tenant, int count) {
-  std::vector<ConversationId> out;
-  for (int i = 0; static_cast<int>(out.size()) < count; ++i) {
-    ConversationId id{tenant, "c" + std::to_string(i)};
-    if (cluster.PortOfSlot(internal::KeySlot(internal::TurnStreamKey(id))) == port) {
-      out.push_back(id);
-    }
-  }
-  return out;
-}
 
 // Every stored turn of `id` reads back, versions 1..head without a gap.
 void CheckReadable(Store& store, const ConversationId& id) {

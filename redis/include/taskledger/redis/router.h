@@ -179,6 +179,9 @@ class RedisRouter {
   // whose connection breaks (fn returns Unavailable), is waited for (within
   // cluster_timeout) and the round starts over, so `fn` may run more than
   // once on a primary: it must be safe to repeat (reads, idempotent loads).
+  // A round runs only on a map that serves every slot, and only on nodes
+  // that are the ones the map names (ConnectTo): a listing never silently
+  // leaves out the keys of a primary that is failing over.
   Status ForEachPrimary(const std::function<Status(RedisClient&)>& fn);
 
  private:
@@ -191,6 +194,12 @@ class RedisRouter {
   Status Refresh();
   // Forgets a node's idle connections and marks the map stale.
   void NodeFailed(const ClusterNode& node);
+  // Connects `client` (if not connected) to `node`; a new connection must
+  // answer CLUSTER MYID with the id the map gives the node (when it gives
+  // one): Unavailable, and the connection closed, when another server (a
+  // stranger started on a failed primary's port) answers there, so nothing
+  // is read from or written to it.
+  static Status ConnectTo(RedisClient& client, const ClusterNode& node);
 
   bool cluster_;  // set once, by Open
   const RouterOptions options_;

@@ -27,10 +27,12 @@ uint16_t Crc16(std::string_view data);
 // key, modulo 16384. Agrees with the server's CLUSTER KEYSLOT.
 uint16_t KeySlot(std::string_view key);
 
-// A node of a cluster as CLUSTER SLOTS names it.
+// A node of a cluster as CLUSTER SLOTS names it. `id` is its node id (the
+// 40 hex characters CLUSTER MYID answers), empty when the reply gave none.
 struct ClusterNode {
   std::string host;
   int port = 0;
+  std::string id;
   std::string Address() const { return host + ":" + std::to_string(port); }
 };
 
@@ -41,6 +43,8 @@ struct SlotMap {
   std::vector<ClusterNode> primaries;
   std::array<uint16_t, kClusterSlots> owner;
   SlotMap() { owner.fill(kNoOwner); }
+  // The first slot no primary serves, or kClusterSlots when all are served.
+  size_t FirstUnservedSlot() const;
 };
 
 // Reads a CLUSTER SLOTS reply ([[start, end, [host, port, id...], replicas...]...]).

@@ -126,25 +126,28 @@ Result<std::vector<std::string>> ListStreamConversations(RedisRouter& router,
   auto allowed = router.Command(prefix, {"EXISTS", prefix});
   if (!allowed) return allowed.error();
   if (allowed->is_error()) return ServerErrorToStatus(*allowed, what);
-  // A cluster primary's SCAN sees only its own keys: scan every one.
-  Status scanned = router.ForEachPrimary([&](RedisClient& client) {
-    std::string cursor = "0";
-    do {
-      auto reply =
-          client.Command({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000", "TYPE", "stream"});
-      if (!reply) return reply.error();
-      if (reply->is_error()) return ServerErrorToStatus(*reply, what);
-      if (reply->elements().size() != 2)
-        return Status::Internal("SCAN: unexpected " + reply->Describe());
-      cursor = reply->elements()[0].str();
-      for (const Reply& key : reply->elements()[1].elements()) {
-        if (auto conversation = ConversationOfStreamKey(key.str(), tenant)) {
-          found.insert(std::move(*conversation));
-        }
-      }
-    } while (cursor != "0");
-    return Status::Ok();
-  });
+  // A cluster primary's SCAN sees only its own keys: scan every one, and
+  // only once every slot has a primary (a failover under way is waited for).
+  Status scanned = router.ForEachPrimary(
+      [&](RedisClient& client) {
+        std::string cursor = "0";
+        do {
+          auto reply =
+              client.Command({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000", "TYPE", "stream"});
+          if (!reply) return reply.error();
+          if (reply->is_error()) return ServerErrorToStatus(*reply, what);
+          if (reply->elements().size() != 2)
+            return Status::Internal("SCAN: unexpected " + reply->Describe());
+          cursor = reply->elements()[0].str();
+          for (const Reply& key : reply->elements()[1].elements()) {
+            if (auto conversation = ConversationOfStreamKey(key.str(), tenant)) {
+              found.insert(std::move(*conversation));
+            }
+          }
+        } while (cursor != "0");
+        return Status::Ok();
+      },
+      RedisRouter::Coverage::kEverySlot);
   if (!scanned.ok()) return scanned;
   return std::vector<std::string>(found.begin(), found.end());
 }

@@ -153,6 +153,7 @@ void RedisClient::TlsDeleter::operator()(ssl_ctx_st* c) const { SSL_CTX_free(c);
 void RedisClient::Drop() {
   tls_.reset();  // no close_notify: the socket may be dead, and closing is enough
   context_.reset();
+  confirmed_node_.clear();
 }
 
 void RedisClient::Disconnect() { Drop(); }

@@ -148,7 +148,8 @@ Status RedisRouter::EnsureLoaded(const FunctionLibrary& library) {
   return ForEachPrimary([&](RedisClient& client) { return client.EnsureLoaded(library); });
 }
 
-Status RedisRouter::ForEachPrimary(const std::function<Status(RedisClient&)>& fn) {
+Status RedisRouter::ForEachPrimary(const std::function<Status(RedisClient&)>& fn,
+                                   Coverage coverage) {
   if (!cluster_) return fn(*single_->Take());
   const auto deadline = std::chrono::steady_clock::now() + options_.cluster_timeout;
   auto backoff = std::chrono::milliseconds(10);
@@ -159,7 +160,8 @@ Status RedisRouter::ForEachPrimary(const std::function<Status(RedisClient&)>& fn
     // A slot no primary serves holds keys no primary would show: wait for
     // the cluster to cover it (a failover under way) rather than answer
     // without them.
-    if (size_t slot = map->FirstUnservedSlot(); slot < kClusterSlots) {
+    if (size_t slot = coverage == Coverage::kEverySlot ? map->FirstUnservedSlot() : kClusterSlots;
+        slot < kClusterSlots) {
       std::lock_guard lock(mu_);
       stale_ = true;
       unreachable = Status::Unavailable("redis cluster: slot " + std::to_string(slot) +
@@ -193,22 +195,27 @@ Status RedisRouter::ForEachPrimary(const std::function<Status(RedisClient&)>& fn
 }
 
 Status RedisRouter::ConnectTo(RedisClient& client, const ClusterNode& node) {
-  const bool fresh = !client.connected();
   if (Status c = client.Connect(); !c.ok()) return c;
-  // An open connection stays with the server it reached; a new one may
+  // A connection, once confirmed, stays with the server it reached; a new
+  // one (or one opened by a path that does not confirm, like Refresh) may
   // reach whatever listens on the address now.
-  if (!fresh || node.id.empty()) return Status::Ok();
+  if (node.id.empty() || client.confirmed_node() == node.id) return Status::Ok();
   auto reply = client.Command({"CLUSTER", "MYID"});
   if (!reply) return reply.error();
-  // A user without `cluster|myid` (ACL rules written before this check)
-  // cannot confirm; a stranger would not have known that user's password.
-  if (reply->is_error() && reply->str().starts_with("NOPERM")) return Status::Ok();
-  if (reply->is_error() || reply->str() != node.id) {
+  const std::string& text = reply->str();
+  // A server that cannot answer cannot be confirmed, and is not refused for
+  // it: a user without `cluster|myid` (ACL rules written before this check;
+  // a stranger would not have known its password), or a deployment that
+  // does not offer the subcommand.
+  const bool cannot_confirm =
+      reply->is_error() && (text.starts_with("NOPERM") || text.starts_with("ERR unknown"));
+  if (!cannot_confirm && (reply->is_error() || text != node.id)) {
     client.Disconnect();
     return Status::Unavailable("redis cluster: " + node.Address() + " answers as " +
-                               (reply->is_error() ? reply->Describe() : "node " + reply->str()) +
+                               (reply->is_error() ? reply->Describe() : "node " + text) +
                                ", not as primary " + node.id);
   }
+  client.set_confirmed_node(node.id);
   return Status::Ok();
 }
 

@@ -66,7 +66,10 @@ std::optional<Command> Session::Commands::ReserveReady(Session& s, const Propose
     return ReserveResult{std::move(only).value(), false, false};
   }();
   if (!reserved) {
-    // Without its command the call does not run: nothing changed.
+    // Without its command the call does not run. A refusal changed nothing;
+    // a store call whose answer was lost may have reserved and leased it
+    // (and committed the turn): it never runs twice (session.h, "Deferred
+    // settle").
     s.DenyForStore(call, reserved.error(), result);
     s.StageCallRecord(call, true, "denied");
     return std::nullopt;

@@ -70,11 +70,13 @@ int main(int argc, char** argv) {
         // in a step finds it done, so one such point per step): "effect
         // applied, outcome unrecorded", for a ship (whose settle is deferred)
         // "settle sent, its answer unread", and "outcome recorded, turn not
-        // committed", in turn.
+        // committed", in turn. Rotated by run, so that over three runs each
+        // of them lands on the first ship of a pair and on the second (the
+        // write sent behind the first one's unread settle).
         static constexpr const char* kShipLast[] = {"after_effect", "after_settle_sent",
                                                     "after_outcome"};
         const char* last = (k / 2) % 2 == 0 ? "after_effect" : "after_outcome";
-        if (ship) last = kShipLast[(k + k / 3) % 3];
+        if (ship) last = kShipLast[(runs.size() + 2 * (k / 3) + k % 3) % 3];
         schedule.push_back({last, k, -1});
       }
       // A second run of its own is killed at random times instead (a loop

@@ -172,6 +172,11 @@ class RedisClient {
   bool DropIfClosed();
   // Closes the connection; the next call reconnects.
   void Disconnect();
+  // The cluster node id this connection was confirmed to reach
+  // (RedisRouter::ConnectTo); empty until then, and again once the
+  // connection is dropped: a new connection may reach another server.
+  const std::string& confirmed_node() const { return confirmed_node_; }
+  void set_confirmed_node(std::string id) { confirmed_node_ = std::move(id); }
 
   // Sends one command and waits for its reply. A server error reply is a
   // value (Reply::is_error), not a failed Result.
@@ -250,6 +255,7 @@ class RedisClient {
     void operator()(redisContext* c) const;  // redisFree
   };
   std::unique_ptr<redisContext, ContextDeleter> context_;  // null: not connected
+  std::string confirmed_node_;                             // see confirmed_node()
   struct TlsDeleter {
     void operator()(ssl_st* s) const;
     void operator()(ssl_ctx_st* c) const;

@@ -179,10 +179,14 @@ class RedisRouter {
   // whose connection breaks (fn returns Unavailable), is waited for (within
   // cluster_timeout) and the round starts over, so `fn` may run more than
   // once on a primary: it must be safe to repeat (reads, idempotent loads).
-  // A round runs only on a map that serves every slot, and only on nodes
-  // that are the ones the map names (ConnectTo): a listing never silently
-  // leaves out the keys of a primary that is failing over.
-  Status ForEachPrimary(const std::function<Status(RedisClient&)>& fn);
+  // A round runs only on nodes that are the ones the map names (ConnectTo);
+  // with kEverySlot, only on a map that serves every slot, so a listing
+  // never silently leaves out the keys of a primary that is failing over
+  // (kAsMapped: a cluster that runs with slots unserved, as
+  // cluster-require-full-coverage no allows, still loads its functions).
+  enum class Coverage { kAsMapped, kEverySlot };
+  Status ForEachPrimary(const std::function<Status(RedisClient&)>& fn,
+                        Coverage coverage = Coverage::kAsMapped);
 
  private:
   RedisRouter(RedisEndpoint credentials, std::vector<RedisEndpoint> seeds,

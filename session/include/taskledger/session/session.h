@@ -72,7 +72,13 @@
 // settle, on its connection, and one wait reads both answers. The server runs
 // it only if the settle landed (the previous command in the state the settle
 // leads to, under its fencing token); otherwise it writes nothing, the turn
-// neither, and the call is denied as below. The result's `command` is then the record as the
+// neither, and the call is denied as below. If that one wait fails (the
+// connection broke, or timed out), the call is denied too, but the server may
+// have run both: the new command may then be leased to this worker and the
+// turn committed. It never runs twice: its lease runs out, the same call
+// proposed again is reported as leased (or meets a turn conflict first), and
+// the startup guard reconciles it, as after a crash between the send and the
+// read. The result's `command` is then the record as the
 // settle writes it (completed_seq excepted: 0 until read). Reading it first
 // keeps every later operation on the settled record: the same call proposed
 // again returns the recorded outcome. A settle the store refused (the lease

@@ -54,6 +54,9 @@ class ProgressBar {
   ~ProgressBar();
   void Update(uint64_t done, uint64_t total, std::string_view detail);
   void Finish();
+  // False when stderr is not a terminal: Update draws nothing, so a caller
+  // need not build its detail text.
+  bool enabled() const { return enabled_; }
 
  private:
   std::string label_;

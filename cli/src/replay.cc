@@ -230,10 +230,13 @@ int RunReplay(ReplayOptions& o) {
   // place in the tally; false when the replay must stop there (exit 2).
   auto take = [&](ReplayDone& done) {
     std::cout << done.out;
-    std::cerr << done.err;
+    // Only when there is something to say: std::cerr is tied to std::cout,
+    // so every write to it flushes std::cout (a write(2) per conversation).
+    if (!done.err.empty()) std::cerr << done.err;
     tally.Merge(done.tally);
     if (done.replayed) replayed.push_back(std::move(done.id));
     if (done.stop) return false;
+    if (!progress.enabled()) return true;
     uint64_t elapsed = static_cast<uint64_t>(std::max<int64_t>(1, MonotonicMs() - start));
     progress.Update(input.bytes_read(), input.file_size(),
                     std::to_string(tally.conversations()) + " conversations, " +

@@ -6,6 +6,7 @@
 #include "taskledger/ledger/entry_map.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <stdexcept>
 #include <vector>
 
@@ -94,20 +95,59 @@ const Node* Balance(const Item* item, const Node* left, const Node* right) {
 
 int Compare(std::string_view a, std::string_view b) { return a.compare(b); }
 
+// True when the one reference to `n` is the caller's.
+bool Sole(const Node* n) { return n->refs.load(std::memory_order_acquire) == 1; }
+
+// Sets the height and subtree minima of `n` from its item and children.
+void Refresh(Node* n) {
+  const Entry& e = n->item->kv.second;
+  n->height = static_cast<uint8_t>(1 + std::max(H(n->left), H(n->right)));
+  n->min_expires_turn = e.expires_at_turn.value_or(kNoTurn);
+  n->min_expires_ms = e.expires_at_ms.value_or(kNoMs);
+  for (const Node* c : {n->left, n->right}) {
+    if (c == nullptr) continue;
+    n->min_expires_turn = std::min(n->min_expires_turn, c->min_expires_turn);
+    n->min_expires_ms = std::min(n->min_expires_ms, c->min_expires_ms);
+  }
+}
+
 // Returns the owned new root of borrowed `t` with owned `item` set; `added`
-// tells whether the key was new.
-const Node* Insert(const Node* t, const Item* item, bool& added) {
+// tells whether the key was new. `sole`: `t` and every node above it have
+// one reference, the map's own (no other version, snapshot or thread can
+// reach `t`), so `t` is updated in place instead of copied: within a turn,
+// the path the first update copied is not copied again by the next ones.
+const Node* Insert(const Node* t, const Item* item, bool& added, bool sole) {
   if (t == nullptr) {
     added = true;
     return MakeNode(item, nullptr, nullptr);
   }
+  sole = sole && Sole(t);
   int c = Compare(item->kv.first, t->item->kv.first);
   if (c == 0) {
     added = false;
-    return MakeNode(item, Ref(t->left), Ref(t->right));
+    if (!sole) return MakeNode(item, Ref(t->left), Ref(t->right));
+    auto* m = const_cast<Node*>(t);
+    Unref(m->item);
+    m->item = item;
+    Refresh(m);
+    return Ref(m);
   }
-  if (c < 0) return Balance(Ref(t->item), Insert(t->left, item, added), Ref(t->right));
-  return Balance(Ref(t->item), Ref(t->left), Insert(t->right, item, added));
+  if (!sole) {
+    if (c < 0) return Balance(Ref(t->item), Insert(t->left, item, added, false), Ref(t->right));
+    return Balance(Ref(t->item), Ref(t->left), Insert(t->right, item, added, false));
+  }
+  auto* m = const_cast<Node*>(t);
+  const Node*& child = c < 0 ? m->left : m->right;
+  const Node* updated = Insert(child, item, added, true);
+  Unref(child);
+  child = updated;
+  if (std::abs(H(m->left) - H(m->right)) <= 1) {
+    Refresh(m);
+    return Ref(m);
+  }
+  // A rotation: built from new nodes, as on a shared path; the caller's
+  // reference to `m`, the last one, then frees it.
+  return Balance(Ref(m->item), Ref(m->left), Ref(m->right));
 }
 
 // Owned root of borrowed `t` without its smallest item, which goes to `*min` (owned).
@@ -218,7 +258,7 @@ const Entry& EntryMap::at(std::string_view key) const {
 void EntryMap::Set(std::string_view key, Entry e) {
   const Item* item = new Item({std::string(key), std::move(e)});
   bool added = false;
-  const Node* next = Insert(root_, item, added);
+  const Node* next = Insert(root_, item, added, true);
   Unref(root_);
   root_ = next;
   if (added) ++size_;
@@ -228,7 +268,7 @@ std::pair<EntryMap::const_iterator, bool> EntryMap::emplace(std::string key, Ent
   if (contains(key)) return {find(key), false};
   const Item* item = new Item({std::move(key), std::move(e)});
   bool added = false;
-  const Node* next = Insert(root_, item, added);
+  const Node* next = Insert(root_, item, added, true);
   Unref(root_);
   root_ = next;
   ++size_;

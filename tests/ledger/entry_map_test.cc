@@ -89,6 +89,35 @@ TEST_CASE("entry map: expired entries are erased, others kept", "[ledger]") {
   }
 }
 
+TEST_CASE("entry map: updates in place on unshared paths keep expiry minima and old versions",
+          "[ledger]") {
+  // Runs of sets with no copy between them (as within a turn: the path the
+  // first set copied is updated in place by the next), copies taken between
+  // runs, replaced keys and new ones, expiries that move the subtree minima.
+  std::mt19937 rng(11);
+  EntryMap m;
+  std::map<std::string, Entry> ref;
+  std::vector<std::pair<EntryMap, std::map<std::string, Entry>>> versions;
+  for (int run = 0; run < 200; ++run) {
+    const int sets = 1 + static_cast<int>(rng() % 16);
+    for (int i = 0; i < sets; ++i) {
+      std::string key = "order." + std::to_string(rng() % 300) + ".f" + std::to_string(rng() % 4);
+      Entry e = Make(run * 100 + i, 1 + rng() % 500);
+      m[key] = e;
+      ref[key] = e;
+    }
+    if (run % 3 == 0) versions.emplace_back(m, ref);
+  }
+  CHECK(ToStd(m) == ref);
+  uint64_t min_turn = UINT64_MAX;
+  for (const auto& [k, e] : ref) min_turn = std::min(min_turn, *e.expires_at_turn);
+  CHECK(m.min_expires_at_turn() == min_turn);
+  m.EraseExpired(250, 0);
+  std::erase_if(ref, [](const auto& kv) { return *kv.second.expires_at_turn <= 250; });
+  CHECK(ToStd(m) == ref);
+  for (const auto& [old, old_ref] : versions) CHECK(ToStd(old) == old_ref);
+}
+
 TEST_CASE("state diff: shared versions diff as unshared copies do", "[ledger]") {
   std::mt19937 rng(11);
   LedgerState s;

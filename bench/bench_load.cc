@@ -12,7 +12,10 @@
 // loopback port and stops it at exit. The last line of output is one JSON
 // object: {"sessions":..,"conversations":..,"seconds":..,"turn_seconds":..,
 // "turns":..,"turns_per_s":..,"turn_p50_us":..,"turn_p99_us":..,"conflicts_resolved":..,
-// "lost_turns":0,"duplicated_turns":0,"unresolved_conflicts":0,"errors":0}.
+// "lost_turns":0,"duplicated_turns":0,"unresolved_conflicts":0,"errors":0,"read_head_ms":..,
+// "state_records":..}: read_head_ms is the slowest ReadHead of a conversation
+// after the run (what reopening it costs: its newest snapshot plus the turns
+// after it), state_records the largest state's entries plus recorded calls.
 // Exits 1 if any turn was lost or duplicated, a conflict stayed unresolved
 // or a session failed.
 #include <arpa/inet.h>
@@ -288,6 +291,8 @@ int main(int argc, char** argv) {
     }
   }
   uint64_t duplicated = 0, foreign = 0;
+  double read_head_ms = 0;   // the slowest reopen: ReadHead of a conversation
+  size_t state_records = 0;  // the largest state: entries plus recorded calls
   for (int c = 0; c < conversations; ++c) {
     const ConversationId id{tenant, "c" + std::to_string(c)};
     auto head = store.value()->Head(id);
@@ -296,6 +301,18 @@ int main(int argc, char** argv) {
       continue;
     }
     if (head.value() == 0) continue;
+    const auto read_start = SteadyClock::now();
+    auto state = store.value()->ReadHead(id);
+    if (!state.has_value() || state.value().version != head.value()) {
+      ++errors;
+      std::fprintf(stderr, "bench_load: ReadHead of c%d: %s\n", c,
+                   state.has_value() ? "not the head's version" : state.error().ToString().c_str());
+      continue;
+    }
+    read_head_ms = std::max(
+        read_head_ms,
+        std::chrono::duration<double, std::milli>(SteadyClock::now() - read_start).count());
+    state_records = std::max(state_records, state.value().size() + state.value().calls.size());
     auto records = store.value()->ReadTurns(id, 1, head.value());
     if (!records.has_value()) {
       ++errors;
@@ -331,11 +348,13 @@ int main(int argc, char** argv) {
       "\"turn_p50_us\":%.0f,\"turn_p99_us\":%.0f,\"conflicts_resolved\":%llu,\"max_commit_"
       "attempts\":%llu,"
       "\"lost_turns\":%llu,"
-      "\"duplicated_turns\":%llu,\"unresolved_conflicts\":%llu,\"errors\":%llu}\n",
+      "\"duplicated_turns\":%llu,\"unresolved_conflicts\":%llu,\"errors\":%llu,"
+      "\"read_head_ms\":%.1f,\"state_records\":%zu}\n",
       o.sessions, conversations, elapsed, turn_seconds, static_cast<unsigned long long>(turns),
       static_cast<double>(turns) / turn_seconds, Percentile(all_us, 0.5), Percentile(all_us, 0.99),
       static_cast<unsigned long long>(conflicts), static_cast<unsigned long long>(max_attempts),
       static_cast<unsigned long long>(lost), static_cast<unsigned long long>(duplicated),
-      static_cast<unsigned long long>(unresolved), static_cast<unsigned long long>(errors));
+      static_cast<unsigned long long>(unresolved), static_cast<unsigned long long>(errors),
+      read_head_ms, state_records);
   return (lost || duplicated || unresolved || errors) ? 1 : 0;
 }

@@ -31,15 +31,19 @@ namespace taskledger {
 namespace {
 
 // Snapshots are taken on versions that are multiples of this stride. Up to
-// kSnapshotEntries records (entries plus recorded calls: a snapshot carries
-// every call of the conversation, and a write-heavy one has far more calls
-// than entries) it is snapshot_every; a larger state doubles it once per
-// doubling of its size, so writing snapshots costs about
-// kSnapshotEntries / snapshot_every records per turn whatever the state holds
-// (a full snapshot every K turns would make a long conversation quadratic).
-// Readers page back to the newest snapshot, so reading costs at most about
-// one state's worth of turn records more.
-constexpr size_t kSnapshotEntries = 1024;
+// 2 * kSnapshotEntries - 1 records (entries plus recorded calls: a snapshot
+// carries every call of the conversation, and a write-heavy one has far more
+// calls than entries) it is snapshot_every; a larger state doubles it once per
+// doubling of its size, so writing snapshots costs between 1 and 2 times
+// kSnapshotEntries / snapshot_every records per turn (16 to 32 by default)
+// whatever the state holds (a full snapshot every K turns would make a long
+// conversation quadratic). Readers page back to the newest snapshot, so a
+// read replays at most state / 16 turns: about one state's worth of records
+// when a turn changes 16. 256 balances the two: with 1,024, the
+// snapshots of a long conversation were 64 to 128 records per turn, several
+// times the turn's own record, and halved `bench load`'s turns/s on a ledger
+// of 100,000+ entries, while reading its head was no faster (redis-keys.md).
+constexpr size_t kSnapshotEntries = 256;
 
 uint64_t SnapshotStride(uint64_t every, const LedgerState& state) {
   uint64_t stride = every;

@@ -171,7 +171,7 @@ TEST_CASE("redis: a conversation of many calls and few entries spaces its snapsh
   TurnRecord first;
   first.turn = 1;
   first.committed_at_ms = kT0;
-  for (int i = 0; i < 4100; ++i) {
+  for (int i = 0; i < 1100; ++i) {
     first.calls.push_back(
         CallRecord{1, {"c" + std::to_string(i), "ship", {{"item", i}}}, true, "succeeded"});
   }
@@ -180,16 +180,16 @@ TEST_CASE("redis: a conversation of many calls and few entries spaces its snapsh
   REQUIRE(store->CommitTurn(id, first, after).ok());
   head = std::move(after);
   for (int i = 2; i <= 40; ++i) REQUIRE(CommitNext(*store, id, head, {}, kT0).ok());
-  // 4,100 records: the stride 4 doubles twice (2,048 and 4,096), to 16.
+  // 1,100 records: the stride 4 doubles twice (512 and 1,024), to 16.
   CHECK(SnapshotVersions(*server, id) == std::vector<uint64_t>{16, 32});
   auto read = store->ReadHead(id);
   REQUIRE(read.has_value());
-  CHECK(read->calls.size() == 4100);
+  CHECK(read->calls.size() == 1100);
   CHECK(*read == head);
   auto at = store->ReadVersion(id, 20);
   REQUIRE(at.has_value());
   CHECK(at->version == 20);
-  CHECK(at->calls.size() == 4100);
+  CHECK(at->calls.size() == 1100);
 }
 
 TEST_CASE("redis: two writers on one conversation, the second gets Conflict naming the head",

@@ -16,12 +16,18 @@ bool DependsOnClock(const LedgerState& state, const Update& u) {
 
 }  // namespace
 
-Ledger::Ledger(Store& store, ConversationId id, const Clock& clock, LedgerState head)
-    : store_(store), id_(std::move(id)), clock_(clock), head_(std::move(head)), working_(head_) {}
+Ledger::Ledger(Store& store, ConversationId id, const Clock& clock, HeadRead head)
+    : store_(store),
+      id_(std::move(id)),
+      clock_(clock),
+      head_(std::move(head.state)),
+      head_committed_at_ms_(head.committed_at_ms),
+      working_(head_) {}
 
 Result<std::unique_ptr<Ledger>> Ledger::Open(Store& store, ConversationId id, const Clock& clock) {
   if (id.conversation.empty()) return Status::InvalidArgument("empty conversation id");
-  auto head = store.ReadHead(id);
+  // Nothing held yet: the whole head, with its stamp where the store has it.
+  auto head = store.ReadHeadAfter(id, LedgerState{}, 0);
   if (!head.has_value()) return head.error();
   return std::unique_ptr<Ledger>(new Ledger(store, std::move(id), clock, std::move(head.value())));
 }
@@ -103,8 +109,9 @@ Result<LedgerState> Ledger::Seal() {
   return next;
 }
 
-void Ledger::Advance(LedgerState next) {
+void Ledger::Advance(LedgerState next, int64_t committed_at_ms) {
   head_ = std::move(next);
+  head_committed_at_ms_ = committed_at_ms;
   working_ = head_;
   pending_ = TurnRecord{};
   clock_dependent_ = false;
@@ -116,8 +123,9 @@ Result<uint64_t> Ledger::Commit() {
   if (!next) return next.error();
   // The record is the store's once it lands (the memory store keeps it
   // without a copy); a failed commit leaves pending_ as it was, for a retry.
+  const int64_t committed_at_ms = pending_.committed_at_ms;
   if (Status s = store_.CommitTakingTurn(id_, std::move(pending_), *next); !s.ok()) return s;
-  Advance(std::move(next).value());
+  Advance(std::move(next).value(), committed_at_ms);
   return head_.version;
 }
 
@@ -127,14 +135,15 @@ Result<std::optional<uint64_t>> Ledger::CommitVia(const CommitCarrier& carrier) 
   auto landed = store_.CommitTurnVia(id_, pending_, *next, carrier);
   if (!landed) return landed.error();
   if (!*landed) return std::optional<uint64_t>();
-  Advance(std::move(next).value());
+  Advance(std::move(next).value(), pending_.committed_at_ms);
   return std::optional<uint64_t>(head_.version);
 }
 
 Status Ledger::Rebase() {
-  auto head = store_.ReadHead(id_);
+  auto head = store_.ReadHeadAfter(id_, head_, head_committed_at_ms_);
   if (!head.has_value()) return head.error();
-  head_ = std::move(head.value());
+  head_ = std::move(head.value().state);
+  head_committed_at_ms_ = head.value().committed_at_ms;
   return Reapply();
 }
 

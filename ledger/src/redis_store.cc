@@ -160,6 +160,19 @@ class RedisStore final : public Store {
     return internal::ReadStreamState(*router_, id, std::nullopt, options_.snapshot_every);
   }
 
+  Result<HeadRead> ReadHeadAfter(const ConversationId& id, const LedgerState& known,
+                                 int64_t known_committed_at_ms) override {
+    auto caught_up = internal::CatchUpStreamState(*router_, id, known, known_committed_at_ms);
+    if (!caught_up.has_value()) return caught_up.error();
+    if (caught_up.value()) return std::move(*caught_up.value());
+    HeadRead read;
+    auto head = internal::ReadStreamState(*router_, id, std::nullopt, options_.snapshot_every,
+                                          &read.committed_at_ms);
+    if (!head.has_value()) return head.error();
+    read.state = std::move(head.value());
+    return read;
+  }
+
   Result<std::vector<TurnRecord>> ReadTurns(const ConversationId& id, uint64_t first,
                                             uint64_t last) override {
     return internal::ReadStreamTurns(*router_, id, first, last);

@@ -1,7 +1,8 @@
 // RedisStore's reads (internal/redis_store_read.h): the head is the newest
 // entry of the turn stream; a state is the newest snapshot at or below the
 // version asked for plus the turns after it, paged back newest first; a range
-// of turns is one XRANGE checked against the head; a tenant's conversations
+// of turns is one XRANGE checked against the head; catching a held state up
+// is one XRANGE from its version; a tenant's conversations
 // are a SCAN of every primary. The commit path, which writes the stream, is
 // redis_store.cc.
 #include "internal/redis_store_read.h"
@@ -10,6 +11,7 @@
 #include <deque>
 #include <set>
 
+#include "internal/catch_up.h"
 #include "internal/redis_stream.h"
 #include "taskledger/redis/keys.h"
 
@@ -43,7 +45,9 @@ Result<uint64_t> ReadStreamHead(RedisRouter& router, const ConversationId& id) {
 // The first page, first_page entries, holds a snapshot when the writers used
 // this store's snapshot_every; else pages grow until one is reached.
 Result<LedgerState> ReadStreamState(RedisRouter& router, const ConversationId& id,
-                                    std::optional<uint64_t> version, uint64_t first_page) {
+                                    std::optional<uint64_t> version, uint64_t first_page,
+                                    int64_t* committed_at_ms) {
+  if (committed_at_ms != nullptr) *committed_at_ms = 0;
   std::string key = TurnStreamKey(id), what = "read " + DescribeConversation(id);
   std::string end = version ? EntryId(*version) : "+";
   std::deque<Reply> pages;  // the entries point into these
@@ -68,14 +72,41 @@ Result<LedgerState> ReadStreamState(RedisRouter& router, const ConversationId& i
     for (size_t i = before; i < entries.size(); ++i) {
       if (entries[i].state != nullptr) {
         entries.resize(i + 1);
-        return Replay(entries, what);
+        return Replay(entries, what, committed_at_ms);
       }
     }
     // Version 1, or the end of the stream without a snapshot (Corruption).
     if (entries.back().version == 1 || entries.size() - before < count)
-      return Replay(entries, what);
+      return Replay(entries, what, committed_at_ms);
     end = "(" + EntryId(entries.back().version);
   }
+}
+
+Result<std::optional<HeadRead>> CatchUpStreamState(RedisRouter& router, const ConversationId& id,
+                                                   const LedgerState& known,
+                                                   int64_t known_committed_at_ms) {
+  if (known.version == 0 || known_committed_at_ms == 0) return std::optional<HeadRead>();
+  const size_t limit = CatchUpLimit(known);
+  std::string key = TurnStreamKey(id), what = "read " + DescribeConversation(id);
+  auto reply = router.Command(
+      key, {"XRANGE", key, EntryId(known.version), "+", "COUNT", std::to_string(limit + 2)});
+  if (!reply) return reply.error();
+  std::vector<StreamEntry> entries;
+  if (Status s = AppendEntries(*reply, what, entries); !s.ok()) return s;
+  // Gone or shorter (dropped since), or more than `limit` turns behind.
+  if (entries.empty() || entries.front().version != known.version || entries.size() > limit + 1)
+    return std::optional<HeadRead>();
+  if (Status s = CheckContiguous(entries, false, what); !s.ok()) return s;
+  std::vector<TurnRecord> turns;
+  turns.reserve(entries.size());
+  for (const StreamEntry& e : entries) {
+    auto turn = DecodeTurnEntry(e, what);
+    if (!turn) return turn.error();
+    turns.push_back(std::move(turn.value()));
+  }
+  auto state = CatchUp(known, known_committed_at_ms, turns);
+  if (!state) return std::optional<HeadRead>();
+  return std::optional<HeadRead>(HeadRead{std::move(*state), turns.back().committed_at_ms});
 }
 
 Result<std::vector<TurnRecord>> ReadStreamTurns(RedisRouter& router, const ConversationId& id,

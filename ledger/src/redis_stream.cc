@@ -97,7 +97,8 @@ Result<LedgerState> DecodeSnapshotEntry(const StreamEntry& entry, std::string_vi
   return state;
 }
 
-Result<LedgerState> Replay(std::span<const StreamEntry> newest_first, std::string_view what) {
+Result<LedgerState> Replay(std::span<const StreamEntry> newest_first, std::string_view what,
+                           int64_t* committed_at_ms) {
   LedgerState state;
   if (newest_first.empty()) return state;
   size_t base = newest_first.size() - 1;  // the oldest entry: a snapshot or version 1
@@ -114,6 +115,12 @@ Result<LedgerState> Replay(std::span<const StreamEntry> newest_first, std::strin
     }
     next = base + 1;  // replay version 1 too
   }
+  if (committed_at_ms != nullptr && next == 0) {
+    // The newest entry is the snapshot: its turn is not replayed, only read.
+    auto turn = DecodeTurnEntry(newest_first[0], what);
+    if (!turn) return turn.error();
+    *committed_at_ms = turn->committed_at_ms;
+  }
   while (next-- > 0) {
     auto turn = DecodeTurnEntry(newest_first[next], what);
     if (!turn) return turn.error();
@@ -121,6 +128,7 @@ Result<LedgerState> Replay(std::span<const StreamEntry> newest_first, std::strin
       return Status::Corruption(std::string(what) + ": replaying turn " +
                                 std::to_string(turn->turn) + ": " + s.message());
     }
+    if (committed_at_ms != nullptr && next == 0) *committed_at_ms = turn->committed_at_ms;
   }
   return state;
 }

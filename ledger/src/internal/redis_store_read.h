@@ -29,9 +29,20 @@ Result<uint64_t> ReadStreamHead(RedisRouter& router, const ConversationId& id);
 // The state at `version` (nullopt: the head): the newest snapshot at or below
 // it and the turns after it, read newest first, `first_page` entries in the
 // first page (the writers' snapshot_every), doubling up to 1024 after.
-// NotFound for a version above the head; Corruption for a gap.
+// NotFound for a version above the head; Corruption for a gap. With
+// `committed_at_ms`, also the commit time of the turn that produced it (0 for
+// version 0).
 Result<LedgerState> ReadStreamState(RedisRouter& router, const ConversationId& id,
-                                    std::optional<uint64_t> version, uint64_t first_page);
+                                    std::optional<uint64_t> version, uint64_t first_page,
+                                    int64_t* committed_at_ms = nullptr);
+
+// The head caught up from `known` (Store::ReadHeadAfter) in one round trip:
+// XRANGE from known.version, at most CatchUpLimit(known) + 2 entries. nullopt
+// when the caller must read the whole head instead: too far behind, or the
+// stored turn at known.version is not the one `known` ends with.
+Result<std::optional<HeadRead>> CatchUpStreamState(RedisRouter& router, const ConversationId& id,
+                                                   const LedgerState& known,
+                                                   int64_t known_committed_at_ms);
 
 // Turns first..last (first clamped to 1); empty when first > last. NotFound
 // when last is above the head; Corruption for a gap.

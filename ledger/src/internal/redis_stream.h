@@ -48,7 +48,9 @@ Result<LedgerState> DecodeSnapshotEntry(const StreamEntry& entry, std::string_vi
 
 // The state at the newest of `newest_first`, a contiguous run of entries in
 // descending order that ends at a snapshot entry or at version 1: the
-// snapshot (or the empty state) with the newer turns replayed on it.
-Result<LedgerState> Replay(std::span<const StreamEntry> newest_first, std::string_view what);
+// snapshot (or the empty state) with the newer turns replayed on it. With
+// `committed_at_ms`, also the commit time of the newest entry's turn.
+Result<LedgerState> Replay(std::span<const StreamEntry> newest_first, std::string_view what,
+                           int64_t* committed_at_ms = nullptr);
 
 }  // namespace taskledger::internal

@@ -76,6 +76,9 @@ class Ledger {
   // The store's Store::CommitCarrierId().
   std::string commit_carrier_id() const { return store_.CommitCarrierId(); }
   // Reloads the head from the store and re-applies the staged turn on top.
+  // It reads only the turns other writers committed since the head it holds
+  // (Store::ReadHeadAfter), when the store can vouch for that head; else the
+  // whole head.
   Status Rebase();
   // Discards the staged turn.
   void Abandon();
@@ -85,17 +88,20 @@ class Ledger {
   Result<StateDiff> DiffVersions(uint64_t from, uint64_t to) const;
 
  private:
-  Ledger(Store& store, ConversationId id, const Clock& clock, LedgerState head);
+  Ledger(Store& store, ConversationId id, const Clock& clock, HeadRead head);
   Status Reapply();
   // Stamps the staged turn and builds the state it commits.
   Result<LedgerState> Seal();
-  // Installs the committed state `next` as the head.
-  void Advance(LedgerState next);
+  // Installs the committed state `next`, stamped `committed_at_ms`, as the head.
+  void Advance(LedgerState next, int64_t committed_at_ms);
 
   Store& store_;
   ConversationId id_;
   const Clock& clock_;
   LedgerState head_;
+  // When the turn that produced head_ was committed; 0 when not known (a
+  // head read whole): what lets Rebase read only the turns after head_.
+  int64_t head_committed_at_ms_ = 0;
   LedgerState working_;
   TurnRecord pending_;
   uint64_t generation_ = 0;

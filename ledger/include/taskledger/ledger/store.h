@@ -60,6 +60,13 @@ struct CarriedCommit {
 // CommitTurn that failed so.
 using CommitCarrier = std::function<Result<CarriedCommit>(const EncodedCommit&)>;
 
+// A head state and the commit time of the turn that produced it (0: not
+// known, as after a whole-head read; see Store::ReadHeadAfter).
+struct HeadRead {
+  LedgerState state;
+  int64_t committed_at_ms = 0;
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -83,6 +90,22 @@ class Store {
   virtual Result<LedgerState> ReadVersion(const ConversationId& id, uint64_t version) = 0;
   // The head state in one call (what a reopened session resumes from).
   virtual Result<LedgerState> ReadHead(const ConversationId& id);
+  // The head state for a caller that holds `known`, this conversation's state
+  // at known.version, produced by a turn committed at `known_committed_at_ms`
+  // (a head it committed or read with its stamp; what Ledger::Rebase holds).
+  // Reads only the turns after known.version and applies them, so catching
+  // up on another writer's few turns costs those turns, not the whole state.
+  // Reads the whole head instead when the stamp is 0, when more turns are
+  // behind than a sixteenth of known's records (at least 64: reading the head
+  // replays as many after its snapshot), or when the stored turn at
+  // known.version is not the one `known` ends with (its stamp and calls): the
+  // conversation was dropped and written again since. committed_at_ms is the
+  // returned head's stamp when the store can tell (RedisStore: always; the
+  // default: after catching up), else 0. The default reads Head and
+  // ReadTurns; MemoryStore, whose ReadHead is an O(1) copy, always reads the
+  // head (stamp 0).
+  virtual Result<HeadRead> ReadHeadAfter(const ConversationId& id, const LedgerState& known,
+                                         int64_t known_committed_at_ms);
   // Turn records first..last inclusive (1-based versions); NotFound if last > head.
   virtual Result<std::vector<TurnRecord>> ReadTurns(const ConversationId& id, uint64_t first,
                                                     uint64_t last) = 0;
@@ -106,7 +129,7 @@ class Store {
 
 struct StoreOptions {
   // RedisStore writes a full snapshot every `snapshot_every` turns while the
-  // state holds under 2,048 records (entries plus recorded calls), so reading a
+  // state holds under 512 records (entries plus recorded calls), so reading a
   // version costs one snapshot plus fewer than snapshot_every turn records; a
   // larger state doubles the stride with each doubling of its size (snapshot
   // cost per turn stays bounded; reading costs about one state's worth more).

@@ -44,21 +44,26 @@ void Unref(const Node* n) {
 
 int H(const Node* n) { return n ? n->height : 0; }
 
+// Sets the height and subtree minima of `n` from its item and children.
+void Refresh(Node* n) {
+  const Entry& e = n->item->kv.second;
+  n->height = static_cast<uint8_t>(1 + std::max(H(n->left), H(n->right)));
+  n->min_expires_turn = e.expires_at_turn.value_or(kNoTurn);
+  n->min_expires_ms = e.expires_at_ms.value_or(kNoMs);
+  for (const Node* c : {n->left, n->right}) {
+    if (c == nullptr) continue;
+    n->min_expires_turn = std::min(n->min_expires_turn, c->min_expires_turn);
+    n->min_expires_ms = std::min(n->min_expires_ms, c->min_expires_ms);
+  }
+}
+
 // Takes the three references.
 const Node* MakeNode(const Item* item, const Node* left, const Node* right) {
   auto* n = new Node;
   n->item = item;
   n->left = left;
   n->right = right;
-  n->height = static_cast<uint8_t>(1 + std::max(H(left), H(right)));
-  const Entry& e = item->kv.second;
-  n->min_expires_turn = e.expires_at_turn.value_or(kNoTurn);
-  n->min_expires_ms = e.expires_at_ms.value_or(kNoMs);
-  for (const Node* c : {left, right}) {
-    if (c == nullptr) continue;
-    n->min_expires_turn = std::min(n->min_expires_turn, c->min_expires_turn);
-    n->min_expires_ms = std::min(n->min_expires_ms, c->min_expires_ms);
-  }
+  Refresh(n);
   return n;
 }
 
@@ -97,19 +102,6 @@ int Compare(std::string_view a, std::string_view b) { return a.compare(b); }
 
 // True when the one reference to `n` is the caller's.
 bool Sole(const Node* n) { return n->refs.load(std::memory_order_acquire) == 1; }
-
-// Sets the height and subtree minima of `n` from its item and children.
-void Refresh(Node* n) {
-  const Entry& e = n->item->kv.second;
-  n->height = static_cast<uint8_t>(1 + std::max(H(n->left), H(n->right)));
-  n->min_expires_turn = e.expires_at_turn.value_or(kNoTurn);
-  n->min_expires_ms = e.expires_at_ms.value_or(kNoMs);
-  for (const Node* c : {n->left, n->right}) {
-    if (c == nullptr) continue;
-    n->min_expires_turn = std::min(n->min_expires_turn, c->min_expires_turn);
-    n->min_expires_ms = std::min(n->min_expires_ms, c->min_expires_ms);
-  }
-}
 
 // Returns the owned new root of borrowed `t` with owned `item` set; `added`
 // tells whether the key was new. `sole`: `t` and every node above it have

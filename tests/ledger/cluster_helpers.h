@@ -1,5 +1,6 @@
 // Helpers shared by the Redis Cluster fault tests: a store on a cluster URL,
-// and conversations whose keys hash to the slots of a given node.
+// conversations whose keys hash to the slots of a given node, and a call
+// retried while a failover makes it Unavailable.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -41,6 +42,27 @@ inline std::vector<ConversationId> ConversationsOn(RedisCluster& cluster, int po
     }
   }
   return out;
+}
+
+// Why a call failed (nullptr: it did not), for Status and Result<T> alike.
+inline const Status* Failure(const Status& s) { return s.ok() ? nullptr : &s; }
+template <typename T>
+const Status* Failure(const Result<T>& r) {
+  return r.has_value() ? nullptr : &r.error();
+}
+
+// Runs `call` up to `attempts` times while it fails. A call whose request was
+// already out when a primary died is Unavailable, as on a single server; the
+// next one waits for the new primary. Any other failure fails the test. The
+// last result.
+template <typename Call>
+auto RetryWhileUnavailable(Call&& call, int attempts = 3) {
+  auto result = call();
+  for (int attempt = 1; Failure(result) != nullptr && attempt < attempts; ++attempt) {
+    CHECK(Failure(result)->code() == StatusCode::kUnavailable);
+    result = call();
+  }
+  return result;
 }
 
 }  // namespace taskledger::testing

@@ -209,11 +209,7 @@ static void Failover(uint32_t replicas) {
   // Listing scans every primary: it waits out the failover too. (A call
   // whose request was already out when the primary died is Unavailable, as
   // on a single server; the next one waits for the new primary.)
-  auto listed_during = store->ListConversations("failover");
-  for (int attempt = 1; !listed_during && attempt < 3; ++attempt) {
-    CHECK(listed_during.error().code() == StatusCode::kUnavailable);
-    listed_during = store->ListConversations("failover");
-  }
+  auto listed_during = RetryWhileUnavailable([&] { return store->ListConversations("failover"); });
   INFO((listed_during ? std::string() : listed_during.error().ToString()));
   REQUIRE(listed_during.has_value());
   CHECK(listed_during->size() == on_victim.size());

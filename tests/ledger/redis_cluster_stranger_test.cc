@@ -86,11 +86,7 @@ TEST_CASE("a listing never scans a stranger on a failed primary's port", "[clust
   // The address answers again at once, but as an empty server that is no
   // node of the cluster, until the replica has taken the victim's slots.
   auto stranger = ReplaceWithStranger(*cluster, victim);
-  auto during = store->ListConversations("stranger");
-  for (int attempt = 1; !during && attempt < 3; ++attempt) {
-    CHECK(during.error().code() == StatusCode::kUnavailable);
-    during = store->ListConversations("stranger");
-  }
+  auto during = RetryWhileUnavailable([&] { return store->ListConversations("stranger"); });
   INFO((during ? std::string() : during.error().ToString()));
   REQUIRE(during.has_value());
   CHECK(during->size() == ids.size());  // the stranger's empty SCAN would give 0
@@ -109,11 +105,8 @@ TEST_CASE("a commit never lands on a stranger on a failed primary's port", "[clu
   auto stranger = ReplaceWithStranger(*cluster, victim);
   // The pooled connection died with the victim: the next one reaches the
   // stranger, which would take the write (and load the functions) if asked.
-  Status s = CommitNext(*store, id, head, {SetUpdate(Category::kFact, "k", 2)}, kT0);
-  for (int attempt = 1; !s.ok() && attempt < 3; ++attempt) {
-    CHECK(s.code() == StatusCode::kUnavailable);
-    s = CommitNext(*store, id, head, {SetUpdate(Category::kFact, "k", 2)}, kT0);
-  }
+  Status s = RetryWhileUnavailable(
+      [&] { return CommitNext(*store, id, head, {SetUpdate(Category::kFact, "k", 2)}, kT0); });
   INFO(s.ToString());
   REQUIRE(s.ok());
   CHECK(cluster->Run(victim, {"DBSIZE"}) == "0");

@@ -12,6 +12,7 @@
 
 #include "internal/catch_up.h"
 #include "ledger/store_backends.h"
+#include "support/forwarding_store.h"
 #include "support/redis_server.h"
 #include "taskledger/ledger/ledger.h"
 
@@ -20,42 +21,26 @@ using namespace taskledger::testing;
 
 namespace {
 
-// A store with none of its own catching up: every call goes to `inner`, so
-// ReadHeadAfter is Store's default. Counts the states it reads (ReadVersion:
-// the whole head) in `*state_reads`, if given.
-class ForwardingStore final : public Store {
+// A store with none of its own catching up (ReadHeadAfter is Store's
+// default) that counts the states it reads (ReadVersion: the whole head) in
+// `*state_reads`, if given.
+class CountingStore final : public ForwardingStore {
  public:
-  explicit ForwardingStore(std::unique_ptr<Store> inner, int* state_reads = nullptr)
-      : inner_(std::move(inner)), state_reads_(state_reads) {}
-  Status CommitTurn(const ConversationId& id, const TurnRecord& turn,
-                    const LedgerState& after) override {
-    return inner_->CommitTurn(id, turn, after);
-  }
-  Result<uint64_t> Head(const ConversationId& id) override { return inner_->Head(id); }
+  explicit CountingStore(std::unique_ptr<Store> inner, int* state_reads = nullptr)
+      : ForwardingStore(std::move(inner)), state_reads_(state_reads) {}
   Result<LedgerState> ReadVersion(const ConversationId& id, uint64_t version) override {
     if (state_reads_ != nullptr) ++*state_reads_;
-    return inner_->ReadVersion(id, version);
-  }
-  Result<std::vector<TurnRecord>> ReadTurns(const ConversationId& id, uint64_t first,
-                                            uint64_t last) override {
-    return inner_->ReadTurns(id, first, last);
-  }
-  Result<std::vector<std::string>> ListConversations(const std::string& tenant) override {
-    return inner_->ListConversations(tenant);
-  }
-  Status DropConversation(const ConversationId& id) override {
-    return inner_->DropConversation(id);
+    return ForwardingStore::ReadVersion(id, version);
   }
 
  private:
-  std::unique_ptr<Store> inner_;
   int* state_reads_;
 };
 
 struct DefaultBackend : MemoryBackend {
   int state_reads = 0;
   std::unique_ptr<Store> Open(StoreOptions options = {}) {
-    return std::make_unique<ForwardingStore>(NewMemoryStore(options, clock), &state_reads);
+    return std::make_unique<CountingStore>(NewMemoryStore(options, clock), &state_reads);
   }
 };
 
@@ -248,7 +233,7 @@ TEST_CASE("redis: a rebase reads the other writer's turns in one XRANGE, not the
 
 TEST_CASE("store: a store without history reads the whole head after a held one", "[store]") {
   ManualClock clock;
-  ForwardingStore store(NewHeadsOnlyMemoryStore({}, clock));
+  ForwardingStore store(NewHeadsOnlyMemoryStore({}, clock));  // Store's default
   ConversationId id{"acme", "heads"};
   LedgerState mine;
   REQUIRE(CommitCall(store, id, mine, "c1", clock.NowMs()).ok());

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "support/forwarding_store.h"
 #include "taskledger/base/digest.h"
 #include "taskledger/commands/memory_command_store.h"
 #include "taskledger/ledger/memory_store.h"
@@ -19,16 +20,8 @@ namespace taskledger {
 namespace {
 
 // A memory store whose ReadHead waits while `hold` is set.
-class HeldStore : public Store {
+class HeldStore : public testing::ForwardingStore {
  public:
-  Status CommitTurn(const ConversationId& id, const TurnRecord& turn,
-                    const LedgerState& after) override {
-    return inner_->CommitTurn(id, turn, after);
-  }
-  Result<uint64_t> Head(const ConversationId& id) override { return inner_->Head(id); }
-  Result<LedgerState> ReadVersion(const ConversationId& id, uint64_t version) override {
-    return inner_->ReadVersion(id, version);
-  }
   Result<LedgerState> ReadHead(const ConversationId& id) override {
     std::unique_lock<std::mutex> lock(mu_);
     ++waiting_;
@@ -36,17 +29,7 @@ class HeldStore : public Store {
     cv_.wait(lock, [this] { return !hold_; });
     --waiting_;
     lock.unlock();
-    return inner_->ReadHead(id);
-  }
-  Result<std::vector<TurnRecord>> ReadTurns(const ConversationId& id, uint64_t first,
-                                            uint64_t last) override {
-    return inner_->ReadTurns(id, first, last);
-  }
-  Result<std::vector<std::string>> ListConversations(const std::string& tenant) override {
-    return inner_->ListConversations(tenant);
-  }
-  Status DropConversation(const ConversationId& id) override {
-    return inner_->DropConversation(id);
+    return inner().ReadHead(id);
   }
   void Hold(bool on) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -59,7 +42,6 @@ class HeldStore : public Store {
   }
 
  private:
-  std::unique_ptr<Store> inner_ = NewMemoryStore();
   std::mutex mu_;
   std::condition_variable cv_;
   bool hold_ = false;

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "session/session_support.h"
+#include "support/forwarding_store.h"
 #include "taskledger/ledger/memory_store.h"
 #include "taskledger/session/session.h"
 
@@ -19,34 +20,18 @@ using taskledger::testing::ShopPack;
 namespace {
 
 // A memory store whose commits and reads fail with Unavailable while `down`.
-class FlakyStore final : public Store {
+class FlakyStore final : public taskledger::testing::ForwardingStore {
  public:
   bool down = false;
   Status CommitTurn(const ConversationId& id, const TurnRecord& turn,
                     const LedgerState& after) override {
     if (down) return Status::Unavailable("store at test:0 refused the connection");
-    return inner_->CommitTurn(id, turn, after);
+    return ForwardingStore::CommitTurn(id, turn, after);
   }
   Result<uint64_t> Head(const ConversationId& id) override {
     if (down) return Status::Unavailable("store at test:0 refused the connection");
-    return inner_->Head(id);
+    return ForwardingStore::Head(id);
   }
-  Result<LedgerState> ReadVersion(const ConversationId& id, uint64_t version) override {
-    return inner_->ReadVersion(id, version);
-  }
-  Result<std::vector<TurnRecord>> ReadTurns(const ConversationId& id, uint64_t first,
-                                            uint64_t last) override {
-    return inner_->ReadTurns(id, first, last);
-  }
-  Result<std::vector<std::string>> ListConversations(const std::string& tenant) override {
-    return inner_->ListConversations(tenant);
-  }
-  Status DropConversation(const ConversationId& id) override {
-    return inner_->DropConversation(id);
-  }
-
- private:
-  std::unique_ptr<Store> inner_ = NewMemoryStore();
 };
 
 const ConversationId kId{"t", "wa"};

@@ -21,13 +21,20 @@ Ledger::Ledger(Store& store, ConversationId id, const Clock& clock, HeadRead hea
       id_(std::move(id)),
       clock_(clock),
       head_(std::move(head.state)),
-      head_committed_at_ms_(head.committed_at_ms),
+      head_turn_(std::move(head.turn)),
+      head_incarnation_(std::move(head.incarnation)),
       working_(head_) {}
 
 Result<std::unique_ptr<Ledger>> Ledger::Open(Store& store, ConversationId id, const Clock& clock) {
+  // Nothing held yet: the whole head, with its turn and incarnation where the
+  // store has them.
+  return Open(store, std::move(id), clock, HeadRead{});
+}
+
+Result<std::unique_ptr<Ledger>> Ledger::Open(Store& store, ConversationId id, const Clock& clock,
+                                             const HeadRead& known) {
   if (id.conversation.empty()) return Status::InvalidArgument("empty conversation id");
-  // Nothing held yet: the whole head, with its stamp where the store has it.
-  auto head = store.ReadHeadAfter(id, LedgerState{}, 0);
+  auto head = store.ReadHeadAfter(id, known);
   if (!head.has_value()) return head.error();
   return std::unique_ptr<Ledger>(new Ledger(store, std::move(id), clock, std::move(head.value())));
 }
@@ -109,23 +116,58 @@ Result<LedgerState> Ledger::Seal() {
   return next;
 }
 
-void Ledger::Advance(LedgerState next, int64_t committed_at_ms) {
+void Ledger::Advance(LedgerState next, std::shared_ptr<const TurnRecord> turn) {
+  // A commit on version 0 created the conversation: a new incarnation, asked
+  // of the store (one read, once per conversation: the incarnation whose
+  // turn 1 is this one, so whose version 1 is this state). Any other commit
+  // stays in the incarnation head_ was read in (had the conversation been
+  // written again meanwhile, the store no longer shows that incarnation, and
+  // the next Rebase reads the whole head).
+  const bool created = head_.version == 0;
   head_ = std::move(next);
-  head_committed_at_ms_ = committed_at_ms;
+  head_turn_ = std::move(turn);
+  if (created) {
+    head_incarnation_.clear();
+    if (head_turn_ != nullptr) {
+      auto incarnation = store_.IncarnationOf(id_, *head_turn_);
+      if (incarnation.has_value()) head_incarnation_ = std::move(incarnation.value());
+    }
+  }
+  if (head_turn_ == nullptr) head_incarnation_.clear();
   working_ = head_;
   pending_ = TurnRecord{};
   clock_dependent_ = false;
   ++generation_;
 }
 
+void Ledger::Install(HeadRead head) {
+  head_ = std::move(head.state);
+  head_turn_ = std::move(head.turn);
+  head_incarnation_ = std::move(head.incarnation);
+}
+
+// Whether the committed turn is kept for a later catch-up: when the store
+// can vouch for this conversation's heads (it told an incarnation, or this
+// turn creates the conversation). A store that cannot is not paid for it.
+bool Ledger::KeepsTurns() const { return !head_incarnation_.empty() || head_.version == 0; }
+
 Result<uint64_t> Ledger::Commit() {
   auto next = Seal();
   if (!next) return next.error();
   // The record is the store's once it lands (the memory store keeps it
   // without a copy); a failed commit leaves pending_ as it was, for a retry.
-  const int64_t committed_at_ms = pending_.committed_at_ms;
-  if (Status s = store_.CommitTakingTurn(id_, std::move(pending_), *next); !s.ok()) return s;
-  Advance(std::move(next).value(), committed_at_ms);
+  if (!KeepsTurns()) {
+    if (Status s = store_.CommitTakingTurn(id_, std::move(pending_), *next); !s.ok()) return s;
+    Advance(std::move(next).value(), nullptr);
+    return head_.version;
+  }
+  // Kept as the head's turn: moved, not copied, and moved back on failure.
+  auto kept = std::make_shared<TurnRecord>(std::move(pending_));
+  if (Status s = store_.CommitTurn(id_, *kept, *next); !s.ok()) {
+    pending_ = std::move(*kept);
+    return s;
+  }
+  Advance(std::move(next).value(), std::move(kept));
   return head_.version;
 }
 
@@ -135,15 +177,15 @@ Result<std::optional<uint64_t>> Ledger::CommitVia(const CommitCarrier& carrier) 
   auto landed = store_.CommitTurnVia(id_, pending_, *next, carrier);
   if (!landed) return landed.error();
   if (!*landed) return std::optional<uint64_t>();
-  Advance(std::move(next).value(), pending_.committed_at_ms);
+  Advance(std::move(next).value(),
+          KeepsTurns() ? std::make_shared<const TurnRecord>(std::move(pending_)) : nullptr);
   return std::optional<uint64_t>(head_.version);
 }
 
 Status Ledger::Rebase() {
-  auto head = store_.ReadHeadAfter(id_, head_, head_committed_at_ms_);
+  auto head = store_.ReadHeadAfter(id_, known_head());
   if (!head.has_value()) return head.error();
-  head_ = std::move(head.value().state);
-  head_committed_at_ms_ = head.value().committed_at_ms;
+  Install(std::move(head.value()));
   return Reapply();
 }
 

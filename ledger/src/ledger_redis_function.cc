@@ -1,5 +1,7 @@
 // The Lua source of the "taskledger_ledger" Redis Functions library (see
-// internal/ledger_redis_function.h) and the mapping of its refusals.
+// internal/ledger_redis_function.h): tl_commit, and tl_since, the read of the
+// turns after a held version with the conversation's incarnation
+// (docs/redis-keys.md, "Incarnations"); and the mapping of tl_commit's refusals.
 //
 // The stream of a conversation holds exactly the entries 0-1 .. 0-<head>,
 // never deleted one by one, so XLEN (O(1)) is the head; the XADD of entry
@@ -43,17 +45,26 @@ local function commit_check(keys, args)
 end
 
 -- Appends the turn (args[4], when present and not empty, is its snapshot)
--- and sets or clears the expiry. REQUIRES: commit_check returned nil.
-local function commit_write(keys, args)
+-- and sets or clears the expiry. REQUIRES: commit_check returned nil. The
+-- first entry also gets `i` = `incarnation` when one is given (tl_commit2's
+-- args[5]: random bytes the writer drew), the conversation's incarnation: new
+-- each time the conversation is created, so that a reader holding an earlier
+-- state can tell a conversation dropped and written again from the one it
+-- read (tl_since). Without one (another library's commit) there is none.
+local function commit_write(keys, args, incarnation)
   local key, base = keys[1], tonumber(args[1])
   local retention, turn, snapshot = args[2], args[3], args[4]
   local id = string.format('0-%d', base + 1)
-  local added
+  local fields = {'t', turn}
   if snapshot and snapshot ~= '' then
-    added = redis.pcall('XADD', key, id, 't', turn, 's', snapshot)
-  else
-    added = redis.pcall('XADD', key, id, 't', turn)
+    fields[#fields + 1] = 's'
+    fields[#fields + 1] = snapshot
   end
+  if base == 0 and incarnation and incarnation ~= '' then
+    fields[#fields + 1] = 'i'
+    fields[#fields + 1] = incarnation
+  end
+  local added = redis.pcall('XADD', key, id, unpack(fields))
   if type(added) == 'table' and added.err then
     return redis.error_reply(string.format('TLCORRUPT %d entries but XADD %s refused: %s', base, id, added.err))
   end
@@ -74,6 +85,35 @@ local function commit(keys, args)
 end
 
 redis.register_function('tl_commit', commit)
+
+-- tl_commit2: tl_commit whose args[5] is the incarnation of the conversation
+-- a turn 1 creates (args[4] then '' when there is no snapshot). A name of its
+-- own: an older library, which would read args[4] = '' as a snapshot, answers
+-- "function not found" instead, and the writer loads this one.
+local function commit2(keys, args)
+  local checked = commit_check(keys, args)
+  if checked ~= nil then return checked end
+  return commit_write(keys, args, args[5])
+end
+
+redis.register_function('tl_commit2', commit2)
+
+-- tl_since key from count: {incarnation, XRANGE key from + COUNT count}, in
+-- one atomic step: the incarnation ('' when the first entry has none, as in
+-- a stream written before incarnations) is that of the very stream the
+-- entries come from.
+local function since(keys, args)
+  local first = redis.call('XRANGE', keys[1], '0-1', '0-1')[1]
+  local incarnation = ''
+  if first then
+    for j = 1, #first[2], 2 do
+      if first[2][j] == 'i' then incarnation = first[2][j + 1] end
+    end
+  end
+  return {incarnation, redis.call('XRANGE', keys[1], args[1], '+', 'COUNT', args[2])}
+end
+
+redis.register_function{function_name = 'tl_since', callback = since, flags = {'no-writes'}}
 )LUA";
 
 }  // namespace

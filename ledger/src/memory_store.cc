@@ -55,14 +55,6 @@ class MemoryStore final : public Store {
     return c ? c->states.back() : LedgerState{};
   }
 
-  // The head is an O(1) copy here: cheaper than applying any turn.
-  Result<HeadRead> ReadHeadAfter(const ConversationId& id, const LedgerState& /*known*/,
-                                 int64_t /*known_committed_at_ms*/) override {
-    auto head = ReadHead(id);
-    if (!head.has_value()) return head.error();
-    return HeadRead{std::move(head.value()), 0};
-  }
-
   Result<LedgerState> ReadVersion(const ConversationId& id, uint64_t version) override {
     std::lock_guard lock(mu_);
     Conversation* c = Find(id);

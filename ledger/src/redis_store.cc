@@ -17,7 +17,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <optional>
+#include <random>
 
 #include "internal/ledger_redis_function.h"
 #include "internal/redis_records.h"
@@ -55,6 +57,21 @@ uint64_t SnapshotStride(uint64_t every, const LedgerState& state) {
 }
 
 using internal::Reply;
+
+// A new conversation's incarnation (docs/redis-keys.md, "Incarnations"): 128
+// random bits in hex, drawn per conversation created, so no two creations of
+// one conversation share one.
+std::string NewIncarnation() {
+  thread_local std::mt19937_64 bits{[] {
+    std::random_device device;
+    std::seed_seq seed{device(), device(), device(), device(), device(), device()};
+    return std::mt19937_64(seed);
+  }()};
+  char out[33];
+  std::snprintf(out, sizeof out, "%016llx%016llx", static_cast<unsigned long long>(bits()),
+                static_cast<unsigned long long>(bits()));
+  return std::string(out, 32);
+}
 
 using internal::DescribeConversation;
 
@@ -160,17 +177,26 @@ class RedisStore final : public Store {
     return internal::ReadStreamState(*router_, id, std::nullopt, options_.snapshot_every);
   }
 
-  Result<HeadRead> ReadHeadAfter(const ConversationId& id, const LedgerState& known,
-                                 int64_t known_committed_at_ms) override {
-    auto caught_up = internal::CatchUpStreamState(*router_, id, known, known_committed_at_ms);
+  Result<HeadRead> ReadHeadAfter(const ConversationId& id, const HeadRead& known) override {
+    auto caught_up = internal::CatchUpStreamState(*router_, id, known);
     if (!caught_up.has_value()) return caught_up.error();
     if (caught_up.value()) return std::move(*caught_up.value());
+    // The incarnation first: if the conversation is dropped and written again
+    // before the state is read, the state is labelled with the older one,
+    // which the stream never shows again (a later catch-up reads it whole).
     HeadRead read;
-    auto head = internal::ReadStreamState(*router_, id, std::nullopt, options_.snapshot_every,
-                                          &read.committed_at_ms);
+    auto incarnation = internal::ReadStreamIncarnation(*router_, id);
+    if (!incarnation.has_value()) return incarnation.error();
+    read.incarnation = std::move(incarnation.value());
+    auto head =
+        internal::ReadStreamState(*router_, id, std::nullopt, options_.snapshot_every, &read.turn);
     if (!head.has_value()) return head.error();
     read.state = std::move(head.value());
     return read;
+  }
+
+  Result<std::string> IncarnationOf(const ConversationId& id, const TurnRecord& turn_one) override {
+    return internal::StreamIncarnationOf(*router_, id, turn_one);
   }
 
   Result<std::vector<TurnRecord>> ReadTurns(const ConversationId& id, uint64_t first,
@@ -198,6 +224,7 @@ class RedisStore final : public Store {
     size_t index = 0;  // in the batch
     std::string key, base;
     size_t turn_at = 0, turn_size = 0, state_at = 0, state_size = 0;  // state_size 0: no snapshot
+    std::string incarnation;  // a conversation's first turn only: NewIncarnation()
   };
 
   // InvalidArgument for a malformed request; else appends its Pending.
@@ -217,6 +244,7 @@ class RedisStore final : public Store {
     c.turn_at = records.size();
     internal::AppendTurnRecordBytes(turn, records);
     c.turn_size = records.size() - c.turn_at;
+    if (turn.turn == 1) c.incarnation = NewIncarnation();
     if (turn.turn % SnapshotStride(options_.snapshot_every, *r.after) == 0) {
       c.state_at = records.size();
       internal::AppendStateRecordBytes(*r.after, records, &calls_);
@@ -226,20 +254,24 @@ class RedisStore final : public Store {
     return Status::Ok();
   }
 
-  // FCALL tl_commit 1 key base retention turn [snapshot]. Retention applies
+  // FCALL tl_commit 1 key base retention turn [snapshot], or tl_commit2 with
+  // "snapshot or ''" and the incarnation (turn 1). Retention applies
   // to the whole conversation (its one key); a store without retention makes
   // a conversation another store let expire permanent.
   void Queue(internal::RedisClient& client, const Pending& c, const std::string& records) const {
     std::string_view data(records);
+    // A conversation's first turn carries its incarnation: tl_commit2.
     std::array<std::string_view, 9> fcall{"FCALL",
-                                          "tl_commit",
+                                          c.incarnation.empty() ? "tl_commit" : "tl_commit2",
                                           "1",
                                           c.key,
                                           c.base,
                                           retention_ms_,
                                           data.substr(c.turn_at, c.turn_size)};
     size_t n = 7;
-    if (c.state_size > 0) fcall[n++] = data.substr(c.state_at, c.state_size);
+    if (c.state_size > 0 || !c.incarnation.empty())
+      fcall[n++] = data.substr(c.state_at, c.state_size);
+    if (!c.incarnation.empty()) fcall[n++] = c.incarnation;
     client.Queue(std::span<const std::string_view>(fcall.data(), n));
   }
 

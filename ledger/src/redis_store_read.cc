@@ -11,7 +11,7 @@
 #include <deque>
 #include <set>
 
-#include "internal/catch_up.h"
+#include "internal/ledger_redis_function.h"
 #include "internal/redis_stream.h"
 #include "taskledger/redis/keys.h"
 
@@ -46,8 +46,8 @@ Result<uint64_t> ReadStreamHead(RedisRouter& router, const ConversationId& id) {
 // this store's snapshot_every; else pages grow until one is reached.
 Result<LedgerState> ReadStreamState(RedisRouter& router, const ConversationId& id,
                                     std::optional<uint64_t> version, uint64_t first_page,
-                                    int64_t* committed_at_ms) {
-  if (committed_at_ms != nullptr) *committed_at_ms = 0;
+                                    std::shared_ptr<const TurnRecord>* turn) {
+  if (turn != nullptr) *turn = nullptr;
   std::string key = TurnStreamKey(id), what = "read " + DescribeConversation(id);
   std::string end = version ? EntryId(*version) : "+";
   std::deque<Reply> pages;  // the entries point into these
@@ -72,41 +72,101 @@ Result<LedgerState> ReadStreamState(RedisRouter& router, const ConversationId& i
     for (size_t i = before; i < entries.size(); ++i) {
       if (entries[i].state != nullptr) {
         entries.resize(i + 1);
-        return Replay(entries, what, committed_at_ms);
+        return Replay(entries, what, turn);
       }
     }
     // Version 1, or the end of the stream without a snapshot (Corruption).
     if (entries.back().version == 1 || entries.size() - before < count)
-      return Replay(entries, what, committed_at_ms);
+      return Replay(entries, what, turn);
     end = "(" + EntryId(entries.back().version);
   }
 }
 
-Result<std::optional<HeadRead>> CatchUpStreamState(RedisRouter& router, const ConversationId& id,
-                                                   const LedgerState& known,
-                                                   int64_t known_committed_at_ms) {
-  if (known.version == 0 || known_committed_at_ms == 0) return std::optional<HeadRead>();
-  const size_t limit = CatchUpLimit(known);
-  std::string key = TurnStreamKey(id), what = "read " + DescribeConversation(id);
-  auto reply = router.Command(
-      key, {"XRANGE", key, EntryId(known.version), "+", "COUNT", std::to_string(limit + 2)});
+Result<std::string> ReadStreamIncarnation(RedisRouter& router, const ConversationId& id) {
+  std::string key = TurnStreamKey(id), what = "incarnation of " + DescribeConversation(id);
+  auto reply = router.Command(key, {"XRANGE", key, "0-1", "0-1"});
   if (!reply) return reply.error();
   std::vector<StreamEntry> entries;
   if (Status s = AppendEntries(*reply, what, entries); !s.ok()) return s;
-  // Gone or shorter (dropped since), or more than `limit` turns behind.
-  if (entries.empty() || entries.front().version != known.version || entries.size() > limit + 1)
-    return std::optional<HeadRead>();
-  if (Status s = CheckContiguous(entries, false, what); !s.ok()) return s;
-  std::vector<TurnRecord> turns;
-  turns.reserve(entries.size());
-  for (const StreamEntry& e : entries) {
-    auto turn = DecodeTurnEntry(e, what);
-    if (!turn) return turn.error();
-    turns.push_back(std::move(turn.value()));
+  if (entries.empty() || entries[0].incarnation == nullptr) return std::string();
+  return *entries[0].incarnation;
+}
+
+namespace {
+
+// FCALL tl_since 1 key <from> <count>: the incarnation and the entries, or
+// nullopt for an error reply (a server without the function, an ACL refusing
+// it) or a malformed one; the entries point into `reply`.
+Result<std::optional<std::string>> Since(RedisRouter& router, const std::string& key,
+                                         const std::string& from, size_t count, Reply& reply,
+                                         std::vector<StreamEntry>& entries) {
+  const std::string n = std::to_string(count);
+  auto replies = router.Batch(
+      1, &LedgerFunctionLibrary(), [&](size_t) { return std::string_view(key); },
+      [&](RedisClient& client, size_t) {
+        client.Queue({"FCALL", "tl_since", "1", key, from, n});
+      });
+  if (!replies) return replies.error();
+  reply = std::move((*replies)[0]);
+  if (!reply.is_array() || reply.elements().size() != 2 || !reply.elements()[0].is_string() ||
+      !AppendEntries(reply.elements()[1], "tl_since", entries).ok()) {
+    return std::optional<std::string>();
   }
-  auto state = CatchUp(known, known_committed_at_ms, turns);
-  if (!state) return std::optional<HeadRead>();
-  return std::optional<HeadRead>(HeadRead{std::move(*state), turns.back().committed_at_ms});
+  return std::optional<std::string>(reply.elements()[0].str());
+}
+
+}  // namespace
+
+Result<std::string> StreamIncarnationOf(RedisRouter& router, const ConversationId& id,
+                                        const TurnRecord& turn_one) {
+  Reply reply;
+  std::vector<StreamEntry> entries;
+  auto incarnation = Since(router, TurnStreamKey(id), EntryId(1), 1, reply, entries);
+  if (!incarnation) return incarnation.error();
+  if (!*incarnation || incarnation->value().empty() || entries.empty() || entries[0].version != 1) {
+    return std::string();
+  }
+  auto turn = DecodeTurnEntry(entries[0], "incarnation of " + DescribeConversation(id));
+  if (!turn || !(*turn == turn_one)) return std::string();
+  return std::move(incarnation->value());
+}
+
+Result<std::optional<HeadRead>> CatchUpStreamState(RedisRouter& router, const ConversationId& id,
+                                                   const HeadRead& known) {
+  const std::optional<HeadRead> whole;  // read the whole head instead
+  const uint64_t version = known.state.version;
+  if (version == 0 || known.incarnation.empty() || known.turn == nullptr ||
+      known.turn->turn != version) {
+    return whole;
+  }
+  // A sixteenth of the held records, at least 64 turns: a whole read replays
+  // up to that many after its snapshot.
+  const size_t limit = std::max<size_t>(64, (known.state.size() + known.state.calls.size()) / 16);
+  const std::string what = "read " + DescribeConversation(id);
+  Reply reply;
+  std::vector<StreamEntry> entries;
+  auto incarnation = Since(router, TurnStreamKey(id), EntryId(version), limit + 2, reply, entries);
+  if (!incarnation) return incarnation.error();
+  // Another incarnation (dropped and written again since), none, or an
+  // error reply: the whole head.
+  if (!*incarnation || incarnation->value() != known.incarnation) return whole;
+  // The held version must be there with the held turn (not one written
+  // again after a failover lost it), and the head at most `limit` turns
+  // after it. Whatever does not decode or apply is left to the whole read,
+  // which reports a real corruption.
+  if (entries.empty() || entries.front().version != version || entries.size() > limit + 1 ||
+      !CheckContiguous(entries, false, what).ok()) {
+    return whole;
+  }
+  auto held = DecodeTurnEntry(entries.front(), what);
+  if (!held || !(*held == *known.turn)) return whole;
+  HeadRead out{known.state, known.turn, known.incarnation};
+  for (size_t i = 1; i < entries.size(); ++i) {
+    auto turn = DecodeTurnEntry(entries[i], what);
+    if (!turn || !ApplyTurn(out.state, *turn).ok()) return whole;
+    out.turn = std::make_shared<const TurnRecord>(std::move(turn.value()));
+  }
+  return std::optional<HeadRead>(std::move(out));
 }
 
 Result<std::vector<TurnRecord>> ReadStreamTurns(RedisRouter& router, const ConversationId& id,

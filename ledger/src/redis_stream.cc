@@ -50,6 +50,7 @@ Status AppendEntries(const Reply& reply, std::string_view what, std::vector<Stre
     for (size_t i = 0; i + 1 < fields.size(); i += 2) {
       if (fields[i].str() == "t") entry.turn = &fields[i + 1].str();
       if (fields[i].str() == "s") entry.state = &fields[i + 1].str();
+      if (fields[i].str() == "i") entry.incarnation = &fields[i + 1].str();
     }
     if (entry.turn == nullptr)
       return Status::Corruption(Named(what, "turn", *version) + ": no turn record");
@@ -98,7 +99,7 @@ Result<LedgerState> DecodeSnapshotEntry(const StreamEntry& entry, std::string_vi
 }
 
 Result<LedgerState> Replay(std::span<const StreamEntry> newest_first, std::string_view what,
-                           int64_t* committed_at_ms) {
+                           std::shared_ptr<const TurnRecord>* head_turn) {
   LedgerState state;
   if (newest_first.empty()) return state;
   size_t base = newest_first.size() - 1;  // the oldest entry: a snapshot or version 1
@@ -115,11 +116,11 @@ Result<LedgerState> Replay(std::span<const StreamEntry> newest_first, std::strin
     }
     next = base + 1;  // replay version 1 too
   }
-  if (committed_at_ms != nullptr && next == 0) {
-    // The newest entry is the snapshot: its turn is not replayed, only read.
+  if (head_turn != nullptr && next == 0) {
+    // The newest entry is the snapshot: its turn is read, not replayed.
     auto turn = DecodeTurnEntry(newest_first[0], what);
     if (!turn) return turn.error();
-    *committed_at_ms = turn->committed_at_ms;
+    *head_turn = std::make_shared<const TurnRecord>(std::move(turn.value()));
   }
   while (next-- > 0) {
     auto turn = DecodeTurnEntry(newest_first[next], what);
@@ -128,7 +129,9 @@ Result<LedgerState> Replay(std::span<const StreamEntry> newest_first, std::strin
       return Status::Corruption(std::string(what) + ": replaying turn " +
                                 std::to_string(turn->turn) + ": " + s.message());
     }
-    if (committed_at_ms != nullptr && next == 0) *committed_at_ms = turn->committed_at_ms;
+    if (head_turn != nullptr && next == 0) {
+      *head_turn = std::make_shared<const TurnRecord>(std::move(turn.value()));
+    }
   }
   return state;
 }

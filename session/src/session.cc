@@ -58,7 +58,12 @@ Result<std::unique_ptr<Session>> Session::Open(Store& store, ConversationId id,
     return Status::InvalidArgument(
         "the extraction rules belong to another version of the rule pack");
   }
-  auto ledger = Ledger::Open(store, std::move(id), clock);
+  // A carried head of this conversation: only the turns since are read.
+  const ProvenanceCarry* carry = options.provenance.get();
+  auto ledger = carry != nullptr && carry->id == id
+                    ? Ledger::Open(store, std::move(id), clock,
+                                   HeadRead{carry->head, carry->head_turn, carry->head_incarnation})
+                    : Ledger::Open(store, std::move(id), clock);
   if (!ledger) return ledger.error();
   ExtractorOptions extractor_options;
   extractor_options.clock = &clock;

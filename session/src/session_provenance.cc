@@ -102,7 +102,10 @@ std::shared_ptr<ProvenanceCarry> Session::TakeProvenance() {
   auto carry = std::make_shared<ProvenanceCarry>();
   carry->id = ledger_->id();
   carry->pack_version = pack_->version();
-  carry->head = ledger_->head();
+  HeadRead known = ledger_->known_head();
+  carry->head = std::move(known.state);
+  carry->head_turn = std::move(known.turn);
+  carry->head_incarnation = std::move(known.incarnation);
   carry->index = std::move(provenance_);
   provenance_ = std::make_unique<provenance::ProvenanceIndex>(pack_->trust());
   provenance_->MarkIncomplete(Status::FailedPrecondition(

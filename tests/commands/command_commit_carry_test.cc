@@ -128,13 +128,17 @@ TEST_CASE("a conversation written by the previous tl_commit continues through th
   const RedisOptions& options = own.options;
   auto turns = OpenRedisStore(options);
   REQUIRE(turns.has_value());
-  // The server goes back to the previous library; five turns are written with it.
-  REQUIRE(server->Run({"FUNCTION", "LOAD", "REPLACE", kPreviousLedgerLibrary}) ==
-          "taskledger_ledger");
+  // The server goes back to the previous library; turns 2..5 are written
+  // with it. (Turn 1 goes to tl_commit2, which that library lacks: the
+  // writer loads its own for it, and the test loads the previous one again.)
   const RunId run{"acme", "old-conversation"};
   const ConversationId id{run.tenant, run.run};
   auto ledger = OpenLedger(**turns, run);
   for (int i = 1; i <= 5; ++i) {
+    if (i <= 2) {
+      REQUIRE(server->Run({"FUNCTION", "LOAD", "REPLACE", kPreviousLedgerLibrary}) ==
+              "taskledger_ledger");
+    }
     REQUIRE(ledger->Stage(Fact("old-" + std::to_string(i), i)).ok());
     REQUIRE(ledger->Commit().has_value());
   }

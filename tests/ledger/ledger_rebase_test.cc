@@ -1,79 +1,61 @@
-// Rebase after other writers' turns (Store::ReadHeadAfter): a Ledger that
-// committed or caught up before reads only the turns committed since and
-// reaches exactly the head a reopen reads; whenever its head cannot be shown
-// to be the conversation's history (no stamp, too far behind, the
-// conversation dropped and written again) the whole head is read instead.
-// Over the memory store (whose head is an O(1) copy), Redis, and a store with
-// the default implementation (Head and ReadTurns).
+// Rebase after other writers' turns (Store::ReadHeadAfter): a Ledger reaches
+// exactly the head a reopen reads, on every store. On Redis it reads only the
+// turns committed since its head, in one call, while the conversation is the
+// incarnation that head was read in; a conversation dropped and written again
+// (even turn for turn with the same clock), a stream written before
+// incarnations, or a head too far behind is read whole.
 #include <catch2/catch.hpp>
 
 #include <string>
-#include <type_traits>
 
-#include "internal/catch_up.h"
+#include "internal/redis_records.h"
 #include "ledger/store_backends.h"
 #include "support/forwarding_store.h"
 #include "support/redis_server.h"
 #include "taskledger/ledger/ledger.h"
+#include "taskledger/redis/keys.h"
 
 using namespace taskledger;
 using namespace taskledger::testing;
 
 namespace {
 
-// A store with none of its own catching up (ReadHeadAfter is Store's
-// default) that counts the states it reads (ReadVersion: the whole head) in
-// `*state_reads`, if given.
-class CountingStore final : public ForwardingStore {
- public:
-  explicit CountingStore(std::unique_ptr<Store> inner, int* state_reads = nullptr)
-      : ForwardingStore(std::move(inner)), state_reads_(state_reads) {}
-  Result<LedgerState> ReadVersion(const ConversationId& id, uint64_t version) override {
-    if (state_reads_ != nullptr) ++*state_reads_;
-    return ForwardingStore::ReadVersion(id, version);
-  }
-
- private:
-  int* state_reads_;
-};
-
+// A store with none of its own catching up: Store's default ReadHeadAfter.
 struct DefaultBackend : MemoryBackend {
-  int state_reads = 0;
   std::unique_ptr<Store> Open(StoreOptions options = {}) {
-    return std::make_unique<CountingStore>(NewMemoryStore(options, clock), &state_reads);
+    return std::make_unique<ForwardingStore>(NewMemoryStore(options, clock));
   }
 };
 
-// Turn head.version+1 with one call and one fact, committed at `now_ms`.
-Status CommitCall(Store& store, const ConversationId& id, LedgerState& head,
-                  const std::string& call_id, int64_t now_ms) {
-  TurnRecord turn;
-  turn.turn = head.version + 1;
-  turn.committed_at_ms = now_ms;
-  Update u = SetUpdate(Category::kFact, "last_call", call_id);
-  u.provenance.turn = turn.turn;
-  turn.updates.push_back(std::move(u));
-  turn.calls.push_back(CallRecord{turn.turn, {call_id, "ship", {{"n", turn.turn}}}, true, "ok"});
-  LedgerState after = head;
-  if (Status s = ApplyTurn(after, turn); !s.ok()) return s;
-  Status s = store.CommitTurn(id, turn, after);
-  if (s.ok()) head = std::move(after);
-  return s;
-}
+// A RedisStore on a private server, whose command counters say what a read did.
+struct PrivateRedis {
+  std::unique_ptr<RedisServer> server = RedisServer::Start();
+  std::unique_ptr<Store> store;
+  explicit PrivateRedis(uint32_t snapshot_every = 4) {
+    RedisOptions options;
+    options.url = server->url();
+    options.store = StoreOpts(snapshot_every);
+    auto opened = OpenRedisStore(options);
+    REQUIRE(opened.has_value());
+    store = std::move(opened).value();
+  }
+  void ResetCounts() { REQUIRE(server->Run({"CONFIG", "RESETSTAT"}) == "OK"); }
+  // calls= of one command in INFO commandstats (commands run by functions included).
+  int64_t Calls(const std::string& command) const {
+    const std::string info = server->Run({"INFO", "commandstats"});
+    const std::string tag = "cmdstat_" + command + ":calls=";
+    const size_t at = info.find(tag);
+    return at == std::string::npos ? 0 : std::stoll(info.substr(at + tag.size()));
+  }
+  // Whether the last reads read the whole head (paging back from it) rather
+  // than only the turns after a held one.
+  bool ReadWhole() const { return Calls("xrevrange") > 0; }
+};
 
-// The stamp a whole-head read reports: the head's (RedisStore reads it with
-// the head), or 0 (the default implementation cannot tell).
-template <typename Backend>
-int64_t WholeStamp(int64_t head_stamp) {
-  return Backend::kIsRedis ? head_stamp : 0;
-}
-
-// calls= of one command in INFO commandstats ("cmdstat_xrange:calls=3,...").
-int64_t Calls(const RedisServer& server, const std::string& command) {
-  const std::string info = server.Run({"INFO", "commandstats"});
-  const std::string tag = "cmdstat_" + command + ":calls=";
-  const size_t at = info.find(tag);
-  return at == std::string::npos ? 0 : std::stoll(info.substr(at + tag.size()));
+// Turn head.version+1 setting `key` = `value`, committed at `now_ms`.
+Status CommitSet(Store& store, const ConversationId& id, LedgerState& head, const std::string& key,
+                 const nlohmann::json& value, int64_t now_ms) {
+  return CommitNext(store, id, head, {SetUpdate(Category::kFact, key, value)}, now_ms);
 }
 
 }  // namespace
@@ -102,12 +84,7 @@ TEMPLATE_TEST_CASE("ledger: Rebase after another writer's turns reaches the head
     // must land exactly on alice's head, his staged update on top.
     REQUIRE(bob->Stage(SetUpdate(Category::kFact, "bob_" + std::to_string(round), true)).ok());
     REQUIRE(bob->Commit().error().code() == StatusCode::kConflict);
-    int state_reads = 0;
-    if constexpr (std::is_same_v<TestType, DefaultBackend>) state_reads = backend.state_reads;
     REQUIRE(bob->Rebase().ok());
-    // Bob's head is one he committed: only alice's turns are read.
-    if constexpr (std::is_same_v<TestType, DefaultBackend>)
-      CHECK(backend.state_reads == state_reads);
     CHECK(bob->head() == store->ReadHead(id).value());
     CHECK(bob->head() == alice->head());
     CHECK(bob->working().of(Category::kFact).count("bob_" + std::to_string(round)) == 1);
@@ -123,98 +100,27 @@ TEMPLATE_TEST_CASE("ledger: Rebase after another writer's turns reaches the head
   CHECK(head.of(Category::kFact).size() == 12);
 }
 
-TEMPLATE_TEST_CASE("store: ReadHeadAfter reads only the turns after a held head it can vouch for",
-                   "[store]", RedisBackend, DefaultBackend) {
-  TestType backend;
-  auto store = backend.Open(StoreOpts(4));
-  auto id = backend.Id("acme", "after");
-  const int64_t t0 = backend.clock.NowMs();
-  LedgerState mine;
-  REQUIRE(CommitCall(*store, id, mine, "c1", t0).ok());
-  REQUIRE(CommitCall(*store, id, mine, "c2", t0 + 1).ok());
-  const LedgerState held = mine;  // version 2, committed at t0 + 1
-  LedgerState theirs = mine;
-  for (int i = 3; i <= 9; ++i)
-    REQUIRE(CommitCall(*store, id, theirs, "c" + std::to_string(i), t0 + i).ok());
-
-  SECTION("caught up: the head, stamped with its last turn") {
-    auto read = store->ReadHeadAfter(id, held, t0 + 1);
-    REQUIRE(read.has_value());
-    CHECK(read->state == theirs);
-    CHECK(read->committed_at_ms == t0 + 9);
-    // Already at the head: the same state back.
-    auto again = store->ReadHeadAfter(id, read->state, read->committed_at_ms);
-    REQUIRE(again.has_value());
-    CHECK(again->state == theirs);
-    CHECK(again->committed_at_ms == t0 + 9);
-  }
-  SECTION("no stamp, or another one: the whole head") {
-    for (int64_t stamp : {int64_t{0}, t0 + 2}) {
-      auto read = store->ReadHeadAfter(id, held, stamp);
-      REQUIRE(read.has_value());
-      CHECK(read->state == theirs);
-      CHECK(read->committed_at_ms == WholeStamp<TestType>(t0 + 9));
-    }
-  }
-  SECTION("dropped and written again past the held version: the new conversation, whole") {
-    REQUIRE(store->DropConversation(id).ok());
-    LedgerState again;
-    // Turn 2 has the held turn's stamp but not its calls; the first turn
-    // of the old conversation (fact last_call = c1 at turn 1) is gone.
-    REQUIRE(CommitCall(*store, id, again, "x1", t0).ok());
-    REQUIRE(CommitCall(*store, id, again, "x2", t0 + 1).ok());
-    REQUIRE(CommitCall(*store, id, again, "x3", t0 + 3).ok());
-    auto read = store->ReadHeadAfter(id, held, t0 + 1);
-    REQUIRE(read.has_value());
-    CHECK(read->state == again);
-    CHECK(read->committed_at_ms == WholeStamp<TestType>(t0 + 3));
-  }
-  SECTION("dropped and shorter than the held version: the new conversation, whole") {
-    REQUIRE(store->DropConversation(id).ok());
-    LedgerState again;
-    REQUIRE(CommitCall(*store, id, again, "x1", t0).ok());
-    auto read = store->ReadHeadAfter(id, held, t0 + 1);
-    REQUIRE(read.has_value());
-    CHECK(read->state == again);
-    CHECK(read->committed_at_ms == WholeStamp<TestType>(t0));
-  }
-  SECTION("more turns behind than a sixteenth of the held records (at least 64): whole") {
-    REQUIRE(internal::CatchUpLimit(held) == 64);
-    for (int i = 10; i <= 66; ++i)
-      REQUIRE(CommitCall(*store, id, theirs, "c" + std::to_string(i), t0 + i).ok());
-    auto read = store->ReadHeadAfter(id, held, t0 + 1);  // 64 behind: caught up
-    REQUIRE(read.has_value());
-    CHECK(read->state == theirs);
-    CHECK(read->committed_at_ms == t0 + 66);
-    REQUIRE(CommitCall(*store, id, theirs, "c67", t0 + 67).ok());
-    read = store->ReadHeadAfter(id, held, t0 + 1);  // 65 behind
-    REQUIRE(read.has_value());
-    CHECK(read->state == theirs);
-    CHECK(read->committed_at_ms == WholeStamp<TestType>(t0 + 67));
-  }
-}
-
-TEST_CASE("redis: a rebase reads the other writer's turns in one XRANGE, not the whole head",
+TEST_CASE("redis: a rebase reads the other writer's turns in one call, not the whole head",
           "[redis]") {
-  auto server = RedisServer::Start();
-  RedisOptions options;
-  options.url = server->url();
-  options.store = StoreOpts(4);
-  auto store = OpenRedisStore(options).value();
+  PrivateRedis redis;
   ManualClock clock;
-  ConversationId id{"acme", "xrange"};
-  auto bob = Ledger::Open(*store, id, clock).value();
-  auto alice = Ledger::Open(*store, id, clock).value();
-  for (int i = 0; i < 40; ++i) {  // snapshots at 4, 8, ...: a whole read would replay
+  ConversationId id{"acme", "since"};
+  auto bob = Ledger::Open(*redis.store, id, clock).value();
+  auto alice = Ledger::Open(*redis.store, id, clock).value();
+  CHECK(alice->known_head().incarnation.empty());  // no conversation yet
+  for (int i = 0; i < 40; ++i) {  // snapshots at 4, 8, ...: a whole read would page back
     REQUIRE(alice->Stage(SetUpdate(Category::kFact, "n" + std::to_string(i), i)).ok());
     clock.Advance(1);
     REQUIRE(alice->Commit().has_value());
+    // Alice created it, and asked its incarnation once.
+    REQUIRE(alice->known_head().incarnation.size() == 32);  // 128 bits, in hex
   }
-  // Bob opened at version 0 (nothing held): his first rebase reads the head
-  // whole, with its stamp; after that he catches up.
+  // Bob opened before the conversation existed: his first rebase reads the
+  // head whole, and with it the conversation's incarnation; then he catches up.
   REQUIRE(bob->Stage(SetUpdate(Category::kFact, "bob", 1)).ok());
   REQUIRE(bob->Commit().error().code() == StatusCode::kConflict);
   REQUIRE(bob->Rebase().ok());
+  CHECK(bob->known_head().incarnation == alice->known_head().incarnation);
   for (int i = 0; i < 3; ++i) {
     REQUIRE(alice->Rebase().ok());
     REQUIRE(alice->Stage(SetUpdate(Category::kFact, "alice", i)).ok());
@@ -222,25 +128,184 @@ TEST_CASE("redis: a rebase reads the other writer's turns in one XRANGE, not the
     REQUIRE(alice->Commit().has_value());
   }
   REQUIRE(bob->Commit().error().code() == StatusCode::kConflict);
-  REQUIRE(server->Run({"CONFIG", "RESETSTAT"}) == "OK");
+  redis.ResetCounts();
   REQUIRE(bob->Rebase().ok());
-  CHECK(Calls(*server, "xrange") == 1);
-  CHECK(Calls(*server, "xrevrange") == 0);
+  CHECK(redis.Calls("fcall") == 1);
+  CHECK_FALSE(redis.ReadWhole());
   CHECK(bob->head() == alice->head());
   REQUIRE(bob->Commit().value() == 44);
-  CHECK(store->ReadHead(id).value() == bob->head());
+  CHECK(redis.store->ReadHead(id).value() == bob->head());
 }
 
-TEST_CASE("store: a store without history reads the whole head after a held one", "[store]") {
-  ManualClock clock;
-  ForwardingStore store(NewHeadsOnlyMemoryStore({}, clock));  // Store's default
-  ConversationId id{"acme", "heads"};
+TEST_CASE("redis: ReadHeadAfter catches up only within the incarnation the head was read in",
+          "[redis]") {
+  PrivateRedis redis;
+  Store& store = *redis.store;
+  const ConversationId id{"acme", "after"};
+  const int64_t t0 = 1'700'000'000'000;
   LedgerState mine;
-  REQUIRE(CommitCall(store, id, mine, "c1", clock.NowMs()).ok());
-  const LedgerState held = mine;
-  REQUIRE(CommitCall(store, id, mine, "c2", clock.NowMs() + 1).ok());
-  auto read = store.ReadHeadAfter(id, held, clock.NowMs());
+  REQUIRE(CommitSet(store, id, mine, "refund_approved", true, t0).ok());
+  REQUIRE(CommitSet(store, id, mine, "step", 2, t0 + 1).ok());
+  const HeadRead held = store.ReadHeadAfter(id, {}).value();  // version 2, read whole
+  REQUIRE(held.state == mine);
+  REQUIRE(held.incarnation.size() == 32);
+  REQUIRE(held.turn != nullptr);
+  CHECK(*held.turn == store.ReadTurns(id, 2, 2).value().front());
+  // Its creator's view: turn 1 as committed gives the incarnation; any other
+  // turn none.
+  TurnRecord one = store.ReadTurns(id, 1, 1).value().front();
+  CHECK(store.IncarnationOf(id, one).value() == held.incarnation);
+  one.committed_at_ms += 1;
+  CHECK(store.IncarnationOf(id, one).value().empty());
+  CHECK(store.IncarnationOf(id, *held.turn).value().empty());
+  LedgerState theirs = mine;
+  for (int i = 3; i <= 9; ++i) REQUIRE(CommitSet(store, id, theirs, "step", i, t0 + i).ok());
+
+  SECTION("the same incarnation: the turns after the held head only") {
+    redis.ResetCounts();
+    auto read = store.ReadHeadAfter(id, held);
+    REQUIRE(read.has_value());
+    CHECK(read->state == theirs);
+    CHECK(read->incarnation == held.incarnation);
+    CHECK_FALSE(redis.ReadWhole());
+    // Already at the head: the same state back.
+    auto again = store.ReadHeadAfter(id, *read);
+    REQUIRE(again.has_value());
+    CHECK(again->state == theirs);
+    CHECK_FALSE(redis.ReadWhole());
+  }
+  SECTION("no incarnation or another one, or no turn: the whole head") {
+    for (const std::string& incarnation : {std::string(), std::string(32, '0'), held.incarnation}) {
+      HeadRead known = held;
+      known.incarnation = incarnation;
+      if (incarnation == held.incarnation) known.turn = nullptr;
+      redis.ResetCounts();
+      auto read = store.ReadHeadAfter(id, known);
+      REQUIRE(read.has_value());
+      CHECK(read->state == theirs);
+      CHECK(read->incarnation == held.incarnation);
+      CHECK(redis.ReadWhole());
+    }
+  }
+  SECTION("dropped and written again, turn for turn at the same times: the new one, whole") {
+    REQUIRE(store.DropConversation(id).ok());
+    // Turn 1 no longer approves the refund; turns 2.. are the old ones, byte
+    // for byte. Only the incarnation tells the held head is not this one's.
+    LedgerState again;
+    REQUIRE(CommitSet(store, id, again, "refund_approved", false, t0).ok());
+    REQUIRE(CommitSet(store, id, again, "step", 2, t0 + 1).ok());
+    REQUIRE(CommitSet(store, id, again, "step", 3, t0 + 3).ok());
+    redis.ResetCounts();
+    auto read = store.ReadHeadAfter(id, held);
+    REQUIRE(read.has_value());
+    CHECK(read->state == again);
+    CHECK(read->state.of(Category::kFact).at("refund_approved").value == false);
+    CHECK(read->incarnation.size() == 32);
+    CHECK(read->incarnation != held.incarnation);
+    CHECK(redis.ReadWhole());
+  }
+  SECTION("the held turn lost and written again in the same incarnation: whole") {
+    // As after a failover that lost the newest turns (asynchronous
+    // replication): entry 2 is gone, and another turn 2 takes its place.
+    const std::string key = internal::TurnStreamKey(id);
+    for (int v = 2; v <= 9; ++v)
+      REQUIRE(redis.server->Run({"XDEL", key, "0-" + std::to_string(v)}) == "1");
+    REQUIRE(redis.server->Run({"XSETID", key, "0-1"}) == "OK");
+    LedgerState rewritten = store.ReadVersion(id, 1).value();
+    REQUIRE(CommitSet(store, id, rewritten, "refund_approved", false, t0 + 1).ok());
+    REQUIRE(CommitSet(store, id, rewritten, "step", 3, t0 + 3).ok());
+    redis.ResetCounts();
+    auto read = store.ReadHeadAfter(id, held);
+    REQUIRE(read.has_value());
+    CHECK(read->state == rewritten);
+    CHECK(read->incarnation == held.incarnation);
+    CHECK(redis.ReadWhole());
+  }
+  SECTION("dropped: the empty head, no incarnation") {
+    REQUIRE(store.DropConversation(id).ok());
+    auto read = store.ReadHeadAfter(id, held);
+    REQUIRE(read.has_value());
+    CHECK(read->state.version == 0);
+    CHECK(read->incarnation.empty());
+  }
+  SECTION("more turns behind than a sixteenth of the held records (at least 64): whole") {
+    for (int i = 10; i <= 66; ++i) REQUIRE(CommitSet(store, id, theirs, "step", i, t0 + i).ok());
+    redis.ResetCounts();
+    auto read = store.ReadHeadAfter(id, held);  // 64 behind
+    REQUIRE(read.has_value());
+    CHECK(read->state == theirs);
+    CHECK_FALSE(redis.ReadWhole());
+    REQUIRE(CommitSet(store, id, theirs, "step", 67, t0 + 67).ok());
+    redis.ResetCounts();
+    read = store.ReadHeadAfter(id, held);  // 65 behind
+    REQUIRE(read.has_value());
+    CHECK(read->state == theirs);
+    CHECK(redis.ReadWhole());
+  }
+}
+
+TEST_CASE("redis: a stream written before incarnations is always read whole", "[redis]") {
+  PrivateRedis redis;
+  const ConversationId id{"acme", "old"};
+  const std::string key = internal::TurnStreamKey(id);
+  // The entries as 0.1 wrote them: field t only (and s on snapshot turns).
+  LedgerState head;
+  for (uint64_t v = 1; v <= 3; ++v) {
+    TurnRecord turn;
+    turn.turn = v;
+    turn.committed_at_ms = 1'700'000'000'000 + static_cast<int64_t>(v);
+    turn.updates.push_back(SetUpdate(Category::kFact, "n", v));
+    turn.updates.back().provenance.turn = v;
+    REQUIRE(ApplyTurn(head, turn).ok());
+    REQUIRE(redis.server->Run({"XADD", key, "0-" + std::to_string(v), "t",
+                               internal::TurnRecordBytes(turn)}) == "0-" + std::to_string(v));
+  }
+  const HeadRead held = redis.store->ReadHeadAfter(id, {}).value();
+  CHECK(held.state == head);
+  CHECK(held.incarnation.empty());
+  // Written on by this version: still no incarnation (only a new
+  // conversation's first entry gets one), so still read whole.
+  LedgerState mine = head;
+  REQUIRE(CommitSet(*redis.store, id, mine, "n", 4, 1'700'000'000'004).ok());
+  redis.ResetCounts();
+  // Even given an incarnation, the stream shows none: read whole.
+  HeadRead known = held;
+  known.incarnation = std::string(32, 'a');
+  redis.ResetCounts();
+  auto read = redis.store->ReadHeadAfter(id, known);
   REQUIRE(read.has_value());
   CHECK(read->state == mine);
-  CHECK(read->committed_at_ms == 0);
+  CHECK(read->incarnation.empty());
+  CHECK(redis.ReadWhole());
+}
+
+// A server whose taskledger_ledger library is an older one (a process of an
+// earlier version loaded it last): its tl_commit would take the empty
+// snapshot argument a first turn sends before its incarnation for a
+// snapshot, leaving the conversation unreadable. The first turn goes to
+// tl_commit2, which such a library does not have: the writer loads its own,
+// and the conversation reads back.
+TEST_CASE("redis: a first turn on a server holding an older library lands readable", "[redis]") {
+  PrivateRedis redis;
+  const char* older = R"LUA(#!lua name=taskledger_ledger
+redis.register_function('tl_commit', function(keys, args)
+  local key, base, retention, turn, snapshot = keys[1], tonumber(args[1]), args[2], args[3], args[4]
+  if redis.call('XLEN', key) ~= base then return redis.error_reply('TLCONFLICT 0') end
+  local id = string.format('0-%d', base + 1)
+  if snapshot then
+    redis.call('XADD', key, id, 't', turn, 's', snapshot)
+  else
+    redis.call('XADD', key, id, 't', turn)
+  end
+  return base + 1
+end)
+)LUA";
+  REQUIRE(redis.server->Run({"FUNCTION", "LOAD", "REPLACE", older}) == "taskledger_ledger");
+  const ConversationId id{"acme", "older"};
+  LedgerState mine;
+  REQUIRE(CommitSet(*redis.store, id, mine, "n", 1, 1'700'000'000'000).ok());
+  CHECK(redis.store->ReadHead(id).value() == mine);
+  const HeadRead read = redis.store->ReadHeadAfter(id, {}).value();
+  CHECK(read.state == mine);
+  CHECK(read.incarnation.size() == 32);
 }

@@ -325,4 +325,59 @@ TEST_CASE("provenance reopen: the sources a session keeps stay queued until a qu
   CHECK(s.provenance().health().ok());
   CHECK(s.provenance().queued_bytes() < 2000);
 }
+// Each request of `taskledger serve` opens a session with the carry the last
+// one left. On Redis that open reads only the turns committed since the
+// carried head (one FCALL tl_since), not the whole conversation (#16).
+TEST_CASE("provenance reopen: on Redis a carried head is caught up, not read whole",
+          "[provenance][redis]") {
+  auto server = taskledger::testing::RedisServer::Start();
+  auto store = OpenStore(server->url());
+  REQUIRE(store.has_value());
+  const ConversationId id{"t", "carried"};
+  auto calls = [&](const std::string& command) -> int64_t {
+    const std::string info = server->Run({"INFO", "commandstats"});
+    const std::string tag = "cmdstat_" + command + ":calls=";
+    const size_t at = info.find(tag);
+    return at == std::string::npos ? 0 : std::stoll(info.substr(at + tag.size()));
+  };
+  std::shared_ptr<ProvenanceCarry> carry;
+  {
+    auto s = Session::Open(**store, id, Pack());
+    REQUIRE(s.has_value());
+    Converse(**s);
+    carry = (*s)->TakeProvenance();
+    REQUIRE(carry != nullptr);
+    // It created the conversation and asked the store for its incarnation.
+    CHECK(carry->head_incarnation.size() == 32);
+  }
+  REQUIRE(server->Run({"CONFIG", "RESETSTAT"}) == "OK");
+  SessionOptions options;
+  options.provenance = carry;
+  auto next = Session::Open(**store, id, Pack(), options);
+  REQUIRE(next.has_value());
+  CHECK(calls("fcall") == 1);
+  CHECK(calls("xrevrange") == 0);  // nothing paged back from the head
+  CHECK(carry->index == nullptr);  // the index was taken too
+  CHECK((*next)->ledger().head() == (*store)->ReadHead(id).value());
+
+  // A peer's turn since: caught up on it, the index rebuilt with its source.
+  auto carry2 = (*next)->TakeProvenance();
+  REQUIRE(carry2 != nullptr);
+  {
+    auto peer = Session::Open(**store, id, Pack());
+    REQUIRE(peer.has_value());
+    REQUIRE((*peer)->RecordUserMessage("the peer heard www.peer.example").ok());
+    REQUIRE((*peer)->EndTurn().has_value());
+  }
+  REQUIRE(server->Run({"CONFIG", "RESETSTAT"}) == "OK");
+  options.provenance = carry2;
+  auto after = Session::Open(**store, id, Pack(), options);
+  REQUIRE(after.has_value());
+  CHECK(calls("fcall") == 1);
+  // One XREVRANGE: the head of ReadTurns, which rebuilds the index; a whole
+  // read of the state would have paged back with another.
+  CHECK(calls("xrevrange") == 1);
+  CHECK((*after)->ledger().head() == (*store)->ReadHead(id).value());
+  CHECK((*after)->provenance().SourcesOf("www.peer.example")->size() == 1);
+}
 #endif

@@ -30,19 +30,27 @@ Result<uint64_t> ReadStreamHead(RedisRouter& router, const ConversationId& id);
 // it and the turns after it, read newest first, `first_page` entries in the
 // first page (the writers' snapshot_every), doubling up to 1024 after.
 // NotFound for a version above the head; Corruption for a gap. With
-// `committed_at_ms`, also the commit time of the turn that produced it (0 for
-// version 0).
+// `turn`, also the turn that produced it (null for version 0).
 Result<LedgerState> ReadStreamState(RedisRouter& router, const ConversationId& id,
                                     std::optional<uint64_t> version, uint64_t first_page,
-                                    int64_t* committed_at_ms = nullptr);
+                                    std::shared_ptr<const TurnRecord>* turn = nullptr);
+
+// The conversation's incarnation: field `i` of its first entry; empty when
+// it has none (never written, or written before incarnations).
+Result<std::string> ReadStreamIncarnation(RedisRouter& router, const ConversationId& id);
+
+// Store::IncarnationOf: FCALL tl_since from version 1, one entry: its
+// incarnation if that entry's turn is `turn_one`.
+Result<std::string> StreamIncarnationOf(RedisRouter& router, const ConversationId& id,
+                                        const TurnRecord& turn_one);
 
 // The head caught up from `known` (Store::ReadHeadAfter) in one round trip:
-// XRANGE from known.version, at most CatchUpLimit(known) + 2 entries. nullopt
-// when the caller must read the whole head instead: too far behind, or the
-// stored turn at known.version is not the one `known` ends with.
+// FCALL tl_since from known's version. nullopt when the caller must read the
+// whole head instead: another (or no) incarnation, another turn at that
+// version, more than max(64, known's records / 16) turns behind, turns that
+// do not read back or apply, or an error reply (no such function, an ACL).
 Result<std::optional<HeadRead>> CatchUpStreamState(RedisRouter& router, const ConversationId& id,
-                                                   const LedgerState& known,
-                                                   int64_t known_committed_at_ms);
+                                                   const HeadRead& known);
 
 // Turns first..last (first clamped to 1); empty when first > last. NotFound
 // when last is above the head; Corruption for a gap.

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -23,6 +24,9 @@ struct StreamEntry {
   uint64_t version = 0;
   const std::string* turn = nullptr;   // field `t`: the encoded TurnRecord
   const std::string* state = nullptr;  // field `s`: the full state; snapshot turns only
+  // Field `i`: the conversation's incarnation; version 1 only (and not in
+  // streams written before incarnations).
+  const std::string* incarnation = nullptr;
 };
 
 // "0-<version>": the id of version `version`'s entry.
@@ -49,8 +53,8 @@ Result<LedgerState> DecodeSnapshotEntry(const StreamEntry& entry, std::string_vi
 // The state at the newest of `newest_first`, a contiguous run of entries in
 // descending order that ends at a snapshot entry or at version 1: the
 // snapshot (or the empty state) with the newer turns replayed on it. With
-// `committed_at_ms`, also the commit time of the newest entry's turn.
+// `head_turn`, also the newest entry's turn record.
 Result<LedgerState> Replay(std::span<const StreamEntry> newest_first, std::string_view what,
-                           int64_t* committed_at_ms = nullptr);
+                           std::shared_ptr<const TurnRecord>* head_turn = nullptr);
 
 }  // namespace taskledger::internal

@@ -28,6 +28,11 @@ class Ledger {
   // Reads the head state of `id` from `store` (which must outlive the Ledger).
   static Result<std::unique_ptr<Ledger>> Open(Store& store, ConversationId id,
                                               const Clock& clock = SystemClock());
+  // Open, for a caller that still holds a head of `id` an earlier Ledger had
+  // (its known_head()): reads only the turns committed since, when the store
+  // can vouch for that head (Store::ReadHeadAfter).
+  static Result<std::unique_ptr<Ledger>> Open(Store& store, ConversationId id, const Clock& clock,
+                                              const HeadRead& known);
 
   const ConversationId& id() const { return id_; }
   // The last committed version.
@@ -36,6 +41,10 @@ class Ledger {
   uint64_t turn() const { return head_.version + 1; }
   // The committed head state.
   const LedgerState& head() const { return head_; }
+  // head(), the turn that produced it and the incarnation of the
+  // conversation it was read in, as far as the store told (HeadRead): what a
+  // later Ledger::Open or Rebase catches up from.
+  HeadRead known_head() const { return HeadRead{head_, head_turn_, head_incarnation_}; }
   // Head plus everything staged in the current turn; what policies see.
   const LedgerState& working() const { return working_; }
   // Number of updates staged in the current turn (with version(), it names
@@ -77,8 +86,8 @@ class Ledger {
   std::string commit_carrier_id() const { return store_.CommitCarrierId(); }
   // Reloads the head from the store and re-applies the staged turn on top.
   // It reads only the turns other writers committed since the head it holds
-  // (Store::ReadHeadAfter), when the store can vouch for that head; else the
-  // whole head.
+  // when the store still holds the incarnation that head was read in
+  // (Store::ReadHeadAfter); else the whole head.
   Status Rebase();
   // Discards the staged turn.
   void Abandon();
@@ -92,16 +101,23 @@ class Ledger {
   Status Reapply();
   // Stamps the staged turn and builds the state it commits.
   Result<LedgerState> Seal();
-  // Installs the committed state `next`, stamped `committed_at_ms`, as the head.
-  void Advance(LedgerState next, int64_t committed_at_ms);
+  // Installs the committed state `next`, produced by `turn` (null: not
+  // kept), as the head.
+  void Advance(LedgerState next, std::shared_ptr<const TurnRecord> turn);
+  // Installs a head read from the store.
+  void Install(HeadRead head);
+  // Whether a commit keeps its turn as head_turn_ (see ledger.cc).
+  bool KeepsTurns() const;
 
   Store& store_;
   ConversationId id_;
   const Clock& clock_;
   LedgerState head_;
-  // When the turn that produced head_ was committed; 0 when not known (a
-  // head read whole): what lets Rebase read only the turns after head_.
-  int64_t head_committed_at_ms_ = 0;
+  // The turn that produced head_ and the incarnation of the conversation
+  // head_ was read in (HeadRead); null / empty when not known: what lets
+  // Rebase read only the turns after head_.
+  std::shared_ptr<const TurnRecord> head_turn_;
+  std::string head_incarnation_;
   LedgerState working_;
   TurnRecord pending_;
   uint64_t generation_ = 0;

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -60,11 +61,13 @@ struct CarriedCommit {
 // CommitTurn that failed so.
 using CommitCarrier = std::function<Result<CarriedCommit>(const EncodedCommit&)>;
 
-// A head state and the commit time of the turn that produced it (0: not
-// known, as after a whole-head read; see Store::ReadHeadAfter).
+// A head state, the turn that produced it, and the incarnation of the
+// conversation it was read in (see Store::ReadHeadAfter). `turn` null and
+// `incarnation` empty: not known.
 struct HeadRead {
   LedgerState state;
-  int64_t committed_at_ms = 0;
+  std::shared_ptr<const TurnRecord> turn;
+  std::string incarnation;
 };
 
 class Store {
@@ -90,22 +93,27 @@ class Store {
   virtual Result<LedgerState> ReadVersion(const ConversationId& id, uint64_t version) = 0;
   // The head state in one call (what a reopened session resumes from).
   virtual Result<LedgerState> ReadHead(const ConversationId& id);
-  // The head state for a caller that holds `known`, this conversation's state
-  // at known.version, produced by a turn committed at `known_committed_at_ms`
-  // (a head it committed or read with its stamp; what Ledger::Rebase holds).
-  // Reads only the turns after known.version and applies them, so catching
-  // up on another writer's few turns costs those turns, not the whole state.
-  // Reads the whole head instead when the stamp is 0, when more turns are
-  // behind than a sixteenth of known's records (at least 64: reading the head
-  // replays as many after its snapshot), or when the stored turn at
-  // known.version is not the one `known` ends with (its stamp and calls): the
-  // conversation was dropped and written again since. committed_at_ms is the
-  // returned head's stamp when the store can tell (RedisStore: always; the
-  // default: after catching up), else 0. The default reads Head and
-  // ReadTurns; MemoryStore, whose ReadHead is an O(1) copy, always reads the
-  // head (stamp 0).
-  virtual Result<HeadRead> ReadHeadAfter(const ConversationId& id, const LedgerState& known,
-                                         int64_t known_committed_at_ms);
+  // The head state for a caller that holds `known`: this conversation's state
+  // at known.state.version, the turn that produced it and the incarnation it
+  // was read in (an earlier HeadRead; what Ledger::Rebase holds). A
+  // conversation dropped (or expired) and written again is another
+  // incarnation. When the store still holds that incarnation and, at that
+  // version, that very turn, only the turns after it are read and applied to
+  // the held state, so catching up on another writer's few turns costs those
+  // turns, not the whole state. Else, and when the turn or the incarnation is
+  // not known or more turns are behind than a sixteenth of the held records
+  // (at least 64: reading the head replays as many after its snapshot), the
+  // whole head is read. The result carries its turn and incarnation when the
+  // store has them. The default reads the whole head (ReadHead) and knows
+  // neither; so does MemoryStore, whose head is an O(1) copy. RedisStore:
+  // docs/redis-keys.md, "Incarnations".
+  virtual Result<HeadRead> ReadHeadAfter(const ConversationId& id, const HeadRead& known);
+  // The incarnation of `id` as a writer that just created it sees it: that of
+  // the conversation whose turn 1 is `turn_one` (the turn the writer
+  // committed), so the writer can catch up later without reading the head
+  // whole once. Empty when the store has none, or its turn 1 is another (the
+  // conversation was written again since). The default: empty, nothing read.
+  virtual Result<std::string> IncarnationOf(const ConversationId& id, const TurnRecord& turn_one);
   // Turn records first..last inclusive (1-based versions); NotFound if last > head.
   virtual Result<std::vector<TurnRecord>> ReadTurns(const ConversationId& id, uint64_t first,
                                                     uint64_t last) = 0;

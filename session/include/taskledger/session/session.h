@@ -256,7 +256,10 @@ struct SessionOptions {
   // (TakeProvenance): Open takes its index (leaving it null) when it is for
   // this conversation and pack version and its head equals the store's head,
   // instead of indexing the conversation's persisted sources again. Any other
-  // carry is ignored (the index is rebuilt from the store).
+  // carry is ignored (the index is rebuilt from the store). A carry of this
+  // conversation also spares reading the whole head: the ledger reads only
+  // the turns committed since the carried head (Ledger::Open with a known
+  // head), when the store still holds its incarnation.
   std::shared_ptr<ProvenanceCarry> provenance;
 };
 
@@ -269,6 +272,11 @@ struct ProvenanceCarry {
   ConversationId id;
   std::string pack_version;
   LedgerState head;  // the committed state whose sources the index holds
+  // The turn that produced head and the incarnation it was read in
+  // (Ledger::known_head; null / empty: not known): let the next Open read
+  // only the turns committed since.
+  std::shared_ptr<const TurnRecord> head_turn;
+  std::string head_incarnation;
   std::unique_ptr<provenance::ProvenanceIndex> index;
 };
 

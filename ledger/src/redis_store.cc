@@ -59,17 +59,13 @@ uint64_t SnapshotStride(uint64_t every, const LedgerState& state) {
 using internal::Reply;
 
 // A new conversation's incarnation (docs/redis-keys.md, "Incarnations"): 128
-// random bits in hex, drawn per conversation created, so no two creations of
-// one conversation share one.
+// random bits in hex, drawn per conversation created from the system's
+// source (no generator state a forked process could share), so no two
+// creations of one conversation share one.
 std::string NewIncarnation() {
-  thread_local std::mt19937_64 bits{[] {
-    std::random_device device;
-    std::seed_seq seed{device(), device(), device(), device(), device(), device()};
-    return std::mt19937_64(seed);
-  }()};
+  std::random_device device;
   char out[33];
-  std::snprintf(out, sizeof out, "%016llx%016llx", static_cast<unsigned long long>(bits()),
-                static_cast<unsigned long long>(bits()));
+  std::snprintf(out, sizeof out, "%08x%08x%08x%08x", device(), device(), device(), device());
   return std::string(out, 32);
 }
 

@@ -147,9 +147,12 @@ void Ledger::Install(HeadRead head) {
 }
 
 // Whether the committed turn is kept for a later catch-up: when the store
-// can vouch for this conversation's heads (it told an incarnation, or this
-// turn creates the conversation). A store that cannot is not paid for it.
-bool Ledger::KeepsTurns() const { return !head_incarnation_.empty() || head_.version == 0; }
+// records incarnations and can vouch for this conversation's heads (it told
+// an incarnation, or this turn creates the conversation). A store that
+// cannot (the memory store) is not paid for it, not even a copy of turn 1.
+bool Ledger::KeepsTurns() const {
+  return store_.KeepsIncarnations() && (!head_incarnation_.empty() || head_.version == 0);
+}
 
 Result<uint64_t> Ledger::Commit() {
   auto next = Seal();

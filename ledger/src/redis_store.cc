@@ -191,6 +191,8 @@ class RedisStore final : public Store {
     return read;
   }
 
+  bool KeepsIncarnations() const override { return true; }
+
   Result<std::string> IncarnationOf(const ConversationId& id, const TurnRecord& turn_one) override {
     return internal::StreamIncarnationOf(*router_, id, turn_one);
   }

@@ -108,6 +108,10 @@ class Store {
   // neither; so does MemoryStore, whose head is an O(1) copy. RedisStore:
   // docs/redis-keys.md, "Incarnations".
   virtual Result<HeadRead> ReadHeadAfter(const ConversationId& id, const HeadRead& known);
+  // Whether ReadHeadAfter can catch up at all (the store records
+  // incarnations): a Ledger keeps its committed turns for it only then. The
+  // default: false.
+  virtual bool KeepsIncarnations() const { return false; }
   // The incarnation of `id` as a writer that just created it sees it: that of
   // the conversation whose turn 1 is `turn_one` (the turn the writer
   // committed), so the writer can catch up later without reading the head

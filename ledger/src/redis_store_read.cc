@@ -2,7 +2,7 @@
 // entry of the turn stream; a state is the newest snapshot at or below the
 // version asked for plus the turns after it, paged back newest first; a range
 // of turns is one XRANGE checked against the head; catching a held state up
-// is one XRANGE from its version; a tenant's conversations
+// is one FCALL tl_since from its version; a tenant's conversations
 // are a SCAN of every primary. The commit path, which writes the stream, is
 // redis_store.cc.
 #include "internal/redis_store_read.h"
@@ -11,7 +11,6 @@
 #include <deque>
 #include <set>
 
-#include "internal/ledger_redis_function.h"
 #include "internal/redis_stream.h"
 #include "taskledger/redis/keys.h"
 
@@ -101,8 +100,11 @@ Result<std::optional<std::string>> Since(RedisRouter& router, const std::string&
                                          const std::string& from, size_t count, Reply& reply,
                                          std::vector<StreamEntry>& entries) {
   const std::string n = std::to_string(count);
+  // No library: a server whose tl_since is missing (an older process
+  // reloaded its own library), or a user whose ACL may not load one,
+  // answers an error, and the caller reads the head whole.
   auto replies = router.Batch(
-      1, &LedgerFunctionLibrary(), [&](size_t) { return std::string_view(key); },
+      1, nullptr, [&](size_t) { return std::string_view(key); },
       [&](RedisClient& client, size_t) {
         client.Queue({"FCALL", "tl_since", "1", key, from, n});
       });

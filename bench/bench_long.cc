@@ -26,61 +26,16 @@
 #include <string>
 #include <vector>
 
+#include "long_conversation.h"
 #include "taskledger/ledger/memory_store.h"
 #include "taskledger/pack/rule_pack.h"
 #include "taskledger/session/replay.h"
 #include "taskledger/session/session.h"
-#include "taskledger/session/trace.h"
 
 using namespace taskledger;
+using taskledger::bench::GenerateLongConversation;
 
 namespace {
-
-// Replaces every string equal to `from` inside `j` by `to`.
-void Relabel(nlohmann::json& j, const std::string& from, const std::string& to) {
-  if (j.is_string()) {
-    if (j.get_ref<const std::string&>() == from) j = to;
-  } else if (j.is_structured()) {
-    for (auto& x : j) Relabel(x, from, to);
-  }
-}
-
-Result<TraceConversation> Generate(const std::string& trace_path, int calls) {
-  std::ifstream in(trace_path);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    auto parsed = ParseTraceLine(line);
-    if (!parsed.has_value()) return parsed.error();
-    const TraceConversation& c = parsed.value();
-    size_t call = 0;
-    while (call < c.events.size() && !(c.events[call].type == TraceEventType::kCall &&
-                                       c.events[call].tool == "get_order_details")) {
-      ++call;
-    }
-    if (call + 1 >= c.events.size() || c.events[call + 1].type != TraceEventType::kResult) continue;
-    TraceConversation out;
-    out.conversation = "long-" + std::to_string(calls);
-    out.domain = c.domain;
-    out.events.assign(c.events.begin(), c.events.begin() + static_cast<ptrdiff_t>(call));
-    const TraceEvent& get = c.events[call];
-    const TraceEvent& result = c.events[call + 1];
-    const std::string order = get.arguments.value("order_id", "");
-    for (int i = 0; i < calls; ++i) {
-      std::string id = "#W" + std::to_string(9'000'000 + i);
-      TraceEvent g = get;
-      g.id = "long" + std::to_string(i);
-      Relabel(g.arguments, order, id);
-      TraceEvent r = result;
-      r.id = g.id;
-      Relabel(r.output, order, id);
-      out.events.push_back(std::move(g));
-      out.events.push_back(std::move(r));
-    }
-    return out;
-  }
-  return Status::NotFound("no get_order_details call with a result in " + trace_path);
-}
 
 struct Run {
   double seconds = 0;
@@ -129,8 +84,8 @@ int main(int argc, char** argv) {
   }
   std::shared_ptr<const RulePack> pack = loaded.value();
   const int quarter = std::max(1, calls / 4);
-  auto small = Generate(trace, quarter);
-  auto large = Generate(trace, calls);
+  auto small = GenerateLongConversation(trace, quarter);
+  auto large = GenerateLongConversation(trace, calls);
   if (!small.has_value() || !large.has_value()) {
     std::fprintf(stderr, "bench_long: %s\n",
                  (small.has_value() ? large.error() : small.error()).ToString().c_str());

@@ -4,15 +4,32 @@
 
 #include <charconv>
 
+#include "internal/redis_records.h"
 #include "taskledger/ledger/codec.h"
 
 namespace taskledger::internal {
 namespace {
 
+// The general decoding, for records the direct readers decline. A tag is kept
+// as a binary value's subtype, as the writer writes one (CborValue reads it
+// the same way).
 Result<nlohmann::json> Deserialize(const std::string& bytes, std::string_view what) {
-  auto j = nlohmann::json::from_cbor(bytes, /*strict=*/true, /*allow_exceptions=*/false);
+  auto j = nlohmann::json::from_cbor(bytes, /*strict=*/true, /*allow_exceptions=*/false,
+                                     nlohmann::json::cbor_tag_handler_t::store);
   if (j.is_discarded()) return Status::Corruption(std::string(what) + ": undecodable record");
   return j;
+}
+
+// A record read directly when it has the writer's layout, else through the
+// codec (see ReadStateRecord in internal/redis_records.h).
+template <class T, class Read, class DecodeJson>
+Result<T> Decode(const std::string& bytes, const std::string& name, Read read, DecodeJson decode) {
+  if (std::optional<T> direct = read(bytes)) return std::move(*direct);
+  auto j = Deserialize(bytes, name);
+  if (!j) return j.error();
+  Result<T> decoded = decode(*j);
+  if (!decoded) return Status::Corruption(name + ": " + decoded.error().message());
+  return decoded;
 }
 
 std::string Named(std::string_view what, std::string_view record, uint64_t version) {
@@ -76,10 +93,8 @@ Status CheckContiguous(std::span<const StreamEntry> entries, bool descending,
 
 Result<TurnRecord> DecodeTurnEntry(const StreamEntry& entry, std::string_view what) {
   std::string name = Named(what, "turn", entry.version);
-  auto j = Deserialize(*entry.turn, name);
-  if (!j) return j.error();
-  auto turn = DecodeTurn(*j);
-  if (!turn) return Status::Corruption(name + ": " + turn.error().message());
+  auto turn = Decode<TurnRecord>(*entry.turn, name, ReadTurnRecord, DecodeTurn);
+  if (!turn) return turn.error();
   if (turn->turn != entry.version) {
     return Status::Corruption(name + ": records turn " + std::to_string(turn->turn));
   }
@@ -88,10 +103,8 @@ Result<TurnRecord> DecodeTurnEntry(const StreamEntry& entry, std::string_view wh
 
 Result<LedgerState> DecodeSnapshotEntry(const StreamEntry& entry, std::string_view what) {
   std::string name = Named(what, "snapshot", entry.version);
-  auto j = Deserialize(*entry.state, name);
-  if (!j) return j.error();
-  auto state = DecodeState(*j);
-  if (!state) return Status::Corruption(name + ": " + state.error().message());
+  auto state = Decode<LedgerState>(*entry.state, name, ReadStateRecord, DecodeState);
+  if (!state) return state.error();
   if (state->version != entry.version) {
     return Status::Corruption(name + ": records version " + std::to_string(state->version));
   }

@@ -12,7 +12,9 @@
 #pragma once
 
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "taskledger/ledger/state.h"
 
@@ -26,6 +28,16 @@ class CallBytesCache;
 // encodes only the calls recorded since its last use (same bytes).
 void AppendStateRecordBytes(const LedgerState& state, std::string& out,
                             CallBytesCache* calls = nullptr);
+
+// The state / turn a record's bytes hold, read straight into the structs
+// (redis_records_read.cc), when the bytes have the layout the writers above
+// emit (members in any order). nullopt when they do not (a member twice or
+// null, another encoding, damage): decode those with DecodeState /
+// DecodeTurn of nlohmann::json::from_cbor, which then decides what they hold
+// or how they are wrong. Whenever these read a record, the codec reads the
+// same value from it. O(size).
+std::optional<LedgerState> ReadStateRecord(std::string_view bytes);
+std::optional<TurnRecord> ReadTurnRecord(std::string_view bytes);
 
 // One call record's CBOR bytes (an element of the calls arrays), appended.
 void AppendCallBytes(const CallRecord& call, std::string& out);

@@ -174,18 +174,18 @@ class RedisStore final : public Store {
   }
 
   Result<HeadRead> ReadHeadAfter(const ConversationId& id, const HeadRead& known) override {
-    auto caught_up = internal::CatchUpStreamState(*router_, id, known);
+    std::optional<std::string> seen;
+    auto caught_up = internal::CatchUpStreamState(*router_, id, known, &seen);
     if (!caught_up.has_value()) return caught_up.error();
     if (caught_up.value()) return std::move(*caught_up.value());
-    // The incarnation first: if the conversation is dropped and written again
+    // The incarnation is read before the state (tl_since's, or in the first
+    // page's round trip): if the conversation is dropped and written again
     // before the state is read, the state is labelled with the older one,
     // which the stream never shows again (a later catch-up reads it whole).
     HeadRead read;
-    auto incarnation = internal::ReadStreamIncarnation(*router_, id);
-    if (!incarnation.has_value()) return incarnation.error();
-    read.incarnation = std::move(incarnation.value());
-    auto head =
-        internal::ReadStreamState(*router_, id, std::nullopt, options_.snapshot_every, &read.turn);
+    if (seen) read.incarnation = std::move(*seen);
+    auto head = internal::ReadStreamState(*router_, id, std::nullopt, options_.snapshot_every,
+                                          &read.turn, seen ? nullptr : &read.incarnation);
     if (!head.has_value()) return head.error();
     read.state = std::move(head.value());
     return read;

@@ -22,6 +22,16 @@ Status NotFound(const ConversationId& id, uint64_t version, uint64_t head) {
                           std::to_string(version) + " (head is " + std::to_string(head) + ")");
 }
 
+// The incarnation an XRANGE key 0-1 0-1 reply shows: field `i` of the first
+// entry; empty when it has none (never written, or written before
+// incarnations).
+Result<std::string> IncarnationOfReply(const Reply& reply, const std::string& what) {
+  std::vector<StreamEntry> entries;
+  if (Status s = AppendEntries(reply, what, entries); !s.ok()) return s;
+  if (entries.empty() || entries[0].incarnation == nullptr) return std::string();
+  return *entries[0].incarnation;
+}
+
 }  // namespace
 
 std::string DescribeConversation(const ConversationId& id) {
@@ -45,16 +55,29 @@ Result<uint64_t> ReadStreamHead(RedisRouter& router, const ConversationId& id) {
 // this store's snapshot_every; else pages grow until one is reached.
 Result<LedgerState> ReadStreamState(RedisRouter& router, const ConversationId& id,
                                     std::optional<uint64_t> version, uint64_t first_page,
-                                    std::shared_ptr<const TurnRecord>* turn) {
+                                    std::shared_ptr<const TurnRecord>* turn,
+                                    std::string* incarnation) {
   if (turn != nullptr) *turn = nullptr;
   std::string key = TurnStreamKey(id), what = "read " + DescribeConversation(id);
   std::string end = version ? EntryId(*version) : "+";
   std::deque<Reply> pages;  // the entries point into these
   std::vector<StreamEntry> entries;
   for (size_t count = first_page;; count = std::min<size_t>(count * 2, 1024)) {
-    auto reply = router.Command(key, {"XREVRANGE", key, end, "-", "COUNT", std::to_string(count)});
-    if (!reply) return reply.error();
-    pages.push_back(std::move(reply.value()));
+    Argv page = {"XREVRANGE", key, end, "-", "COUNT", std::to_string(count)};
+    if (incarnation != nullptr && pages.empty()) {
+      // The incarnation and the first page in one round trip, in that order
+      // on one connection.
+      auto replies = router.Pipeline(key, {{"XRANGE", key, "0-1", "0-1"}, std::move(page)});
+      if (!replies) return replies.error();
+      auto i = IncarnationOfReply((*replies)[0], "incarnation of " + DescribeConversation(id));
+      if (!i) return i.error();
+      *incarnation = std::move(i.value());
+      pages.push_back(std::move((*replies)[1]));
+    } else {
+      auto reply = router.Command(key, page);
+      if (!reply) return reply.error();
+      pages.push_back(std::move(reply.value()));
+    }
     size_t before = entries.size();
     if (Status s = AppendEntries(pages.back(), what, entries); !s.ok()) return s;
     if (before == 0 && version && (entries.empty() || entries[0].version != *version)) {
@@ -79,16 +102,6 @@ Result<LedgerState> ReadStreamState(RedisRouter& router, const ConversationId& i
       return Replay(entries, what, turn);
     end = "(" + EntryId(entries.back().version);
   }
-}
-
-Result<std::string> ReadStreamIncarnation(RedisRouter& router, const ConversationId& id) {
-  std::string key = TurnStreamKey(id), what = "incarnation of " + DescribeConversation(id);
-  auto reply = router.Command(key, {"XRANGE", key, "0-1", "0-1"});
-  if (!reply) return reply.error();
-  std::vector<StreamEntry> entries;
-  if (Status s = AppendEntries(*reply, what, entries); !s.ok()) return s;
-  if (entries.empty() || entries[0].incarnation == nullptr) return std::string();
-  return *entries[0].incarnation;
 }
 
 namespace {
@@ -134,8 +147,10 @@ Result<std::string> StreamIncarnationOf(RedisRouter& router, const ConversationI
 }
 
 Result<std::optional<HeadRead>> CatchUpStreamState(RedisRouter& router, const ConversationId& id,
-                                                   const HeadRead& known) {
+                                                   const HeadRead& known,
+                                                   std::optional<std::string>* seen) {
   const std::optional<HeadRead> whole;  // read the whole head instead
+  if (seen != nullptr) seen->reset();
   const uint64_t version = known.state.version;
   if (version == 0 || known.incarnation.empty() || known.turn == nullptr ||
       known.turn->turn != version) {
@@ -151,7 +166,9 @@ Result<std::optional<HeadRead>> CatchUpStreamState(RedisRouter& router, const Co
   if (!incarnation) return incarnation.error();
   // Another incarnation (dropped and written again since), none, or an
   // error reply: the whole head.
-  if (!*incarnation || incarnation->value() != known.incarnation) return whole;
+  if (!*incarnation) return whole;
+  if (seen != nullptr) *seen = incarnation->value();
+  if (incarnation->value() != known.incarnation) return whole;
   // The held version must be there with the held turn (not one written
   // again after a failover lost it), and the head at most `limit` turns
   // after it. Whatever does not decode or apply is left to the whole read,

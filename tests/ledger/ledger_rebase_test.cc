@@ -185,6 +185,12 @@ TEST_CASE("redis: ReadHeadAfter catches up only within the incarnation the head 
       CHECK(read->state == theirs);
       CHECK(read->incarnation == held.incarnation);
       CHECK(redis.ReadWhole());
+      // Another incarnation: tl_since's labels the whole read. Without one
+      // or a turn to compare, tl_since is not asked, and the incarnation is
+      // read in the first page's round trip.
+      const bool asked = incarnation == std::string(32, '0');
+      CHECK(redis.Calls("fcall") == (asked ? 1 : 0));
+      CHECK(redis.Calls("xrange") == (asked ? 2 : 1));
     }
   }
   SECTION("dropped and written again, turn for turn at the same times: the new one, whole") {
@@ -240,7 +246,12 @@ TEST_CASE("redis: ReadHeadAfter catches up only within the incarnation the head 
     read = store.ReadHeadAfter(id, held);  // 65 behind
     REQUIRE(read.has_value());
     CHECK(read->state == theirs);
+    CHECK(read->incarnation == held.incarnation);
     CHECK(redis.ReadWhole());
+    // The incarnation tl_since showed labels the whole read: no XRANGE of
+    // its own beside tl_since's two.
+    CHECK(redis.Calls("fcall") == 1);
+    CHECK(redis.Calls("xrange") == 2);
   }
 }
 

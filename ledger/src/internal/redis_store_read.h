@@ -30,14 +30,14 @@ Result<uint64_t> ReadStreamHead(RedisRouter& router, const ConversationId& id);
 // it and the turns after it, read newest first, `first_page` entries in the
 // first page (the writers' snapshot_every), doubling up to 1024 after.
 // NotFound for a version above the head; Corruption for a gap. With
-// `turn`, also the turn that produced it (null for version 0).
+// `turn`, also the turn that produced it (null for version 0). With
+// `incarnation`, also the conversation's incarnation (field `i` of its first
+// entry; empty when it has none: never written, or written before
+// incarnations), read before the state, in the first page's round trip.
 Result<LedgerState> ReadStreamState(RedisRouter& router, const ConversationId& id,
                                     std::optional<uint64_t> version, uint64_t first_page,
-                                    std::shared_ptr<const TurnRecord>* turn = nullptr);
-
-// The conversation's incarnation: field `i` of its first entry; empty when
-// it has none (never written, or written before incarnations).
-Result<std::string> ReadStreamIncarnation(RedisRouter& router, const ConversationId& id);
+                                    std::shared_ptr<const TurnRecord>* turn = nullptr,
+                                    std::string* incarnation = nullptr);
 
 // Store::IncarnationOf: FCALL tl_since from version 1, one entry: its
 // incarnation if that entry's turn is `turn_one`.
@@ -49,8 +49,12 @@ Result<std::string> StreamIncarnationOf(RedisRouter& router, const ConversationI
 // whole head instead: another (or no) incarnation, another turn at that
 // version, more than max(64, known's records / 16) turns behind, turns that
 // do not read back or apply, or an error reply (no such function, an ACL).
+// `seen` (may be null) is set to the incarnation tl_since showed, when it
+// answered: read before anything a whole read then reads, so it labels that
+// read's state (nullopt when tl_since was not asked or did not answer).
 Result<std::optional<HeadRead>> CatchUpStreamState(RedisRouter& router, const ConversationId& id,
-                                                   const HeadRead& known);
+                                                   const HeadRead& known,
+                                                   std::optional<std::string>* seen = nullptr);
 
 // Turns first..last (first clamped to 1); empty when first > last. NotFound
 // when last is above the head; Corruption for a gap.

@@ -36,7 +36,10 @@ Result<std::unique_ptr<Ledger>> Ledger::Open(Store& store, ConversationId id, co
   if (id.conversation.empty()) return Status::InvalidArgument("empty conversation id");
   auto head = store.ReadHeadAfter(id, known);
   if (!head.has_value()) return head.error();
-  return std::unique_ptr<Ledger>(new Ledger(store, std::move(id), clock, std::move(head.value())));
+  const bool extends = head->extends_known;
+  std::unique_ptr<Ledger> ledger(new Ledger(store, std::move(id), clock, std::move(head.value())));
+  ledger->opened_from_known_ = extends;
+  return ledger;
 }
 
 bool Ledger::has_pending() const {

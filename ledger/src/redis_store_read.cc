@@ -179,7 +179,7 @@ Result<std::optional<HeadRead>> CatchUpStreamState(RedisRouter& router, const Co
   }
   auto held = DecodeTurnEntry(entries.front(), what);
   if (!held || !(*held == *known.turn)) return whole;
-  HeadRead out{known.state, known.turn, known.incarnation};
+  HeadRead out{known.state, known.turn, known.incarnation, /*extends_known=*/true};
   for (size_t i = 1; i < entries.size(); ++i) {
     auto turn = DecodeTurnEntry(entries[i], what);
     if (!turn || !ApplyTurn(out.state, *turn).ok()) return whole;

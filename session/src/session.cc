@@ -72,7 +72,13 @@ Result<std::unique_ptr<Session>> Session::Open(Store& store, ConversationId id,
   std::unique_ptr<Session> session(new Session(store, std::move(ledger).value(), std::move(pack),
                                                std::move(owned), checker, std::move(extractor),
                                                clock, options));
-  if (options.provenance == nullptr || !session->AdoptProvenance(*options.provenance)) {
+  bool adopted = false;
+  if (options.provenance != nullptr) {
+    auto taken = session->AdoptProvenance(*options.provenance);
+    if (!taken) return taken.error();
+    adopted = taken.value();
+  }
+  if (!adopted) {
     const uint64_t head = session->ledger_->version();
     if (head > 0) {
       if (Status indexed = session->IndexCommittedSources(1, head); !indexed.ok()) return indexed;

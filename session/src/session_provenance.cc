@@ -88,12 +88,21 @@ Status Session::IndexCommittedSources(uint64_t first, uint64_t last) {
   return Status::Ok();
 }
 
-bool Session::AdoptProvenance(ProvenanceCarry& carry) {
-  if (!carry.index || carry.id != ledger_->id() || carry.pack_version != pack_->version() ||
-      !(carry.head == ledger_->head())) {
+Result<bool> Session::AdoptProvenance(ProvenanceCarry& carry) {
+  if (!carry.index || carry.id != ledger_->id() || carry.pack_version != pack_->version()) {
     return false;
   }
+  // The carried head, or one that extends it: a peer's turns since were
+  // caught up on (their versions up to the carried one are the carried ones).
+  const uint64_t carried = carry.head.version;
+  const bool extends = ledger_->opened_from_known() && carried < ledger_->version();
+  if (!extends && !(carry.head == ledger_->head())) return false;
   provenance_ = std::move(carry.index);
+  if (extends) {
+    if (Status indexed = IndexCommittedSources(carried + 1, ledger_->version()); !indexed.ok()) {
+      return indexed;
+    }
+  }
   return true;
 }
 

@@ -167,6 +167,7 @@ TEST_CASE("redis: ReadHeadAfter catches up only within the incarnation the head 
     REQUIRE(read.has_value());
     CHECK(read->state == theirs);
     CHECK(read->incarnation == held.incarnation);
+    CHECK(read->extends_known);
     CHECK_FALSE(redis.ReadWhole());
     // Already at the head: the same state back.
     auto again = store.ReadHeadAfter(id, *read);
@@ -185,6 +186,7 @@ TEST_CASE("redis: ReadHeadAfter catches up only within the incarnation the head 
       CHECK(read->state == theirs);
       CHECK(read->incarnation == held.incarnation);
       CHECK(redis.ReadWhole());
+      CHECK_FALSE(read->extends_known);
       // Another incarnation: tl_since's labels the whole read. Without one
       // or a turn to compare, tl_since is not asked, and the incarnation is
       // read in the first page's round trip.
@@ -248,6 +250,7 @@ TEST_CASE("redis: ReadHeadAfter catches up only within the incarnation the head 
     CHECK(read->state == theirs);
     CHECK(read->incarnation == held.incarnation);
     CHECK(redis.ReadWhole());
+    CHECK_FALSE(read->extends_known);
     // The incarnation tl_since showed labels the whole read: no XRANGE of
     // its own beside tl_since's two.
     CHECK(redis.Calls("fcall") == 1);

@@ -360,9 +360,14 @@ TEST_CASE("provenance reopen: on Redis a carried head is caught up, not read who
   CHECK(carry->index == nullptr);  // the index was taken too
   CHECK((*next)->ledger().head() == (*store)->ReadHead(id).value());
 
-  // A peer's turn since: caught up on it, the index rebuilt with its source.
+  // A peer's turn since: caught up on it, and the carried index kept, given
+  // the source of that turn only (not built again from every turn).
   auto carry2 = (*next)->TakeProvenance();
   REQUIRE(carry2 != nullptr);
+  const provenance::ProvenanceIndex* carried_index = carry2->index.get();
+  const size_t sources_before = carried_index->SourcesOf("www.peer.example")->size();
+  const size_t informations = carried_index->SourcesOf("www.informations.com")->size();
+  REQUIRE(informations > 0);
   {
     auto peer = Session::Open(**store, id, Pack());
     REQUIRE(peer.has_value());
@@ -374,10 +379,14 @@ TEST_CASE("provenance reopen: on Redis a carried head is caught up, not read who
   auto after = Session::Open(**store, id, Pack(), options);
   REQUIRE(after.has_value());
   CHECK(calls("fcall") == 1);
-  // One XREVRANGE: the head of ReadTurns, which rebuilds the index; a whole
-  // read of the state would have paged back with another.
+  // One XREVRANGE: the head of ReadTurns, which reads the peer's turn for the
+  // index; a whole read of the state would have paged back with another.
   CHECK(calls("xrevrange") == 1);
   CHECK((*after)->ledger().head() == (*store)->ReadHead(id).value());
+  CHECK(&(*after)->provenance() == carried_index);
+  CHECK(sources_before == 0);
+  // The earlier turns' sources once each: not indexed again.
+  CHECK((*after)->provenance().SourcesOf("www.informations.com")->size() == informations);
   CHECK((*after)->provenance().SourcesOf("www.peer.example")->size() == 1);
 }
 #endif

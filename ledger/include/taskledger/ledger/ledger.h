@@ -45,6 +45,9 @@ class Ledger {
   // conversation it was read in, as far as the store told (HeadRead): what a
   // later Ledger::Open or Rebase catches up from.
   HeadRead known_head() const { return HeadRead{head_, head_turn_, head_incarnation_}; }
+  // Whether Open(..., known) caught up from `known` (HeadRead::extends_known):
+  // the versions up to known's are the ones its holder had.
+  bool opened_from_known() const { return opened_from_known_; }
   // Head plus everything staged in the current turn; what policies see.
   const LedgerState& working() const { return working_; }
   // Number of updates staged in the current turn (with version(), it names
@@ -118,6 +121,7 @@ class Ledger {
   // Rebase read only the turns after head_.
   std::shared_ptr<const TurnRecord> head_turn_;
   std::string head_incarnation_;
+  bool opened_from_known_ = false;  // opened_from_known()
   LedgerState working_;
   TurnRecord pending_;
   uint64_t generation_ = 0;

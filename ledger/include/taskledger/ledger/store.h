@@ -68,6 +68,10 @@ struct HeadRead {
   LedgerState state;
   std::shared_ptr<const TurnRecord> turn;
   std::string incarnation;
+  // Set by ReadHeadAfter: true when this head was caught up from `known`
+  // (known's state with the turns after it applied), so its versions up to
+  // known's are the very ones the caller held; false when it was read whole.
+  bool extends_known = false;
 };
 
 class Store {

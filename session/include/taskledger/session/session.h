@@ -255,11 +255,12 @@ struct SessionOptions {
   // The provenance index another session on this conversation handed on
   // (TakeProvenance): Open takes its index (leaving it null) when it is for
   // this conversation and pack version and its head equals the store's head,
-  // instead of indexing the conversation's persisted sources again. Any other
-  // carry is ignored (the index is rebuilt from the store). A carry of this
-  // conversation also spares reading the whole head: the ledger reads only
-  // the turns committed since the carried head (Ledger::Open with a known
-  // head), when the store still holds its incarnation.
+  // instead of indexing the conversation's persisted sources again. A carry
+  // of this conversation also spares reading the whole head: the ledger
+  // reads only the turns committed since the carried head (Ledger::Open with
+  // a known head), when the store still holds its incarnation; then the
+  // index is taken too, and given the sources of those turns only. Any other
+  // carry is ignored (the index is rebuilt from the store).
   std::shared_ptr<ProvenanceCarry> provenance;
 };
 
@@ -629,8 +630,10 @@ class Session {
   void NoteProvenance(const Status& indexed, std::string_view what);
   // Gives the index the sources of committed turns first..last, in order.
   Status IndexCommittedSources(uint64_t first, uint64_t last);
-  // Takes carry's index if it is for this conversation, pack and head.
-  bool AdoptProvenance(ProvenanceCarry& carry);
+  // Takes carry's index if it is for this conversation and pack, and for
+  // this head or one the ledger's head extends (Ledger::opened_from_known:
+  // then the sources of the turns since are indexed too). False: not taken.
+  Result<bool> AdoptProvenance(ProvenanceCarry& carry);
 };
 
 // The text a model reads for a call the gate did not let through: the tool,

@@ -31,6 +31,12 @@ CborValue CborValue::Encode(const nlohmann::json& value) {
   return encoded;
 }
 
+CborValue CborValue::FromCanonical(std::string_view canonical) {
+  CborValue value;
+  value.bytes_ = std::make_shared<const std::string>(canonical);
+  return value;
+}
+
 nlohmann::json CborValue::Decode() const {
   if (!bytes_) return nullptr;
   internal::CborReader reader(*bytes_);

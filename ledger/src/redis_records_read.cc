@@ -4,8 +4,10 @@
 // long conversation's snapshot was mostly building and freeing that
 // document: a map node and a string per member name, nine members per entry.
 // Only the JSON values a record holds (entry and update values, call
-// arguments, and the rarer decisions, errors and sources) are built as
-// nlohmann::json, by the same reader CborValue uses.
+// arguments, and the rarer decisions and errors) are built as
+// nlohmann::json, by the same reader CborValue uses; a provenance source's
+// message or output is kept as the bytes it is stored as, which are
+// CborValue's own (checked: CborReader::Canonical).
 //
 // These readers accept exactly the layout the writers in redis_records.cc
 // emit, in any member order, and decline (nullopt) anything else: a member
@@ -110,7 +112,7 @@ class RecordReader {
         };
         ok = once.First(5) && Documents(t.errors, error);
       } else if (name == "sources") {
-        ok = once.First(6) && Documents(t.sources, DecodeSource);
+        ok = once.First(6) && Sources(t.sources);
       } else {
         ok = r_.Skip();
       }
@@ -302,6 +304,74 @@ class RecordReader {
       if (!ok) return false;
     }
     return once.Has(2);
+  }
+
+  bool Sources(std::vector<SourceRecord>& out) {
+    uint64_t n = 0;
+    if (!r_.Array(n)) return false;
+    out.resize(n);
+    for (SourceRecord& s : out) {
+      if (!ReadSource(s)) return false;
+    }
+    return true;
+  }
+
+  // DecodeSource's rules, with the message or output kept as the bytes they
+  // are stored as when those are CborValue's own (CborReader::Canonical): no
+  // JSON built and encoded again. Other bytes there decline.
+  bool ReadSource(SourceRecord& s) {
+    uint64_t n = 0;
+    if (!r_.Map(n)) return false;
+    Once once;
+    std::string_view kind, refused, tool, id, text, output;
+    for (uint64_t i = 0; i < n; ++i) {
+      std::string_view name;
+      if (!r_.Text(name)) return false;
+      bool ok = false;
+      if (name == "kind") {
+        ok = once.First(0) && r_.Text(kind);
+      } else if (name == "turn") {
+        ok = once.First(1) && r_.Unsigned(s.turn);
+      } else if (name == "refused") {
+        ok = once.First(2) && r_.Text(refused);
+      } else if (name == "text") {
+        ok = once.First(3) && r_.Canonical(text);
+      } else if (name == "tool") {
+        ok = once.First(4) && r_.Text(tool);
+      } else if (name == "id") {
+        ok = once.First(5) && r_.Text(id);
+      } else if (name == "output") {
+        ok = once.First(6) && r_.Canonical(output);
+      } else {
+        ok = r_.Skip();
+      }
+      if (!ok) return false;
+    }
+    if (!once.Has(0) || !once.Has(1)) return false;
+    s.refused = refused;
+    if (kind == "user") {
+      s.kind = SourceRecord::Kind::kUserMessage;
+      // The text, when there, is a string (a text item's first byte is 0x60..0x7b).
+      const bool is_text = !text.empty() && (static_cast<uint8_t>(text[0]) >> 5) == 3;
+      if (once.Has(3) && !is_text) return false;
+      if (refused.empty()) {
+        if (!is_text) return false;
+        s.content = CborValue::FromCanonical(text);
+      }
+      return true;
+    }
+    if (kind == "tool") {
+      s.kind = SourceRecord::Kind::kToolOutput;
+      if (!once.Has(4) || !once.Has(5)) return false;
+      s.tool = tool;
+      s.call_id = id;
+      if (refused.empty()) {
+        if (!once.Has(6)) return false;
+        s.content = CborValue::FromCanonical(output);
+      }
+      return true;
+    }
+    return false;
   }
 
   // An array of rarer records, each built as JSON and decoded by the codec.

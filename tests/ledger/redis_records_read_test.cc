@@ -3,11 +3,15 @@
 // the writers write is read to the very record the codec reads (compared by
 // the bytes it writes back, which also holds for NaN values); bytes in any
 // other shape are declined, and the stream's decoders then give the codec's
-// value or error; a snapshot read back shares its provenance strings; deep
-// nesting is declined, not a crash.
+// value or error; a source's output is kept as stored only in CborValue's own
+// form; a snapshot read back shares its provenance strings; deep nesting is
+// declined, not a crash.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "internal/cbor_reader.h"
 #include "internal/redis_records.h"
@@ -211,4 +215,56 @@ TEST_CASE("record readers: a value nested past the reader's depth is declined", 
   auto read = internal::ReadStateRecord("\xa2" + Text("version") + "\x01" + Text("facts") + "\xa1" +
                                         Text("k") + "\xa1" + Text("value") + shallow);
   CHECK(read.has_value());
+}
+
+TEST_CASE("record readers: a source's output is kept as stored only in CborValue's own form",
+          "[redis]") {
+  // {"id":"c1","kind":"tool","output":<output>,"tool":"t","turn":1} in a turn 1.
+  auto turn_with_output = [](const std::string& output) {
+    return "\xa2" + Text("sources") + "\x81\xa5" + Text("id") + Text("c1") + Text("kind") +
+           Text("tool") + Text("output") + output + Text("tool") + Text("t") + Text("turn") +
+           "\x01" + Text("turn") + "\x01";
+  };
+  auto via_stream = [](const std::string& bytes) {
+    internal::StreamEntry entry;
+    entry.version = 1;
+    entry.turn = &bytes;
+    return internal::DecodeTurnEntry(entry, "conversation c");
+  };
+  SECTION("the writer's bytes: kept as they are") {
+    const json value = {{"a", 1.5}, {"b", {1, -2, nullptr, true, 1e300, "\xc3\xa9"}}};
+    const CborValue stored = CborValue::Encode(value);
+    auto read = internal::ReadTurnRecord(turn_with_output(std::string(stored.bytes())));
+    REQUIRE(read.has_value());
+    REQUIRE(read->sources.size() == 1);
+    CHECK(read->sources[0].content == stored);
+    CHECK(read->sources[0].content.Decode() == value);
+    CHECK(read->sources[0].tool == "t");
+    CHECK(read->sources[0].call_id == "c1");
+  }
+  // Each of these holds a value the writer would write otherwise: declined,
+  // and the codec's reading re-encodes it.
+  const std::vector<std::pair<std::string, json>> other_forms = {
+      {std::string("\x78\x01") + "x", "x"},  // a text head longer than needed
+      {std::string("\x18\x05"), 5},          // an integer head longer than needed
+      {"\xa2" + Text("b") + "\x01" + Text("a") + "\x02",
+       json{{"a", 2}, {"b", 1}}},                                     // keys out of order
+      {std::string("\xfb\x3f\xf8\x00\x00\x00\x00\x00\x00", 9), 1.5},  // a double exact as float32
+      {std::string("\xfa\x7f\xc0\x00\x00", 5), nullptr},              // NaN as float32
+  };
+  for (const auto& [output, value] : other_forms) {
+    const std::string bytes = turn_with_output(output);
+    CHECK_FALSE(internal::ReadTurnRecord(bytes).has_value());
+    auto decoded = via_stream(bytes);
+    INFO((decoded.has_value() ? std::string() : decoded.error().message()));
+    REQUIRE(decoded.has_value());
+    REQUIRE(decoded->sources.size() == 1);
+    const json back = decoded->sources[0].content.Decode();
+    if (value.is_null()) {
+      CHECK(std::isnan(back.get<double>()));
+    } else {
+      CHECK(back == value);
+    }
+    CHECK(decoded->sources[0].content == CborValue::Encode(back));
+  }
 }

@@ -66,10 +66,15 @@ class CborReader {
   // Passes over one whole data item without building it.
   bool Skip() { return Skip(0); }
 
-  // The bytes of the data item that starts here, passed over (false as Skip).
-  bool Span(std::string_view& out) {
+  // The bytes of the data item that starts here, passed over, if they are
+  // exactly what CborWriter::Json writes for the value they hold (shortest
+  // heads, definite lengths, map keys in strictly increasing std::map order,
+  // a double as float32 when exact, NaN and the infinities as the writer's
+  // half floats; no binary values): then they are the value's CborValue
+  // bytes as they are. False, with the position unspecified, otherwise.
+  bool Canonical(std::string_view& out) {
     const char* start = p_;
-    if (!Skip()) return false;
+    if (!Canonical(0)) return false;
     out = std::string_view(start, static_cast<size_t>(p_ - start));
     return true;
   }
@@ -86,6 +91,8 @@ class CborReader {
   }
   bool Item(nlohmann::json& out, int depth);
   bool Skip(int depth);
+  bool Canonical(int depth);
+  bool CanonicalText(std::string_view& out);
   static bool Simple(uint8_t low, uint64_t n, nlohmann::json& out);
 
   const char* p_;

@@ -28,6 +28,13 @@ class CborValue {
   // value (never the result of parsing) is encoded as null.
   static CborValue Encode(const nlohmann::json& value);
 
+  // A value whose bytes are already in Encode's form, kept as they are: for
+  // the Redis store's record reader, which checked them
+  // (CborReader::Canonical) and so need not decode and encode them again.
+  // REQUIRES: `canonical` is one data item exactly as Encode writes the value
+  // it holds. O(size).
+  static CborValue FromCanonical(std::string_view canonical);
+
   // The value again, equal to the encoded one (same types, numbers, key
   // order, binary subtypes; a double kept as an exact float32 is the same).
   // The bytes always hold one whole data item written by Encode, so this

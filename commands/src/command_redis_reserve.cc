@@ -66,6 +66,9 @@ Result<ReserveResult> RedisCommandStore::ReserveIn(const std::string& function,
     fkeys.push_back(behind->key);
     args.insert(args.end(), {behind->state, behind->token});
   }
+  // Last, so that a library loaded by an older process, which reads no
+  // incarnation, ignores it (the conversation is then created without one).
+  if (commit != nullptr) args.emplace_back(commit->incarnation);
   auto reply = commit == nullptr ? FCall(function, fkeys, args, "reserve " + initial.command_key)
                                  : CarryingFCall(function, fkeys, args, initial, *carried, behind);
   if (!reply) return reply.error();

@@ -119,7 +119,7 @@ end)
 -- ARGV = {base, retention, turn, snapshot or '', then tlc_reserve_lease's ARGV}
 -- (tlc_commit_reserve_lease2: then {decision CBOR or '', at, length}: with an
 -- `at`, the decision is the `length` bytes of the turn from offset `at`, the
--- very bytes the turn keeps, sent once).
+-- very bytes the turn keeps, sent once; then the incarnation).
 -- Every check comes first: the lease's arguments, the commit's (a refusal is
 -- tl_commit's error reply; nothing written), then whether the command (found,
 -- or as it would be reserved) is ready for this lease: in a lease source
@@ -131,8 +131,10 @@ end)
 -- version 0 when the turn was not committed; a retry of a commit that had
 -- landed finds its own bytes (the version, nothing appended again).
 -- tlc_commit_reserve_lease2 answers a command it created leased with its
--- fields from state on only (not the spec and decision just sent).
-local function commit_reserve_lease_fn(keys, args, decision, short)
+-- fields from state on only (not the spec and decision just sent), and
+-- stores the `incarnation` its last argument carries when the turn creates
+-- the conversation (tl_commit2's field `i`; docs/redis-keys.md, "Incarnations").
+local function commit_reserve_lease_fn(keys, args, decision, short, incarnation)
   if args[10] == '' then return fail('TLARG', 'lease needs an owner') end
   if tonumber(args[11]) <= 0 then return fail('TLARG', 'lease needs a positive duration') end
   local stream, cmd = {keys[1]}, keys[2]
@@ -147,7 +149,7 @@ local function commit_reserve_lease_fn(keys, args, decision, short)
   end
   local version = landed
   if version == nil then
-    version = commit_write(stream, args)
+    version = commit_write(stream, args, incarnation)
     if type(version) == 'table' then return version end
   end
   local reserve_args = {args[5], args[6], args[7], args[8]}
@@ -165,7 +167,7 @@ end
 redis.register_function('tlc_commit_reserve_lease', function(keys, args)
   return commit_reserve_lease_fn(keys, args)
 end)
-local function commit_reserve_lease2_fn(keys, args)
+local function commit_reserve_lease2_fn(keys, args, incarnation)
   local decision = args[12]
   if args[13] ~= '' then
     local at, length = tonumber(args[13]), tonumber(args[14])
@@ -174,9 +176,12 @@ local function commit_reserve_lease2_fn(keys, args)
     end
     decision = string.sub(args[3], at + 1, at + length)
   end
-  return commit_reserve_lease_fn(keys, args, decision, true)
+  return commit_reserve_lease_fn(keys, args, decision, true, incarnation)
 end
-redis.register_function('tlc_commit_reserve_lease2', commit_reserve_lease2_fn)
+-- ARGV[15]: the incarnation ('' or absent: none).
+redis.register_function('tlc_commit_reserve_lease2', function(keys, args)
+  return commit_reserve_lease2_fn(keys, args, args[15])
+end)
 
 -- tlc_commit_reserve_lease2 sent right behind the settle of the session's
 -- previous write, on the same connection, before that settle's answer is
@@ -185,7 +190,7 @@ redis.register_function('tlc_commit_reserve_lease2', commit_reserve_lease2_fn)
 -- previous command's hash}; ARGV = its ARGV, then {the state the settle
 -- leads to, the fencing token it was sent under}. Anything else (the settle
 -- was fenced or refused, or the command is gone) is a TLPRE error and
--- nothing is written, the turn neither.
+-- nothing is written, the turn neither. ARGV[17]: the incarnation.
 redis.register_function('tlc_commit_reserve_lease3', function(keys, args)
   -- HGET, not HMGET: the per-tenant ACL of docs/redis-keys.md allows it.
   local state = redis.call('HGET', keys[5], 'state')
@@ -196,7 +201,7 @@ redis.register_function('tlc_commit_reserve_lease3', function(keys, args)
                 tostring(state) .. ' under lease ' .. tostring(token) .. ', not ' .. args[15] ..
                 ' under lease ' .. args[16] .. ': its settle did not land')
   end
-  return commit_reserve_lease2_fn(keys, args)
+  return commit_reserve_lease2_fn(keys, args, args[17])
 end)
 
 )LUA";

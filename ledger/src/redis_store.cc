@@ -152,7 +152,7 @@ class RedisStore final : public Store {
     const Pending& c = commits.front();
     const std::string_view data(records);
     auto carried = carrier({c.key, c.base, retention_ms_, data.substr(c.turn_at, c.turn_size),
-                            data.substr(c.state_at, c.state_size)});
+                            data.substr(c.state_at, c.state_size), c.incarnation});
     if (!carried) return carried.error();
     if (!carried->refusal.empty()) {
       return Outcome(request, c, Reply::Error(std::move(carried->refusal)));

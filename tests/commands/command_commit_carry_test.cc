@@ -208,6 +208,10 @@ TEST_CASE("a write-ahead commit, reserve and lease are one step that writes all 
   CHECK(head->of(Category::kFact).contains("first"));
   CHECK(ledger->version() == 1);
   CHECK_FALSE(ledger->has_pending());
+  // The turn created the conversation with an incarnation, as tl_commit2
+  // does: its creator knows it, so a reader holding this head catches up.
+  const HeadRead held = ledger->known_head();
+  CHECK(held.incarnation.size() == 32);
 
   // A command already reserved and pending: leased, not created again.
   auto pending = commands->Reserve(*NewCommand(SpecFor(run, "pending"), kNow));
@@ -220,6 +224,10 @@ TEST_CASE("a write-ahead commit, reserve and lease are one step that writes all 
   CHECK(second.store->reserve.leased);
   CHECK(second.store->reserve.command.seq == pending->command.seq);
   CHECK(*turns->Head(id) == 2);
+  auto caught_up = Ledger::Open(*turns, id, SystemClock(), held);
+  REQUIRE(caught_up.has_value());
+  CHECK((*caught_up)->opened_from_known());
+  CHECK((*caught_up)->head() == *turns->ReadHead(id));
 
   // Leased by another worker: refused, and the turn is not committed either.
   REQUIRE(ledger->Stage(Fact("third", 3)).ok());

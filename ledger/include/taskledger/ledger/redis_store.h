@@ -82,7 +82,8 @@ Result<std::unique_ptr<RedisRouter>> OpenRedisRouter(RedisOptions& options,
 // The Lua of tl_commit's two halves, the local functions
 // commit_check(keys, args) and commit_write(keys, args) (see
 // ledger_redis_function.cc), for a library that commits turns inside its own
-// functions (the command ledger's tlc_commit_reserve_lease): one source.
+// functions (the command ledger's tlc_commit_reserve_lease2, which passes
+// commit_write the commit's incarnation as its third argument): one source.
 std::string_view LedgerCommitLua();
 }  // namespace internal
 

@@ -41,9 +41,13 @@ struct CommitRequest {
 // A turn commit as a Redis-backed store sends it to its tl_commit function
 // (docs/redis-keys.md, "Commit protocol"): the stream key, the base version,
 // the retention in ms ("" for none), the turn record and the snapshot record
-// ("" for none). The views live until the carrier returns.
+// ("" for none), and for a conversation's first turn on a store that records
+// incarnations, the incarnation to store with it (field `i` of entry 0-1:
+// docs/redis-keys.md, "Incarnations"; "" for none: a conversation created
+// without one is always read whole, never caught up). The views live until
+// the carrier returns.
 struct EncodedCommit {
-  std::string_view key, base, retention, turn, snapshot;
+  std::string_view key, base, retention, turn, snapshot, incarnation;
 };
 
 // What a commit carrier reports once its call came back: whether the turn

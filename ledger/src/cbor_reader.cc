@@ -102,8 +102,9 @@ bool CborReader::Item(json& out, int depth) {
       }
       return members.size() == n;  // no key twice
     }
-    case 6:  // a binary value's subtype
-      if (!Item(out, depth + 1) || !out.is_binary()) return false;
+    case 6:  // a binary value's subtype, in the 1-8 byte forms the writer uses
+      // (nlohmann's reader refuses or drops an immediate tag 0..23)
+      if (low < 24 || !Item(out, depth + 1) || !out.is_binary()) return false;
       out.get_binary().set_subtype(n);
       return true;
     default:
@@ -140,7 +141,8 @@ bool CborReader::Skip(int depth) {
       }
       return true;
     }
-    case 6: {
+    case 6: {  // as Item: a binary value's subtype, 1-8 byte forms only
+      if (low < 24) return false;
       const char* tagged = p_;
       uint8_t inner = 0;
       uint64_t size = 0;

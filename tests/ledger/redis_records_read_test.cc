@@ -167,6 +167,25 @@ TEST_CASE("record readers: other shapes are declined and the codec decides", "[r
       CHECK(snapshot(bad).error().message() == "snapshot 2 of conversation c: undecodable record");
     }
   }
+  SECTION(
+      "a binary value's subtype: read in the writer's 1-byte tag, declined as an immediate tag") {
+    auto with_value = [&](const std::string& value) {
+      return "\xa2" + Text("version") + "\x02" + Text("facts") + "\xa1" + Text("k") + "\xa2" +
+             Text("value") + value + Text("turn") + "\x02";
+    };
+    // The writer's form (nlohmann's): tag 0xd8 0x07 before the bytes.
+    const std::string tagged = with_value(std::string("\xd8\x07\x42\x01\x02", 5));
+    auto read = internal::ReadStateRecord(tagged);
+    REQUIRE(read.has_value());
+    CHECK(read->of(Category::kFact).at("k").value == json::binary({1, 2}, 7));
+    CHECK(read == snapshot(tagged).value());
+    // Tag 22 in the initial byte: nlohmann's reader refuses it, so the
+    // direct reader may not read it either.
+    const std::string immediate = with_value(std::string("\xd6\x42\x01\x02", 4));
+    CHECK_FALSE(internal::ReadStateRecord(immediate).has_value());
+    CHECK(snapshot(immediate).error().message() ==
+          "snapshot 2 of conversation c: undecodable record");
+  }
   SECTION("a turn without its version, or with an update without a key") {
     TurnRecord t;
     t.turn = 3;

@@ -1,9 +1,10 @@
 // A CBOR reader of the forms the ledger's writer emits (internal/cbor_writer.h:
 // definite lengths, integer and length heads, text and byte strings, a tag
-// only as a binary value's subtype, false/true/null and floats). It reads
-// from a byte range it does not own, checks every length against what is
-// left, and nests at most kMaxDepth levels, so hostile or truncated bytes make
-// a read return false, never read past the end or exhaust the stack.
+// only as a binary value's subtype in a 1-8 byte head, false/true/null and
+// floats). It reads from a byte range it does not own, checks every length
+// against what is left, and nests at most kMaxDepth levels, so hostile or
+// truncated bytes make a read return false, never read past the end or
+// exhaust the stack.
 //
 // Two uses: CborValue::Decode (any JSON value, built as nlohmann::json::from_cbor
 // would build it) and the Redis store's direct record readers

@@ -38,9 +38,11 @@ std::string MetricsText(const Service::Impl& service) {
   line("taskledger_serve_conflict_retries_total", m.conflicts_retried.load());
   out +=
       "# HELP taskledger_serve_provenance_total Sessions whose provenance index came from "
-      "the cache (hit) or was rebuilt from the store's history (rebuilt).\n";
+      "the cache (hit), came from the cache and was given the turns another writer "
+      "committed since (caught_up), or was rebuilt from the store's history (rebuilt).\n";
   out += "# TYPE taskledger_serve_provenance_total counter\n";
   line("taskledger_serve_provenance_total{index=\"hit\"}", m.provenance_hits.load());
+  line("taskledger_serve_provenance_total{index=\"caught_up\"}", m.provenance_caught_up.load());
   line("taskledger_serve_provenance_total{index=\"rebuilt\"}", m.provenance_rebuilt.load());
   out += "# TYPE taskledger_serve_provenance_cached gauge\n";
   line("taskledger_serve_provenance_cached", service.provenance_cache.size());

@@ -186,13 +186,18 @@ Result<nlohmann::json> WithSession(const RouteContext& ctx, const ConversationId
     options.commands.worker_id =
         "serve-" + std::to_string(::getpid()) + "-" + std::to_string(s.next_worker.fetch_add(1));
     // The index the conversation's last request left, if any: the session
-    // adopts it when the head is still the one it holds.
+    // adopts it when the head is still the one it holds, or one caught up
+    // from it (a peer's turns since).
     options.provenance = s.provenance_cache.Take(id);
     const std::shared_ptr<ProvenanceCarry> carried = options.provenance;
     auto session = Session::Open(*s.options.store, id, ctx.loaded->pack, options);
     if (!session) return session.error();
-    (carried && carried->index == nullptr ? s.metrics.provenance_hits
-                                          : s.metrics.provenance_rebuilt)
+    // Taken at the carried head, taken and given a peer's turns since, or
+    // built from the store's history.
+    const bool taken = carried && carried->index == nullptr;
+    (!taken                                                   ? s.metrics.provenance_rebuilt
+     : (*session)->ledger().version() > carried->head.version ? s.metrics.provenance_caught_up
+                                                              : s.metrics.provenance_hits)
         .fetch_add(1, std::memory_order_relaxed);
     const uint64_t opened = (*session)->ledger().version();
     auto out = op(**session);

@@ -34,7 +34,7 @@ struct Metrics {
   std::array<std::atomic<uint64_t>, 6> by_class{};  // 1xx..5xx by status / 100, [0] unused
   std::atomic<uint64_t> decisions_allow{0}, decisions_deny{0}, decisions_approval{0};
   std::atomic<uint64_t> leases{0}, outcomes{0}, conflicts_retried{0};
-  std::atomic<uint64_t> provenance_hits{0}, provenance_rebuilt{0};
+  std::atomic<uint64_t> provenance_hits{0}, provenance_caught_up{0}, provenance_rebuilt{0};
   std::atomic<uint64_t> latency_us_sum{0};
   // Cumulative buckets (le 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250 ms, +Inf).
   std::array<std::atomic<uint64_t>, 11> latency_buckets{};

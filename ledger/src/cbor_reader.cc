@@ -112,51 +112,6 @@ bool CborReader::Item(json& out, int depth) {
   }
 }
 
-bool CborReader::Skip(int depth) {
-  if (depth > kMaxDepth) return false;
-  uint8_t major = 0, low = 0;
-  uint64_t n = 0;
-  if (!Head(major, low, n)) return false;
-  switch (major) {
-    case 0:
-      return true;
-    case 1:
-      return n <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
-    case 2:
-    case 3:
-      if (n > Left()) return false;
-      p_ += n;
-      return true;
-    case 4:
-      if (n > Left()) return false;
-      for (uint64_t i = 0; i < n; ++i) {
-        if (!Skip(depth + 1)) return false;
-      }
-      return true;
-    case 5: {
-      if (n > Left()) return false;
-      for (uint64_t i = 0; i < n; ++i) {
-        std::string_view key;
-        if (!Text(key) || !Skip(depth + 1)) return false;
-      }
-      return true;
-    }
-    case 6: {  // as Item: a binary value's subtype, 1-8 byte forms only
-      if (low < 24) return false;
-      const char* tagged = p_;
-      uint8_t inner = 0;
-      uint64_t size = 0;
-      if (!Head(inner, size) || inner != 2) return false;
-      p_ = tagged;
-      return Skip(depth + 1);
-    }
-    default: {
-      json ignored;
-      return Simple(low, n, ignored);
-    }
-  }
-}
-
 namespace {
 
 // Whether a head of additional information `low` with argument `n` is the
@@ -187,17 +142,20 @@ bool CborReader::CanonicalText(std::string_view& out) {
   return true;
 }
 
-bool CborReader::Canonical(int depth) {
+bool CborReader::Walk(int depth, bool canonical) {
   if (depth > kMaxDepth) return false;
   uint8_t major = 0, low = 0;
   uint64_t n = 0;
   if (!Head(major, low, n)) return false;
-  if (major != 7 && !Shortest(low, n)) return false;
+  if (canonical && major != 7 && !Shortest(low, n)) return false;
   switch (major) {
     case 0:
       return true;
     case 1:
       return n <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+    case 2:  // binary values are never in a canonical item (CborValue's Encode)
+      if (canonical) return false;
+      [[fallthrough]];
     case 3:
       if (n > Left()) return false;
       p_ += n;
@@ -205,7 +163,7 @@ bool CborReader::Canonical(int depth) {
     case 4:
       if (n > Left()) return false;
       for (uint64_t i = 0; i < n; ++i) {
-        if (!Canonical(depth + 1)) return false;
+        if (!Walk(depth + 1, canonical)) return false;
       }
       return true;
     case 5: {
@@ -213,38 +171,56 @@ bool CborReader::Canonical(int depth) {
       std::string_view previous;
       for (uint64_t i = 0; i < n; ++i) {
         std::string_view key;
-        if (!CanonicalText(key) || (i > 0 && !(previous < key))) return false;
+        if (!(canonical ? CanonicalText(key) : Text(key))) return false;
+        // Canonical: std::map order, each key once.
+        if (canonical && i > 0 && !(previous < key)) return false;
         previous = key;
-        if (!Canonical(depth + 1)) return false;
+        if (!Walk(depth + 1, canonical)) return false;
       }
       return true;
     }
-    case 7:
-      switch (low) {
-        case 20:
-        case 21:
-        case 22:
-          return true;
-        case 25:  // the writer's NaN and infinities
-          return n == 0x7e00 || n == 0x7c00 || n == 0xfc00;
-        case 26: {
-          float f = 0;
-          const auto bits = static_cast<uint32_t>(n);
-          std::memcpy(&f, &bits, sizeof f);
-          return std::isfinite(f);
-        }
-        case 27: {
-          double d = 0;
-          std::memcpy(&d, &n, sizeof d);
-          const bool as_float = d >= static_cast<double>(std::numeric_limits<float>::lowest()) &&
-                                d <= static_cast<double>(std::numeric_limits<float>::max()) &&
-                                static_cast<double>(static_cast<float>(d)) == d;
-          return std::isfinite(d) && !as_float;
-        }
-        default:
-          return false;
-      }
-    default:  // binary values (2) and tags (6) are left to Item
+    case 6: {  // as Item: a binary value's subtype, 1-8 byte forms only
+      if (canonical || low < 24) return false;
+      const char* tagged = p_;
+      uint8_t inner = 0;
+      uint64_t size = 0;
+      if (!Head(inner, size) || inner != 2) return false;
+      p_ = tagged;
+      return Walk(depth + 1, false);
+    }
+    default: {
+      if (canonical) return CanonicalSimple(low, n);
+      json ignored;
+      return Simple(low, n, ignored);
+    }
+  }
+}
+
+// Major type 7 as the writer writes it: false, true, null; a double as
+// float32 when exact, else float64; NaN and the infinities as half floats.
+bool CborReader::CanonicalSimple(uint8_t low, uint64_t n) {
+  switch (low) {
+    case 20:
+    case 21:
+    case 22:
+      return true;
+    case 25:
+      return n == 0x7e00 || n == 0x7c00 || n == 0xfc00;
+    case 26: {
+      float f = 0;
+      const auto bits = static_cast<uint32_t>(n);
+      std::memcpy(&f, &bits, sizeof f);
+      return std::isfinite(f);
+    }
+    case 27: {
+      double d = 0;
+      std::memcpy(&d, &n, sizeof d);
+      const bool as_float = d >= static_cast<double>(std::numeric_limits<float>::lowest()) &&
+                            d <= static_cast<double>(std::numeric_limits<float>::max()) &&
+                            static_cast<double>(static_cast<float>(d)) == d;
+      return std::isfinite(d) && !as_float;
+    }
+    default:
       return false;
   }
 }

@@ -21,6 +21,7 @@
 // functions; thread-safe.
 #include <optional>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -69,59 +70,68 @@ class RecordReader {
   explicit RecordReader(std::string_view bytes) : r_(bytes) {}
 
   bool State(LedgerState& s) {
-    uint64_t n = 0;
-    if (!r_.Map(n)) return false;
     Once once;
-    for (uint64_t i = 0; i < n; ++i) {
-      std::string_view name;
-      if (!r_.Text(name)) return false;
-      if (name == "version") {
-        if (!once.First(0) || !r_.Unsigned(s.version)) return false;
-      } else if (name == "calls") {
-        if (!once.First(1) || !CallsInto(s.calls)) return false;
-      } else if (auto c = CategoryOfMember(name)) {
-        if (!once.First(2 + static_cast<int>(*c)) || !Entries(s.of(*c))) return false;
-      } else if (!r_.Skip()) {
-        return false;
-      }
-    }
-    return once.Has(0) && r_.AtEnd();
+    return Members([&](std::string_view name) {
+             if (name == "version") return once.First(0) && r_.Unsigned(s.version);
+             if (name == "calls") return once.First(1) && CallsInto(s.calls);
+             if (auto c = CategoryOfMember(name)) {
+               return once.First(2 + static_cast<int>(*c)) && Entries(s.of(*c));
+             }
+             return r_.Skip();
+           }) &&
+           once.Has(0) && r_.AtEnd();
   }
 
   bool Turn(TurnRecord& t) {
-    uint64_t n = 0;
-    if (!r_.Map(n)) return false;
+    auto error = [](const json& x) -> Result<ExtractionError> { return DecodeExtractionError(x); };
     Once once;
-    for (uint64_t i = 0; i < n; ++i) {
-      std::string_view name;
-      if (!r_.Text(name)) return false;
-      bool ok = false;
-      if (name == "turn") {
-        ok = once.First(0) && r_.Unsigned(t.turn);
-      } else if (name == "at") {
-        ok = once.First(1) && r_.Signed(t.committed_at_ms);
-      } else if (name == "updates") {
-        ok = once.First(2) && Updates(t.updates);
-      } else if (name == "calls") {
-        ok = once.First(3) && Calls(t.calls);
-      } else if (name == "decisions") {
-        ok = once.First(4) && Documents(t.decisions, DecodeDecision);
-      } else if (name == "errors") {
-        auto error = [](const json& x) -> Result<ExtractionError> {
-          return DecodeExtractionError(x);
-        };
-        ok = once.First(5) && Documents(t.errors, error);
-      } else if (name == "sources") {
-        ok = once.First(6) && Sources(t.sources);
-      } else {
-        ok = r_.Skip();
-      }
-      if (!ok) return false;
-    }
-    return once.Has(0) && r_.AtEnd();
+    return Members([&](std::string_view name) {
+             if (name == "turn") return once.First(0) && r_.Unsigned(t.turn);
+             if (name == "at") return once.First(1) && r_.Signed(t.committed_at_ms);
+             if (name == "updates") {
+               return once.First(2) && Array(t.updates, &RecordReader::ReadUpdate);
+             }
+             if (name == "calls") {
+               return once.First(3) && Array(t.calls, &RecordReader::ReadCall);
+             }
+             if (name == "decisions") {
+               return once.First(4) && Documents(t.decisions, DecodeDecision);
+             }
+             if (name == "errors") return once.First(5) && Documents(t.errors, error);
+             if (name == "sources") {
+               return once.First(6) && Array(t.sources, &RecordReader::ReadSource);
+             }
+             return r_.Skip();
+           }) &&
+           once.Has(0) && r_.AtEnd();
   }
 
  private:
+  // A map, each member's name given to `member`, which reads its value (or
+  // passes over it) and returns false to decline the record.
+  template <class F>
+  bool Members(F&& member) {
+    uint64_t n = 0;
+    if (!r_.Map(n)) return false;
+    for (uint64_t i = 0; i < n; ++i) {
+      std::string_view name;
+      if (!r_.Text(name) || !member(name)) return false;
+    }
+    return true;
+  }
+
+  // An array, each item read by `read`.
+  template <class T>
+  bool Array(std::vector<T>& out, bool (RecordReader::*read)(T&)) {
+    uint64_t n = 0;
+    if (!r_.Array(n)) return false;
+    out.resize(n);
+    for (T& item : out) {
+      if (!(this->*read)(item)) return false;
+    }
+    return true;
+  }
+
   static std::optional<Category> CategoryOfMember(std::string_view name) {
     if (!name.ends_with('s')) return std::nullopt;
     name.remove_suffix(1);
@@ -143,123 +153,96 @@ class RecordReader {
     return true;
   }
 
-  // The provenance members an entry and an update share; false if `name`
-  // is none of them (then nothing was read).
-  bool ProvenanceMember(std::string_view name, Once& once, Provenance& p, bool& ok) {
+  // The provenance members an entry and an update share: nullopt if `name`
+  // is none of them (then nothing was read), else whether it read.
+  std::optional<bool> ProvenanceMember(std::string_view name, Once& once, Provenance& p) {
     std::string_view text;
     if (name == "pack") {
-      ok = once.First(10) && r_.Text(text);
+      if (!once.First(10) || !r_.Text(text)) return false;
       p.pack_version = strings_.Get(text);
-    } else if (name == "rule") {
-      ok = once.First(11) && r_.Text(text);
-      p.rule_id = strings_.Get(text);
-    } else if (name == "source") {
-      std::optional<SourceKind> kind;
-      ok = once.First(12) && r_.Text(text) && (kind = ParseSourceKind(text)).has_value();
-      if (ok) p.source = *kind;
-    } else if (name == "source_id") {
-      ok = once.First(13) && r_.Text(text);
-      p.source_id = strings_.Get(text);
-    } else if (name == "turn") {
-      ok = once.First(14) && r_.Unsigned(p.turn);
-    } else if (name == "verified") {
-      ok = once.First(15) && r_.Bool(p.verified);
-    } else {
-      return false;
+      return true;
     }
-    return true;
+    if (name == "rule") {
+      if (!once.First(11) || !r_.Text(text)) return false;
+      p.rule_id = strings_.Get(text);
+      return true;
+    }
+    if (name == "source") {
+      std::optional<SourceKind> kind;
+      if (!once.First(12) || !r_.Text(text) || !(kind = ParseSourceKind(text))) return false;
+      p.source = *kind;
+      return true;
+    }
+    if (name == "source_id") {
+      if (!once.First(13) || !r_.Text(text)) return false;
+      p.source_id = strings_.Get(text);
+      return true;
+    }
+    if (name == "turn") return once.First(14) && r_.Unsigned(p.turn);
+    if (name == "verified") return once.First(15) && r_.Bool(p.verified);
+    return std::nullopt;
+  }
+
+  // An optional unsigned / signed member into `out`.
+  template <class T>
+  bool Optional(std::optional<T>& out) {
+    T v{};
+    bool read = false;
+    if constexpr (std::is_unsigned_v<T>) {
+      read = r_.Unsigned(v);
+    } else {
+      read = r_.Signed(v);
+    }
+    if (read) out = v;
+    return read;
   }
 
   bool ReadEntry(Entry& e) {
-    uint64_t n = 0;
-    if (!r_.Map(n)) return false;
     Once once;
-    for (uint64_t i = 0; i < n; ++i) {
-      std::string_view name;
-      if (!r_.Text(name)) return false;
-      bool ok = false;
-      if (ProvenanceMember(name, once, e.provenance, ok)) {
-        // read
-      } else if (name == "value") {
-        ok = once.First(0) && r_.Item(e.value);
-      } else if (name == "expires_at_turn") {
-        uint64_t turn = 0;
-        ok = once.First(1) && r_.Unsigned(turn);
-        e.expires_at_turn = turn;
-      } else if (name == "expires_at_ms") {
-        int64_t ms = 0;
-        ok = once.First(2) && r_.Signed(ms);
-        e.expires_at_ms = ms;
-      } else {
-        ok = r_.Skip();
-      }
-      if (!ok) return false;
-    }
-    return once.Has(0);
-  }
-
-  bool Updates(std::vector<Update>& out) {
-    uint64_t n = 0;
-    if (!r_.Array(n)) return false;
-    out.resize(n);
-    for (Update& u : out) {
-      if (!ReadUpdate(u)) return false;
-    }
-    return true;
+    return Members([&](std::string_view name) {
+             if (auto read = ProvenanceMember(name, once, e.provenance)) return *read;
+             if (name == "value") return once.First(0) && r_.Item(e.value);
+             if (name == "expires_at_turn") {
+               return once.First(1) && Optional(e.expires_at_turn);
+             }
+             if (name == "expires_at_ms") return once.First(2) && Optional(e.expires_at_ms);
+             return r_.Skip();
+           }) &&
+           once.Has(0);
   }
 
   bool ReadUpdate(Update& u) {
-    uint64_t n = 0;
-    if (!r_.Map(n)) return false;
     Once once;
-    for (uint64_t i = 0; i < n; ++i) {
-      std::string_view name;
-      if (!r_.Text(name)) return false;
-      bool ok = false;
-      std::string_view text;
-      if (ProvenanceMember(name, once, u.provenance, ok)) {
-        // read
-      } else if (name == "value") {
-        ok = once.First(0) && r_.Item(u.value);
-      } else if (name == "key") {
-        ok = once.First(1) && r_.Text(text);
+    std::string_view text;
+    std::optional<Category> category;
+    std::optional<UpdateOp> op;
+    const bool complete = Members([&](std::string_view name) {
+      if (auto read = ProvenanceMember(name, once, u.provenance)) return *read;
+      if (name == "value") return once.First(0) && r_.Item(u.value);
+      if (name == "key") {
+        if (!once.First(1) || !r_.Text(text)) return false;
         u.key = text;
-      } else if (name == "category") {
-        std::optional<Category> c;
-        ok = once.First(2) && r_.Text(text) && (c = ParseCategory(text)).has_value();
-        if (ok) u.category = *c;
-      } else if (name == "op") {
-        std::optional<UpdateOp> op;
-        ok = once.First(3) && r_.Text(text) && (op = ParseUpdateOp(text)).has_value();
-        if (ok) u.op = *op;
-      } else if (name == "expire_after_turns") {
-        uint64_t turns = 0;
-        ok = once.First(4) && r_.Unsigned(turns);
-        u.expire_after_turns = turns;
-      } else if (name == "expire_at_ms") {
-        int64_t ms = 0;
-        ok = once.First(5) && r_.Signed(ms);
-        u.expire_at_ms = ms;
-      } else {
-        ok = r_.Skip();
+        return true;
       }
-      if (!ok) return false;
-    }
+      if (name == "category") {
+        return once.First(2) && r_.Text(text) && (category = ParseCategory(text)).has_value();
+      }
+      if (name == "op") {
+        return once.First(3) && r_.Text(text) && (op = ParseUpdateOp(text)).has_value();
+      }
+      if (name == "expire_after_turns") {
+        return once.First(4) && Optional(u.expire_after_turns);
+      }
+      if (name == "expire_at_ms") return once.First(5) && Optional(u.expire_at_ms);
+      return r_.Skip();
+    });
     // The codec's rules: a key and a category; a set has a value; another
     // op's value is not read.
-    if (!once.Has(1) || !once.Has(2)) return false;
+    if (!complete || !once.Has(1) || !category) return false;
+    u.category = *category;
+    u.op = op.value_or(UpdateOp::kSet);
     if (u.op == UpdateOp::kSet) return once.Has(0);
     u.value = nullptr;
-    return true;
-  }
-
-  bool Calls(std::vector<CallRecord>& out) {
-    uint64_t n = 0;
-    if (!r_.Array(n)) return false;
-    out.resize(n);
-    for (CallRecord& c : out) {
-      if (!ReadCall(c)) return false;
-    }
     return true;
   }
 
@@ -275,79 +258,46 @@ class RecordReader {
   }
 
   bool ReadCall(CallRecord& c) {
-    uint64_t n = 0;
-    if (!r_.Map(n)) return false;
     Once once;
-    for (uint64_t i = 0; i < n; ++i) {
-      std::string_view name;
-      if (!r_.Text(name)) return false;
-      bool ok = false;
-      std::string_view text;
-      if (name == "args") {
-        ok = once.First(0) && r_.Item(c.call.arguments);
-      } else if (name == "id") {
-        ok = once.First(1) && r_.Text(text);
-        c.call.id = text;
-      } else if (name == "tool") {
-        ok = once.First(2) && r_.Text(text);
-        c.call.tool = text;
-      } else if (name == "outcome") {
-        ok = once.First(3) && r_.Text(text);
-        c.outcome = text;
-      } else if (name == "turn") {
-        ok = once.First(4) && r_.Unsigned(c.turn);
-      } else if (name == "writes") {
-        ok = once.First(5) && r_.Bool(c.writes);
-      } else {
-        ok = r_.Skip();
-      }
-      if (!ok) return false;
-    }
-    return once.Has(2);
-  }
-
-  bool Sources(std::vector<SourceRecord>& out) {
-    uint64_t n = 0;
-    if (!r_.Array(n)) return false;
-    out.resize(n);
-    for (SourceRecord& s : out) {
-      if (!ReadSource(s)) return false;
-    }
-    return true;
+    std::string_view text;
+    // Reads a text member into `field`.
+    auto text_into = [&](int bit, std::string& field) {
+      if (!once.First(bit) || !r_.Text(text)) return false;
+      field = text;
+      return true;
+    };
+    return Members([&](std::string_view name) {
+             if (name == "args") return once.First(0) && r_.Item(c.call.arguments);
+             if (name == "id") return text_into(1, c.call.id);
+             if (name == "tool") return text_into(2, c.call.tool);
+             if (name == "outcome") return text_into(3, c.outcome);
+             if (name == "turn") return once.First(4) && r_.Unsigned(c.turn);
+             if (name == "writes") return once.First(5) && r_.Bool(c.writes);
+             return r_.Skip();
+           }) &&
+           once.Has(2);
   }
 
   // DecodeSource's rules, with the message or output kept as the bytes they
   // are stored as when those are CborValue's own (CborReader::Canonical): no
   // JSON built and encoded again. Other bytes there decline.
   bool ReadSource(SourceRecord& s) {
-    uint64_t n = 0;
-    if (!r_.Map(n)) return false;
     Once once;
     std::string_view kind, refused, tool, id, text, output;
-    for (uint64_t i = 0; i < n; ++i) {
-      std::string_view name;
-      if (!r_.Text(name)) return false;
-      bool ok = false;
-      if (name == "kind") {
-        ok = once.First(0) && r_.Text(kind);
-      } else if (name == "turn") {
-        ok = once.First(1) && r_.Unsigned(s.turn);
-      } else if (name == "refused") {
-        ok = once.First(2) && r_.Text(refused);
-      } else if (name == "text") {
-        ok = once.First(3) && r_.Canonical(text);
-      } else if (name == "tool") {
-        ok = once.First(4) && r_.Text(tool);
-      } else if (name == "id") {
-        ok = once.First(5) && r_.Text(id);
-      } else if (name == "output") {
-        ok = once.First(6) && r_.Canonical(output);
-      } else {
-        ok = r_.Skip();
-      }
-      if (!ok) return false;
-    }
-    if (!once.Has(0) || !once.Has(1)) return false;
+    auto text_member = [&](int bit, std::string_view& out) {
+      return once.First(bit) && r_.Text(out);
+    };
+    const bool complete = Members([&](std::string_view name) {
+      if (name == "kind") return text_member(0, kind);
+      if (name == "turn") return once.First(1) && r_.Unsigned(s.turn);
+      if (name == "refused") return text_member(2, refused);
+      if (name == "text") return once.First(3) && r_.Canonical(text);
+      if (name == "tool") return text_member(4, tool);
+      if (name == "id") return text_member(5, id);
+      if (name == "output") return once.First(6) && r_.Canonical(output);
+      return r_.Skip();
+    });
+    if (!complete || !once.Has(0) || !once.Has(1)) return false;
     s.refused = refused;
     if (kind == "user") {
       s.kind = SourceRecord::Kind::kUserMessage;

@@ -65,7 +65,7 @@ class CborReader {
   bool Array(uint64_t& count) { return Container(4, count); }
 
   // Passes over one whole data item without building it.
-  bool Skip() { return Skip(0); }
+  bool Skip() { return Walk(0, false); }
 
   // The bytes of the data item that starts here, passed over, if they are
   // exactly what CborWriter::Json writes for the value they hold (shortest
@@ -75,7 +75,7 @@ class CborReader {
   // bytes as they are. False, with the position unspecified, otherwise.
   bool Canonical(std::string_view& out) {
     const char* start = p_;
-    if (!Canonical(0)) return false;
+    if (!Walk(0, true)) return false;
     out = std::string_view(start, static_cast<size_t>(p_ - start));
     return true;
   }
@@ -91,9 +91,10 @@ class CborReader {
     return Head(major, count) && major == want && count <= Left();
   }
   bool Item(nlohmann::json& out, int depth);
-  bool Skip(int depth);
-  bool Canonical(int depth);
+  // Passes over one item; with `canonical`, only one in CborWriter::Json's form.
+  bool Walk(int depth, bool canonical);
   bool CanonicalText(std::string_view& out);
+  static bool CanonicalSimple(uint8_t low, uint64_t n);
   static bool Simple(uint8_t low, uint64_t n, nlohmann::json& out);
 
   const char* p_;
